@@ -1,0 +1,45 @@
+# Two commands do everything: `make run` and `make test`. Both build .venv first.
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+VENV := .venv
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: install run test lint typecheck unit bench clean
+
+install: $(VENV)/.installed
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
+
+$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --python $(PYTHON)
+	touch $@
+
+run: install
+	$(VENV)/bin/solarapi migrate
+	$(VENV)/bin/solarapi demo
+	@echo "Dashboard: http://127.0.0.1:8000/  (log in with a demo e-mail above)"
+	@echo "API docs:  http://127.0.0.1:8000/api/v1/docs"
+	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port 8000
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: lint typecheck unit
+
+bench: install
+	@echo "see bench/README.md"
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

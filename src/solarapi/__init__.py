@@ -1,0 +1,1 @@
+"""Solar Energy Platform API."""

@@ -1,0 +1,3 @@
+from solarapi.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Accounts, users and passwords, and the `/account` endpoint."""

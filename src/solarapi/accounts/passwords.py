@@ -1,0 +1,31 @@
+"""Argon2id password hashing, with a dummy verification for unknown users (no timing oracle)."""
+
+from __future__ import annotations
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+_hasher = PasswordHasher()  # argon2-cffi defaults: Argon2id, RFC 9106 low-memory profile
+_DUMMY_HASH = _hasher.hash("dummy password that nobody has")
+
+MIN_PASSWORD_LENGTH = 10
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str | None, password: str) -> bool:
+    """Constant-work check: an unknown user costs the same as a wrong password."""
+    try:
+        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def password_problem(password: str) -> str | None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        return f"Password must be at least {MIN_PASSWORD_LENGTH} characters long"
+    if len(password) > 1024:
+        return "Password must be at most 1024 characters long"
+    return None

@@ -1,0 +1,66 @@
+"""`GET /account`: which key, plan and environment a client is using."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.plans import PLAN_LIMITS
+from solarapi.kit.timefmt import format_optional, format_timestamp
+
+router = APIRouter(tags=["Account"])
+
+
+class KeyInfo(BaseModel):
+    id: str
+    name: str
+    display: str
+    created_at: str
+    last_used_at: str | None
+
+
+class Limits(BaseModel):
+    per_minute: int
+    per_day: int
+
+
+class Usage(BaseModel):
+    minute: int
+    today: int
+
+
+class AccountOut(BaseModel):
+    id: str
+    name: str
+    plan: Literal["starter", "pro", "enterprise"]
+    environment: Literal["live", "test"]
+    key: KeyInfo
+    limits: Limits
+    usage: Usage
+
+
+@router.get("/account", response_model=AccountOut, summary="The calling key's account")
+async def get_account(principal: PrincipalDep) -> Response:
+    limits = PLAN_LIMITS[principal.plan]
+    return OrjsonResponse(
+        {
+            "id": principal.account_id,
+            "name": principal.account_name,
+            "plan": principal.plan.value,
+            "environment": principal.environment.value,
+            "key": {
+                "id": principal.key_id,
+                "name": principal.key_name,
+                "display": principal.key_display,
+                "created_at": format_timestamp(principal.key_created_at),
+                "last_used_at": format_optional(principal.key_last_used_at),
+            },
+            "limits": {"per_minute": limits.per_minute, "per_day": limits.per_day},
+            "usage": {"minute": principal.usage_minute, "today": principal.usage_today},
+        }
+    )

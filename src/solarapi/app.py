@@ -1,0 +1,130 @@
+"""`create_app(settings)`: routers, middleware, error handlers and the lifespan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.responses import HTMLResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from solarapi.auth.scopes import API_PREFIX
+from solarapi.config import Settings
+from solarapi.db import create_engine, sessionmaker_for
+from solarapi.errors import install_error_handlers
+from solarapi.gateway import ApiGateway, RouteTable
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.openapi import build_openapi
+from solarapi.ratelimit.base import RateLimiter
+from solarapi.ratelimit.policy import create_limiter
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    limiter: RateLimiter | None = None,
+    run_jobs: bool | None = None,
+) -> FastAPI:
+    """Build the application. `clock` and `limiter` are injectable for tests."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
+
+        inline_jobs = run_jobs if run_jobs is not None else settings.job_runner == "inline"
+        if inline_jobs:
+            await start_inline_runner(app)
+        try:
+            yield
+        finally:
+            if inline_jobs:
+                await stop_inline_runner(app)
+            await app.state.limiter.close()
+            await app.state.engine.dispose()
+
+    app = FastAPI(
+        title="Solar Energy Platform API",
+        version="1.0",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        default_response_class=OrjsonResponse,
+        lifespan=lifespan,
+    )
+    engine = create_engine(settings)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = sessionmaker_for(engine)
+    app.state.limiter = limiter or create_limiter(settings)
+    app.state.clock = clock
+
+    install_error_handlers(app)
+    _include_routers(app)
+    _install_docs(app)
+
+    # Outermost first: gzip wraps the gateway so the gateway's headers are on compressed
+    # responses too.
+    app.add_middleware(ApiGateway)
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
+    from solarapi.accounts.router import router as account_router
+    from solarapi.dashboard.router import router as dashboard_router
+    from solarapi.declarations.router import router as declarations_router
+    from solarapi.health.router import router as health_router
+    from solarapi.prices.router import router as prices_router
+    from solarapi.readings.router import router as readings_router
+    from solarapi.reports.router import router as reports_router
+    from solarapi.systems.router import router as systems_router
+    from solarapi.webhooks.router import router as webhooks_router
+
+    table = RouteTable()
+    for router in (
+        health_router,
+        account_router,
+        systems_router,
+        readings_router,
+        prices_router,
+        declarations_router,
+        reports_router,
+        webhooks_router,
+    ):
+        app.include_router(router, prefix=API_PREFIX)
+        table.add_router(router, API_PREFIX)
+    app.include_router(dashboard_router)
+    table.add_router(dashboard_router, "")
+    app.state.route_table = table
+
+
+def _install_docs(app: FastAPI) -> None:
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount(
+        f"{API_PREFIX}/docs/assets", StaticFiles(directory=swagger_ui_path), name="swagger-assets"
+    )
+    table: RouteTable = app.state.route_table
+    table.add(f"{API_PREFIX}/docs/assets/{{path:path}}", {"GET", "HEAD"})
+    table.add(f"{API_PREFIX}/openapi.json", {"GET"})
+    table.add(f"{API_PREFIX}/docs", {"GET"})
+
+    @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
+    async def openapi_document() -> Response:
+        return OrjsonResponse(build_openapi(app))
+
+    @app.get(f"{API_PREFIX}/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=f"{API_PREFIX}/openapi.json",
+            title="Solar Energy Platform API — docs",
+            swagger_js_url=f"{API_PREFIX}/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url=f"{API_PREFIX}/docs/assets/swagger-ui.css",
+            swagger_favicon_url=f"{API_PREFIX}/docs/assets/favicon-32x32.png",
+        )

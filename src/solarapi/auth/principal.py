@@ -1,0 +1,39 @@
+"""The authenticated caller, put on the request by the middleware."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from solarapi.errors import Unauthorized
+from solarapi.kit.plans import Environment, Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    account_id: str
+    account_name: str
+    plan: Plan
+    environment: Environment
+    key_id: str
+    key_name: str
+    key_display: str
+    key_created_at: datetime
+    key_last_used_at: datetime | None
+    usage_minute: int = 0
+    usage_today: int = 0
+
+
+def get_principal(request: Request) -> Principal:
+    principal = request.scope.get("state", {}).get("principal")
+    if not isinstance(principal, Principal):
+        # Reaching a protected route without the middleware having authenticated is a bug
+        # in wiring, never a client error; answer as if unauthenticated.
+        raise Unauthorized("missing Authorization header")
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -1,0 +1,62 @@
+"""Which plan may call what: the single scope table of the API.
+
+Pro may call the read-only endpoints listed in `PRO_READABLE`; everything else under the API
+(writes, declarations, reports, webhooks, events) needs Enterprise. Starter has no API.
+The plan is read from the account on every request, so plan changes apply at once.
+"""
+
+from __future__ import annotations
+
+from solarapi.kit.plans import PLAN_LIMITS, Plan
+
+API_PREFIX = "/api/v1"
+
+# Route templates (relative to /api/v1) that Pro keys may call with GET/HEAD.
+PRO_READABLE: frozenset[str] = frozenset(
+    {
+        "/account",
+        "/systems",
+        "/systems/{system_id}",
+        "/systems/{system_id}/readings",
+        "/systems/{system_id}/summary",
+        "/systems/{system_id}/market-value",
+        "/market-prices",
+        "/market-prices/zones",
+    }
+)
+
+# Routes that need no key at all.
+PUBLIC: frozenset[str] = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+
+_GROUP_MESSAGES: dict[str, str] = {
+    "declarations": "Declarations require the Enterprise plan",
+    "reports": "Reports require the Enterprise plan",
+    "webhooks": "Webhooks require the Enterprise plan",
+    "events": "Events require the Enterprise plan",
+    "systems": "Creating, changing or deleting systems and uploading readings require the "
+    "Enterprise plan",
+}
+
+
+def required_plan(method: str, template: str) -> Plan:
+    if method in ("GET", "HEAD") and template in PRO_READABLE:
+        return Plan.PRO
+    return Plan.ENTERPRISE
+
+
+def plan_allows(plan: Plan, method: str, template: str) -> bool:
+    if not PLAN_LIMITS[plan].api:
+        return False
+    needed = required_plan(method, template)
+    return needed is Plan.PRO or plan is Plan.ENTERPRISE
+
+
+def forbidden_message(plan: Plan, method: str, template: str) -> str:
+    if not PLAN_LIMITS[plan].api:
+        return (
+            "The Starter plan has no API access; upgrade to Pro (read-only) or Enterprise "
+            "(full access)"
+        )
+    group = template.strip("/").split("/", 1)[0]
+    message = _GROUP_MESSAGES.get(group, "This operation requires the Enterprise plan")
+    return f"{message}; this key's account is on the {plan.value.capitalize()} plan"

@@ -1,0 +1,101 @@
+"""Authenticating a Bearer key, and issuing and revoking keys."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth import repository
+from solarapi.auth.keys import NewKey, generate_key, hash_key, parse_key
+from solarapi.auth.principal import Principal
+from solarapi.errors import NotFound, Unauthorized, ValidationFailed
+from solarapi.kit.ids import new_id
+from solarapi.kit.plans import Environment, Plan
+from solarapi.models import ApiKey
+
+# last_used_at is refreshed at most this often per key, so the hot path does not write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The key from an `Authorization: Bearer …` header, or Unauthorized saying what is wrong."""
+    if authorization is None or not authorization.strip():
+        raise Unauthorized("missing Authorization header; send 'Authorization: Bearer <API key>'")
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
+    return token.strip()
+
+
+async def authenticate(
+    session: AsyncSession, authorization: str | None, secret: bytes, now: datetime
+) -> Principal:
+    token = bearer_token(authorization)
+    environment = parse_key(token)
+    if environment is None:
+        raise Unauthorized(
+            "malformed key: API keys look like pk_live_… or pk_test_… followed by 38 letters "
+            "and digits"
+        )
+    record = await repository.find_key_by_hash(session, hash_key(token, secret))
+    if record is None or record.revoked_at is not None:
+        raise Unauthorized("invalid or revoked key")
+    if record.last_used_at is None or now - record.last_used_at >= LAST_USED_RESOLUTION:
+        await repository.touch_last_used(session, record.key_id, now)
+    return Principal(
+        account_id=record.account_id,
+        account_name=record.account_name,
+        plan=Plan(record.plan),
+        environment=Environment(record.environment),
+        key_id=record.key_id,
+        key_name=record.key_name,
+        key_display=record.display,
+        key_created_at=record.created_at,
+        key_last_used_at=now,
+    )
+
+
+def validate_key_name(name: str) -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= 100:
+        raise ValidationFailed("key name must be 1–100 characters")
+    return name
+
+
+async def create_key(
+    session: AsyncSession,
+    *,
+    account_id: str,
+    name: str,
+    environment: Environment,
+    secret: bytes,
+    now: datetime,
+) -> tuple[ApiKey, NewKey]:
+    """Issue a key. The returned NewKey is the only time the full key exists outside the client."""
+    new = generate_key(environment)
+    record = ApiKey(
+        id=new_id("key"),
+        account_id=account_id,
+        name=validate_key_name(name),
+        environment=environment.value,
+        key_hash=hash_key(new.key, secret),
+        display=new.display,
+        created_at=now,
+        last_used_at=None,
+        revoked_at=None,
+    )
+    await repository.add_key(session, record)
+    return record, new
+
+
+async def revoke_key(
+    session: AsyncSession, *, key_id: str, now: datetime, account_id: str | None = None
+) -> ApiKey:
+    key = await repository.get_key(session, key_id)
+    if key is None or (account_id is not None and key.account_id != account_id):
+        raise NotFound(f"No API key with id {key_id}")
+    if key.revoked_at is None:
+        key.revoked_at = now
+        await session.flush()
+    return key

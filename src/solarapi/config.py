@@ -1,0 +1,118 @@
+"""Settings, read once from `SOLARAPI_*` environment variables, validated at start-up."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from solarapi.kit.plans import Plan
+
+_PLACEHOLDER_SECRETS = {"", "change-me", "changeme", "secret", "dev", "test"}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SOLARAPI_", extra="ignore")
+
+    data_dir: Path = Path("./data")
+    # Plain SQLAlchemy URL; the async driver is chosen by `async_database_url`.
+    database_url: str = ""
+    redis_url: str | None = None
+    # Empty = embedded default: generated once and kept in the data dir.
+    secret_key: str = ""
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    max_body_bytes: int = 10 * 1024 * 1024
+    anonymous_per_minute: int = 60
+    signup_plan: Plan = Plan.STARTER
+    webhooks_allow_loopback: bool = False
+    reports_dir: Path | None = None
+    entsoe_token: str | None = None
+    log_level: str = "INFO"
+    # "inline" runs jobs in the API process (embedded default); "external" leaves them to
+    # `solarapi worker` processes.
+    job_runner: Literal["inline", "external"] = "inline"
+    db_pool_size: int = 10
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _valid_networks(cls, value: list[str]) -> list[str]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)
+        return value
+
+    @field_validator("database_url", "redis_url")
+    @classmethod
+    def _empty_is_none_for_redis(cls, value: str | None) -> str | None:
+        return value.strip() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _defaults_and_production_rules(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{(self.data_dir / 'solar.db').as_posix()}"
+        if self.redis_url == "":
+            self.redis_url = None
+        if self.is_postgres and self.secret_key.strip().lower() in _PLACEHOLDER_SECRETS:
+            raise ValueError(
+                "SOLARAPI_SECRET_KEY must be set to a long random value when running on "
+                "PostgreSQL (every worker must share it); generate one with "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`"
+            )
+        if self.secret_key and len(self.secret_key) < 32:
+            raise ValueError("SOLARAPI_SECRET_KEY must be at least 32 characters long")
+        return self
+
+    @cached_property
+    def trusted_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        return [ipaddress.ip_network(item, strict=False) for item in self.trusted_proxies]
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database_url.startswith(("postgresql", "postgres:"))
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def async_database_url(self) -> str:
+        url = self.database_url
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url[len("postgres://") :]
+        if url.startswith("postgresql://"):
+            return "postgresql+asyncpg://" + url[len("postgresql://") :]
+        if url.startswith("sqlite://"):
+            return "sqlite+aiosqlite://" + url[len("sqlite://") :]
+        return url
+
+    @cached_property
+    def effective_secret_key(self) -> bytes:
+        """The server secret: explicit, or generated once into the data dir (embedded mode)."""
+        if self.secret_key:
+            return self.secret_key.encode()
+        path = self.data_dir / "secret_key"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            # O_EXCL: two processes starting at once must not write two different secrets.
+            try:
+                with path.open("x", encoding="ascii") as fh:
+                    fh.write(secrets.token_urlsafe(48))
+                path.chmod(0o600)
+            except FileExistsError:
+                pass
+        return path.read_text(encoding="ascii").strip().encode()
+
+    @property
+    def effective_reports_dir(self) -> Path:
+        return self.reports_dir or (self.data_dir / "reports")

@@ -1,0 +1,1 @@
+"""The server-rendered dashboard for people: sign-up, keys, systems, usage."""

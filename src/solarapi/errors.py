@@ -1,0 +1,169 @@
+"""One error type, rendered by one set of handlers as `{"error", "code"}`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from solarapi.kit.jsonresp import OrjsonResponse
+
+log = logging.getLogger("solarapi.errors")
+
+
+class ApiError(Exception):
+    status_code = 500
+    code = "server_error"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+class Unauthorized(ApiError):
+    status_code = 401
+    code = "unauthorized"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class Forbidden(ApiError):
+    status_code = 403
+    code = "forbidden"
+
+
+class NotFound(ApiError):
+    status_code = 404
+    code = "not_found"
+
+
+class ValidationFailed(ApiError):
+    status_code = 400
+    code = "validation"
+
+
+class Conflict(ApiError):
+    status_code = 409
+    code = "conflict"
+
+
+class RateLimited(ApiError):
+    status_code = 429
+    code = "rate_limit"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ApiError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class Unavailable(ApiError):
+    status_code = 503
+    code = "unavailable"
+
+    def __init__(self, message: str = "The database is unavailable; try again shortly.") -> None:
+        super().__init__(message, headers={"Retry-After": "5"})
+
+
+class MethodNotAllowed(ApiError):
+    status_code = 405
+    code = "method_not_allowed"
+
+
+def error_response(
+    status_code: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> OrjsonResponse:
+    return OrjsonResponse(
+        {"error": message, "code": code}, status_code=status_code, headers=headers
+    )
+
+
+def render_api_error(exc: ApiError) -> OrjsonResponse:
+    return error_response(exc.status_code, exc.code, exc.message, exc.headers)
+
+
+def describe_validation_errors(errors: Any) -> str:
+    """Turn pydantic/FastAPI error lists into one readable, located message."""
+    parts: list[str] = []
+    for err in list(errors)[:5]:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        where = ""
+        for piece in loc:
+            where += f"[{piece}]" if piece.isdigit() else (f".{piece}" if where else piece)
+        msg = str(err.get("msg", "invalid value"))
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown field"
+        elif err.get("type") == "missing":
+            msg = "is required"
+        elif err.get("type") == "json_invalid":
+            ctx = err.get("ctx") or {}
+            return f"request body is not valid JSON: {ctx.get('error', 'syntax error')}"
+        msg = msg.removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts) or "invalid request"
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Connection-level failures (server down, refused), not query bugs."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    if isinstance(exc, OSError | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, InterfaceError | OperationalError):
+        text = str(exc).lower()
+        return any(
+            word in text
+            for word in ("connect", "connection", "closed", "refused", "unable to open", "terminat")
+        )
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return type(exc).__module__.startswith("asyncpg") and "Connection" in type(exc).__name__
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def api_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return render_api_error(exc)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 404:
+            return error_response(404, "not_found", f"No such endpoint: {request.url.path}")
+        if exc.status_code == 405:
+            headers = dict(exc.headers or {})
+            allow = headers.get("Allow", "")
+            return error_response(
+                405,
+                "method_not_allowed",
+                f"Method {request.method} is not allowed on {request.url.path}; allowed: {allow}",
+                {"Allow": allow},
+            )
+        code = {
+            400: "validation",
+            401: "unauthorized",
+            403: "forbidden",
+            413: "payload_too_large",
+            415: "unsupported_media_type",
+            429: "rate_limit",
+            409: "conflict",
+        }.get(exc.status_code, "server_error" if exc.status_code >= 500 else "validation")
+        return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+
+    async def validation_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(400, "validation", describe_validation_errors(exc.errors()))
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)

@@ -1,0 +1,1 @@
+"""`GET|HEAD /health`: liveness for load balancers, never rate limited."""

@@ -1,0 +1,72 @@
+"""The health endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from importlib.metadata import version
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+from sqlalchemy import text
+from starlette.responses import Response
+
+from solarapi.errors import is_database_unavailable
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.timefmt import format_timestamp, utcnow
+
+router = APIRouter(tags=["Health"])
+log = logging.getLogger("solarapi.health")
+
+
+class HealthChecks(BaseModel):
+    database: Literal["ok", "unavailable"]
+    rate_limiter: Literal["ok", "degraded"]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded", "unavailable"]
+    version: str
+    api_version: str
+    time: str
+    checks: HealthChecks
+
+
+async def _database_status(request: Request) -> Literal["ok", "unavailable"]:
+    try:
+        async with request.app.state.sessionmaker() as session:
+            await asyncio.wait_for(session.execute(text("SELECT 1")), timeout=2.0)
+    except Exception as exc:
+        if not (is_database_unavailable(exc) or isinstance(exc, asyncio.TimeoutError)):
+            log.exception("health check query failed")
+        return "unavailable"
+    return "ok"
+
+
+@router.head("/health", include_in_schema=False)
+@router.get(
+    "/health",
+    response_model=Health,
+    summary="Service health",
+    description="No authentication. 200 `ok` or `degraded` (Redis down: limits fall back to "
+    "per-process counters), 503 `unavailable` when the database does not answer.",
+    responses={503: {"model": Health, "description": "The database does not answer"}},
+)
+async def health(request: Request) -> Response:
+    database = await _database_status(request)
+    limiter = await request.app.state.limiter.check()
+    status = "unavailable" if database != "ok" else ("degraded" if limiter != "ok" else "ok")
+    body = {
+        "status": status,
+        "version": version("solarapi"),
+        "api_version": "1.0",
+        "time": format_timestamp(utcnow()),
+        "checks": {"database": database, "rate_limiter": limiter},
+    }
+    headers = {"Cache-Control": "no-store"}
+    if status == "unavailable":
+        headers["Retry-After"] = "5"
+    return OrjsonResponse(
+        body, status_code=503 if status == "unavailable" else 200, headers=headers
+    )

@@ -1,0 +1,1 @@
+"""Small shared pieces: ids, time, pagination, JSON, plans."""

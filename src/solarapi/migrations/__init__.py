@@ -1,0 +1,1 @@
+"""Alembic migrations, shipped in the package so `solarapi migrate` works anywhere."""

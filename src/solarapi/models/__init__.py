@@ -1,0 +1,6 @@
+"""SQLAlchemy tables, one module per area. Importing this package registers them all."""
+
+from solarapi.models.account import Account, ApiKey, User
+from solarapi.models.base import Base
+
+__all__ = ["Account", "ApiKey", "Base", "User"]

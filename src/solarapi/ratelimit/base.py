@@ -1,0 +1,77 @@
+"""The limiter interface and the decision it returns."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    name: str  # "minute" | "day"
+    limit: int
+    seconds: int
+
+    def start(self, now: float) -> int:
+        # Clock-aligned: the minute window resets at each whole UTC minute, the day at 00:00Z.
+        return int(now // self.seconds) * self.seconds
+
+
+@dataclass(frozen=True, slots=True)
+class WindowState:
+    name: str
+    limit: int
+    seconds: int
+    used: int
+    reset: int  # Unix epoch seconds
+
+    @property
+    def remaining(self) -> int:
+        return max(self.limit - self.used, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    windows: tuple[WindowState, ...]
+    now: float
+    degraded: bool = False
+
+    @property
+    def binding(self) -> WindowState:
+        """The window with the fewest requests left; a tie goes to the one resetting later."""
+        return min(self.windows, key=lambda w: (w.remaining, -w.reset))
+
+    @property
+    def retry_after(self) -> int:
+        blocked = [w for w in self.windows if w.used >= w.limit] or [self.binding]
+        # The request can go through only once every exhausted window has reset.
+        return max(1, math.ceil(max(w.reset for w in blocked) - self.now))
+
+    def window(self, name: str) -> WindowState | None:
+        return next((w for w in self.windows if w.name == name), None)
+
+
+def decide(
+    windows: Sequence[Window], counts: Sequence[int], now: float, allowed: bool, degraded: bool
+) -> Decision:
+    states = tuple(
+        WindowState(w.name, w.limit, w.seconds, used, w.start(now) + w.seconds)
+        for w, used in zip(windows, counts, strict=True)
+    )
+    return Decision(allowed, states, now, degraded)
+
+
+class RateLimiter(Protocol):
+    async def hit(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        """Count one request in every window if all allow it; count nothing otherwise."""
+
+    async def peek(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        """The windows' state without counting."""
+
+    async def check(self) -> str:
+        """'ok', or 'degraded' when the shared store is unreachable."""
+
+    async def close(self) -> None: ...

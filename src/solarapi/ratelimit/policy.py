@@ -1,0 +1,57 @@
+"""Which windows apply to whom, and the headers that describe them."""
+
+from __future__ import annotations
+
+from solarapi.config import Settings
+from solarapi.kit.plans import PLAN_LIMITS, Plan
+from solarapi.ratelimit.base import Decision, RateLimiter, Window
+from solarapi.ratelimit.memory import MemoryRateLimiter
+
+
+def key_windows(plan: Plan) -> tuple[Window, Window]:
+    limits = PLAN_LIMITS[plan]
+    return Window("minute", limits.per_minute, 60), Window("day", limits.per_day, 86_400)
+
+
+def anonymous_windows(settings: Settings) -> tuple[Window]:
+    return (Window("minute", settings.anonymous_per_minute, 60),)
+
+
+def create_limiter(settings: Settings) -> RateLimiter:
+    if settings.redis_url:
+        from solarapi.ratelimit.redis import RedisRateLimiter
+
+        return RedisRateLimiter(settings.redis_url)
+    return MemoryRateLimiter()
+
+
+def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
+    binding = decision.binding
+    headers = [
+        (b"x-ratelimit-limit", str(binding.limit).encode()),
+        (b"x-ratelimit-remaining", str(binding.remaining).encode()),
+        (b"x-ratelimit-reset", str(binding.reset).encode()),
+    ]
+    policy: list[str] = []
+    for w in decision.windows:
+        title = w.name.capitalize()
+        headers.append((f"x-ratelimit-limit-{title}".lower().encode(), str(w.limit).encode()))
+        headers.append(
+            (f"x-ratelimit-remaining-{title}".lower().encode(), str(w.remaining).encode())
+        )
+        policy.append(f'"{w.name}";q={w.limit};w={w.seconds}')
+    seconds_left = max(0, binding.reset - int(decision.now))
+    headers.append((b"ratelimit-policy", ", ".join(policy).encode()))
+    headers.append(
+        (b"ratelimit", f'"{binding.name}";r={binding.remaining};t={seconds_left}'.encode())
+    )
+    return headers
+
+
+def limit_message(decision: Decision) -> str:
+    blocked = [w for w in decision.windows if w.used >= w.limit] or [decision.binding]
+    window = max(blocked, key=lambda w: w.reset)
+    return (
+        f"Rate limit exceeded: {window.limit} requests per {window.name}. "
+        f"Retry in {decision.retry_after} s."
+    )

@@ -1,0 +1,100 @@
+"""Redis fixed windows: one Lua script checks and counts every window atomically, so the
+limits hold exactly across any number of workers and hosts.
+
+Fails open on purpose (as PyPI's limiter does): if Redis is unreachable the API keeps
+serving with per-process fallback counters, and /health reports `degraded`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from solarapi.ratelimit.base import Decision, Window, decide
+from solarapi.ratelimit.memory import MemoryRateLimiter
+
+log = logging.getLogger("solarapi.ratelimit")
+
+# KEYS: one counter per window. ARGV[1]: "1" to count, "0" to peek; then limit, ttl per window.
+# A request is counted in every window only when all of them allow it.
+_SCRIPT = """
+local allowed = 1
+local counts = {}
+for i = 1, #KEYS do
+  local c = tonumber(redis.call('GET', KEYS[i]) or '0')
+  counts[i] = c
+  if c >= tonumber(ARGV[2 * i]) then allowed = 0 end
+end
+if allowed == 1 and ARGV[1] == '1' then
+  for i = 1, #KEYS do
+    counts[i] = redis.call('INCR', KEYS[i])
+    if counts[i] == 1 then redis.call('EXPIRE', KEYS[i], ARGV[2 * i + 1]) end
+  end
+end
+table.insert(counts, 1, allowed)
+return counts
+"""
+
+# After a failure, Redis is retried at most this often so a dead server costs no latency.
+_RETRY_SECONDS = 1.0
+
+
+class RedisRateLimiter:
+    def __init__(self, url: str) -> None:
+        self._redis = aioredis.Redis.from_url(
+            url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=30
+        )
+        self._script = self._redis.register_script(_SCRIPT)
+        self._fallback = MemoryRateLimiter()
+        self._down_until = 0.0
+
+    @staticmethod
+    def _keys(bucket: str, windows: Sequence[Window], now: float) -> list[str]:
+        # The hash tag keeps one bucket's windows in one Redis Cluster slot.
+        return [f"rl:{{{bucket}}}:{w.name}:{w.start(now)}" for w in windows]
+
+    async def _run(
+        self, bucket: str, windows: Sequence[Window], now: float, count: bool
+    ) -> Decision:
+        if time.monotonic() < self._down_until:
+            return self._fallback_decision(bucket, windows, now, count)
+        args: list[int | str] = ["1" if count else "0"]
+        for w in windows:
+            args += [w.limit, w.seconds + 60]
+        try:
+            result = await self._script(keys=self._keys(bucket, windows, now), args=args)
+        except (RedisError, OSError) as exc:
+            if self._down_until == 0.0 or time.monotonic() - self._down_until > 60:
+                log.warning("redis rate limiter unreachable, failing open: %s", exc)
+            self._down_until = time.monotonic() + _RETRY_SECONDS
+            return self._fallback_decision(bucket, windows, now, count)
+        self._down_until = 0.0
+        allowed = bool(int(result[0]))
+        return decide(windows, [int(c) for c in result[1:]], now, allowed, False)
+
+    def _fallback_decision(
+        self, bucket: str, windows: Sequence[Window], now: float, count: bool
+    ) -> Decision:
+        if count:
+            return self._fallback.hit_sync(bucket, windows, now, degraded=True)
+        return self._fallback.peek_sync(bucket, windows, now, degraded=True)
+
+    async def hit(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        return await self._run(bucket, windows, now, count=True)
+
+    async def peek(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        return await self._run(bucket, windows, now, count=False)
+
+    async def check(self) -> str:
+        try:
+            await self._redis.ping()
+        except (RedisError, OSError):
+            return "degraded"
+        return "ok"
+
+    async def close(self) -> None:
+        await self._redis.aclose()

@@ -1,0 +1,193 @@
+"""Test support: service discovery, tenants and clients. Factories are plain functions."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from solarapi.accounts.service import create_account
+from solarapi.auth.service import create_key
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
+
+REQUIRE_SERVICES = os.environ.get("SOLARAPI_TEST_REQUIRE_SERVICES") == "1"
+POSTGRES_ADMIN_URL = os.environ.get(
+    "SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("SOLARAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def postgres_available() -> bool:
+    return _port_open("127.0.0.1", 5432)
+
+
+def redis_available() -> bool:
+    return _port_open("127.0.0.1", 6379)
+
+
+def need_service(name: str, available: bool) -> None:
+    """Skip without the service, unless CI requires it (then it is a failure)."""
+    if available:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{name} is required (SOLARAPI_TEST_REQUIRE_SERVICES=1) but not reachable")
+    pytest.skip(f"{name} not reachable on this machine")
+
+
+class TestClock:
+    """Injectable wall clock for the rate limiter: real time unless a test pins it."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.pinned: float | None = None
+
+    def __call__(self) -> float:
+        return time.time() if self.pinned is None else self.pinned
+
+
+@dataclass
+class Tenant:
+    """An account with one key per environment, as tests use them."""
+
+    account_id: str
+    email: str
+    password: str
+    plan: Plan
+    keys: dict[Environment, str]
+    key_ids: dict[Environment, str] = field(default_factory=dict)
+
+    @property
+    def live(self) -> str:
+        return self.keys[Environment.LIVE]
+
+    @property
+    def test(self) -> str:
+        return self.keys[Environment.TEST]
+
+
+async def make_tenant(app: FastAPI, plan: Plan, password: str = "correct horse battery") -> Tenant:
+    email = f"t-{uuid.uuid4().hex[:12]}@example.com"
+    secret = app.state.settings.effective_secret_key
+    async with app.state.sessionmaker() as session, session.begin():
+        created = await create_account(
+            session,
+            name=f"Test {plan.value}",
+            email=email,
+            password=password,
+            plan=plan,
+            now=utcnow(),
+        )
+        keys: dict[Environment, str] = {}
+        key_ids: dict[Environment, str] = {}
+        for env in Environment:
+            record, new = await create_key(
+                session,
+                account_id=created.account.id,
+                name=f"{env.value} key",
+                environment=env,
+                secret=secret,
+                now=utcnow(),
+            )
+            keys[env] = new.key
+            key_ids[env] = record.id
+    return Tenant(created.account.id, email, password, plan, keys, key_ids)
+
+
+def random_ip() -> str:
+    return f"10.{random.randint(0, 255)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
+
+
+def client_for(app: FastAPI, key: str | None = None, ip: str | None = None) -> httpx.AsyncClient:
+    """An HTTP client on the ASGI app, from its own client IP (its own anonymous window)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    transport = httpx.ASGITransport(app=app, client=(ip or random_ip(), 50000))
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
+    """A real `solarapi serve` process; yields its base URL."""
+    port = free_port()
+    full_env = {**os.environ, **env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "solarapi", "serve", "--port", str(port), *args],
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
+            try:
+                httpx.get(f"{base}/api/v1/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("server did not start in 30 s")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_cli(
+    env: dict[str, str], *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "solarapi", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"solarapi {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def json_of(response: httpx.Response) -> Any:
+    return response.json()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.get_event_loop().run_until_complete(coro)
