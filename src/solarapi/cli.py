@@ -309,6 +309,19 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="key_… id")]) -> No
     typer.echo(f"{key_id} revoked")
 
 
+def _register_area_commands() -> None:
+    from solarapi.declarations.cli import register as declarations_commands
+    from solarapi.jobs.cli import register as jobs_commands
+    from solarapi.prices.cli import register as prices_commands
+    from solarapi.readings.cli import register as readings_commands
+
+    for register in (readings_commands, prices_commands, declarations_commands, jobs_commands):
+        register(app)
+
+
+_register_area_commands()
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONUTF8", "1")
     try:

@@ -34,9 +34,15 @@ class DemoAccount:
     keys: dict[Environment, str]
 
 
-# Hooks other areas register to give demo accounts data (systems, readings, prices).
 DemoDataHook = Callable[[AsyncSession, str, Plan, datetime], Awaitable[None]]
-DATA_HOOKS: list[DemoDataHook] = []
+
+
+def _data_hooks() -> list[DemoDataHook]:
+    """Each area's demo data, in dependency order (systems and readings before prices)."""
+    from solarapi.prices.demo import add_demo_data as prices_demo
+    from solarapi.systems.demo import add_demo_data as systems_demo
+
+    return [systems_demo, prices_demo]
 
 
 def demo_key(secret: bytes, email: str, environment: Environment) -> str:
@@ -94,7 +100,7 @@ async def ensure_demo_accounts(
                 stored.revoked_at = None
             keys[environment] = key
         if with_data:
-            for hook in DATA_HOOKS:
+            for hook in _data_hooks():
                 await hook(session, account_id, plan, now)
         result.append(DemoAccount(account_id, name, email, plan, keys))
     await session.flush()

@@ -1,5 +1,15 @@
 """SQLAlchemy tables, one module per area. Importing this package registers them all."""
 
+from solarapi.models import (  # noqa: F401 - imported to register their tables
+    dashboard,
+    declarations,
+    jobs,
+    prices,
+    readings,
+    reports,
+    systems,
+    webhooks,
+)
 from solarapi.models.account import Account, ApiKey, User
 from solarapi.models.base import Base
 

@@ -1,0 +1,1 @@
+"""Events: the outbox of state changes that webhooks deliver."""

@@ -1,0 +1,3 @@
+"""Tables of the dashboard area."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the declarations area."""
+
+from __future__ import annotations

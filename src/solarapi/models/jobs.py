@@ -1,0 +1,3 @@
+"""Tables of the jobs area."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the prices area."""
+
+from __future__ import annotations

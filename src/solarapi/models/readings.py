@@ -1,0 +1,3 @@
+"""Tables of the readings area."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the reports area."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the systems area."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the webhooks area."""
+
+from __future__ import annotations
