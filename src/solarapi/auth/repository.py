@@ -23,6 +23,7 @@ class KeyRecord:
     account_id: str
     account_name: str
     plan: str
+    sandbox_provisioned: bool
 
 
 async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | None:
@@ -39,6 +40,7 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
                 Account.id,
                 Account.name,
                 Account.plan,
+                Account.sandbox_provisioned_at,
             )
             .join(Account, Account.id == ApiKey.account_id)
             .where(ApiKey.key_hash == key_hash)
@@ -58,6 +60,7 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
         account_id=row[7],
         account_name=row[8],
         plan=row[9],
+        sandbox_provisioned=row[10] is not None,
     )
 
 

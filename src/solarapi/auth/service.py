@@ -43,6 +43,10 @@ async def authenticate(
         raise Unauthorized("invalid or revoked key")
     if record.last_used_at is None or now - record.last_used_at >= LAST_USED_RESOLUTION:
         await repository.touch_last_used(session, record.key_id, now)
+    if record.environment == Environment.TEST and not record.sandbox_provisioned:
+        from solarapi.sandbox.provision import ensure_sandbox
+
+        await ensure_sandbox(session, record.account_id, now)
     return Principal(
         account_id=record.account_id,
         account_name=record.account_name,
