@@ -1,0 +1,306 @@
+"""ENTSO-E Transparency Platform day-ahead prices: `Publication_MarketDocument`, type A44.
+
+Shape: TimeSeries (in_Domain/out_Domain EIC, currency, curveType) → Period (timeInterval
+start/end in UTC, resolution PT15M/PT30M/PT60M) → Point (position from 1, price.amount).
+Curve type A01 lists every position; A03 omits a position whose price repeats the previous
+one, so an omitted position carries the price before it up to the period's end.
+
+Parsed with defusedxml's SAX parser: entity declarations (billion laughs) and external
+references (XXE) are refused before anything is expanded or fetched, and the SAX locator
+gives every element its line so errors can point at it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.sax
+import xml.sax.handler
+import xml.sax.xmlreader
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from io import BytesIO
+
+import defusedxml.sax
+from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
+
+from solarapi.prices.imports import PriceFileError, PriceRow, check_no_overlap
+from solarapi.prices.zones import ZONE_BY_EIC, Zone
+
+_RESOLUTIONS = {"PT15M": 900, "PT30M": 1800, "PT60M": 3600, "PT1H": 3600}
+# ENTSO-E writes interval bounds without seconds (2025-06-14T22:00Z); accept them with, too.
+_UTC_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2})?Z$")
+
+
+@dataclass(slots=True)
+class _Element:
+    name: str  # local name, namespace prefix dropped
+    line: int
+    text: str = ""
+    children: list[_Element] = field(default_factory=list)
+
+    def all(self, name: str) -> list[_Element]:
+        return [child for child in self.children if child.name == name]
+
+    def first(self, name: str) -> _Element | None:
+        for child in self.children:
+            if child.name == name:
+                return child
+        return None
+
+    def required(self, name: str, where: str) -> _Element:
+        found = self.first(name)
+        if found is None:
+            raise PriceFileError(f"line {self.line}: {where} has no <{name}> element")
+        return found
+
+
+class _TreeBuilder(xml.sax.handler.ContentHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root: _Element | None = None
+        self._stack: list[_Element] = []
+        self._locator: xml.sax.xmlreader.Locator | None = None
+
+    def setDocumentLocator(self, locator: xml.sax.xmlreader.Locator) -> None:
+        self._locator = locator
+
+    def startElement(self, name: str, attrs: xml.sax.xmlreader.AttributesImpl) -> None:
+        line = self._locator.getLineNumber() if self._locator is not None else 0
+        element = _Element(name.rpartition(":")[2], line or 0)
+        if self._stack:
+            self._stack[-1].children.append(element)
+        else:
+            self.root = element
+        self._stack.append(element)
+
+    def endElement(self, name: str) -> None:
+        element = self._stack.pop()
+        element.text = element.text.strip()
+
+    def characters(self, content: str) -> None:
+        if self._stack:
+            self._stack[-1].text += content
+
+
+@dataclass(frozen=True, slots=True)
+class EntsoeDocument:
+    zone: Zone
+    rows: list[PriceRow]
+
+
+def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
+    root = _parse_tree(data)
+    if root.name == "Acknowledgement_MarketDocument":
+        reason = root.first("Reason")
+        text = reason.first("text") if reason is not None else None
+        detail = f": {text.text}" if text is not None and text.text else ""
+        raise PriceFileError(
+            f"the document is an ENTSO-E acknowledgement, not prices (no data){detail}"
+        )
+    if root.name != "Publication_MarketDocument":
+        raise PriceFileError(
+            f"line {root.line}: root element is <{root.name}>; expected an ENTSO-E "
+            "<Publication_MarketDocument>"
+        )
+    doc_type = root.first("type")
+    if doc_type is not None and doc_type.text != "A44":
+        raise PriceFileError(
+            f"line {doc_type.line}: document type is {doc_type.text!r}; only A44 "
+            "(day-ahead prices) can be imported"
+        )
+    series = root.all("TimeSeries")
+    if not series:
+        raise PriceFileError(f"line {root.line}: the document has no <TimeSeries>")
+
+    zone: Zone | None = None
+    rows: list[PriceRow] = []
+    origins: list[str] = []
+    for ts_index, ts in enumerate(series, start=1):
+        where = f"TimeSeries {ts_index} (line {ts.line})"
+        ts_zone = _series_zone(ts, where)
+        if zone is None:
+            zone = ts_zone
+        elif ts_zone is not zone:
+            raise PriceFileError(
+                f"{where} is for zone {ts_zone.code}, but earlier TimeSeries are for {zone.code}; "
+                "import one zone per document"
+            )
+        _check_units(ts, where)
+        curve = ts.first("curveType")
+        curve_type = curve.text if curve is not None else "A01"
+        if curve_type not in ("A01", "A03"):
+            assert curve is not None
+            raise PriceFileError(
+                f"line {curve.line}: curveType {curve_type!r} is not supported; "
+                "expected A01 (every position) or A03 (repeated prices omitted)"
+            )
+        periods = ts.all("Period")
+        if not periods:
+            raise PriceFileError(f"{where} has no <Period>")
+        for p_index, period in enumerate(periods, start=1):
+            period_where = f"{where} Period {p_index} (line {period.line})"
+            for row, point_line in _period_rows(period, period_where, curve_type == "A03"):
+                rows.append(row)
+                origins.append(f"the Point at line {point_line}")
+    assert zone is not None
+    order = sorted(range(len(rows)), key=lambda i: rows[i].start)
+    rows = [rows[i] for i in order]
+    check_no_overlap(rows, [origins[i] for i in order])
+    return EntsoeDocument(zone, rows)
+
+
+def _parse_tree(data: bytes) -> _Element:
+    builder = _TreeBuilder()
+    try:
+        defusedxml.sax.parse(
+            BytesIO(data),
+            builder,
+            forbid_dtd=False,
+            forbid_entities=True,
+            forbid_external=True,
+        )
+    except EntitiesForbidden as exc:
+        raise PriceFileError(
+            f"the document declares the XML entity '{exc.name}'; entity declarations are "
+            "refused (they enable entity-expansion and external-entity attacks) and ENTSO-E "
+            "documents never contain them"
+        ) from None
+    except ExternalReferenceForbidden as exc:
+        raise PriceFileError(
+            f"the document refers to an external resource ({exc.sysid or exc.pubid}); "
+            "external references are refused"
+        ) from None
+    except DTDForbidden:  # pragma: no cover - DTDs are allowed, only their dangerous parts not
+        raise PriceFileError("the document has a DTD; DTDs are refused") from None
+    except xml.sax.SAXParseException as exc:
+        raise PriceFileError(
+            f"line {exc.getLineNumber()}, column {exc.getColumnNumber()}: malformed XML: "
+            f"{exc.getMessage()}"
+        ) from None
+    if builder.root is None:  # pragma: no cover - expat reports "no element found" first
+        raise PriceFileError("the document has no root element")
+    return builder.root
+
+
+def _series_zone(ts: _Element, where: str) -> Zone:
+    domains = [d for d in (ts.first("in_Domain.mRID"), ts.first("out_Domain.mRID")) if d]
+    if not domains:
+        raise PriceFileError(f"{where} has no <in_Domain.mRID> naming its bidding zone")
+    zones: list[Zone] = []
+    for domain in domains:
+        zone = ZONE_BY_EIC.get(domain.text)
+        if zone is None:
+            raise PriceFileError(
+                f"line {domain.line}: <{domain.name}> {domain.text!r} is not the EIC code of "
+                "a supported bidding zone (see GET /market-prices/zones)"
+            )
+        zones.append(zone)
+    if len(zones) == 2 and zones[0] is not zones[1]:
+        raise PriceFileError(
+            f"{where}: in_Domain ({zones[0].code}) and out_Domain ({zones[1].code}) differ; "
+            "day-ahead prices (A44) name one zone"
+        )
+    return zones[0]
+
+
+def _check_units(ts: _Element, where: str) -> None:
+    currency = ts.first("currency_Unit.name")
+    if currency is not None and currency.text != "EUR":
+        raise PriceFileError(
+            f"line {currency.line}: currency {currency.text!r} is not supported; prices are "
+            "stored in EUR"
+        )
+    unit = ts.first("price_Measure_Unit.name")
+    if unit is not None and unit.text.upper() != "MWH":
+        raise PriceFileError(
+            f"line {unit.line}: price unit {unit.text!r} is not supported; expected MWH"
+        )
+
+
+def _period_rows(period: _Element, where: str, repeat_omitted: bool) -> list[tuple[PriceRow, int]]:
+    interval = period.required("timeInterval", where)
+    start = _utc_epoch(interval.required("start", f"{where} <timeInterval>"))
+    end = _utc_epoch(interval.required("end", f"{where} <timeInterval>"))
+    resolution_el = period.required("resolution", where)
+    resolution_s = _RESOLUTIONS.get(resolution_el.text)
+    if resolution_s is None:
+        raise PriceFileError(
+            f"line {resolution_el.line}: resolution {resolution_el.text!r} is not supported; "
+            "expected PT15M, PT30M or PT60M"
+        )
+    if end <= start:
+        raise PriceFileError(f"line {interval.line}: timeInterval ends before it starts")
+    if start % resolution_s or (end - start) % resolution_s:
+        raise PriceFileError(
+            f"line {interval.line}: timeInterval is not a whole number of "
+            f"{resolution_el.text} periods on the UTC grid"
+        )
+    slots = (end - start) // resolution_s
+    by_position: dict[int, tuple[float, int]] = {}
+    for point in period.all("Point"):
+        position_el = point.required("position", f"line {point.line}: <Point>")
+        price_el = point.first("price.amount")
+        if price_el is None:
+            raise PriceFileError(f"line {point.line}: <Point> has no <price.amount>")
+        try:
+            position = int(position_el.text)
+        except ValueError:
+            position = 0
+        if not 1 <= position <= slots:
+            raise PriceFileError(
+                f"line {position_el.line}: position {position_el.text!r} is outside the period "
+                f"(1 to {slots} for {resolution_el.text} from {_iso(start)} to {_iso(end)})"
+            )
+        if position in by_position:
+            raise PriceFileError(
+                f"line {position_el.line}: position {position} appears twice in {where}"
+            )
+        try:
+            price = float(price_el.text)
+        except ValueError:
+            price = math.nan
+        if not math.isfinite(price):
+            raise PriceFileError(
+                f"line {price_el.line}: price.amount {price_el.text!r} is not a number"
+            )
+        by_position[position] = (price, point.line)
+    if not by_position:
+        raise PriceFileError(f"{where} has no <Point>")
+    if repeat_omitted and 1 not in by_position:
+        raise PriceFileError(
+            f"{where}: curve type A03 needs position 1 (an omitted position repeats the "
+            "price before it, and nothing comes before position 1)"
+        )
+    rows: list[tuple[PriceRow, int]] = []
+    carried: tuple[float, int] | None = None
+    for position in range(1, slots + 1):
+        given = by_position.get(position)
+        if given is not None:
+            carried = given
+        elif not repeat_omitted:
+            continue  # A01: a missing position is a gap, not a repetition
+        assert carried is not None
+        price, line = given or carried
+        rows.append((PriceRow(start + (position - 1) * resolution_s, resolution_s, price), line))
+    return rows
+
+
+def _utc_epoch(element: _Element) -> int:
+    match = _UTC_TIME.match(element.text)
+    if match is None:
+        raise PriceFileError(
+            f"line {element.line}: <{element.name}> {element.text!r} is not a UTC time such "
+            "as 2025-06-14T22:00Z"
+        )
+    try:
+        value = datetime.fromisoformat(f"{match.group(1)}T{match.group(2)}{match.group(3) or ''}")
+    except ValueError:
+        raise PriceFileError(
+            f"line {element.line}: <{element.name}> {element.text!r} is not a valid date"
+        ) from None
+    return int(value.replace(tzinfo=UTC).timestamp())
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%MZ")

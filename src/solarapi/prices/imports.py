@@ -1,0 +1,94 @@
+"""Reading price files (ENTSO-E XML or CSV) into validated rows, before anything is stored.
+
+Parsing is complete before the database is touched, so a bad file stores nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from solarapi.prices.zones import ZONES, Zone
+
+PriceSource = Literal["entsoe", "csv", "simulated"]
+
+# Every published resolution; all are whole multiples of the 15-minute grid.
+RESOLUTIONS_S: frozenset[int] = frozenset({900, 1800, 3600})
+QUARTER_S = 900
+# A year of 15-minute prices as XML is a few MB; anything far larger is not a price file.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+class PriceFileError(ValueError):
+    """A price file that cannot be imported; the message names the line or element."""
+
+
+@dataclass(frozen=True, slots=True)
+class PriceRow:
+    start: int  # epoch seconds, UTC
+    resolution_s: int
+    price_eur_per_mwh: float
+
+    @property
+    def end(self) -> int:
+        return self.start + self.resolution_s
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPrices:
+    zone: Zone
+    source: PriceSource
+    rows: list[PriceRow]  # sorted by start, never overlapping
+
+
+def read_price_file(path: Path, zone_code: str, resolution_s: int | None = None) -> ParsedPrices:
+    """Parse `path` (XML when it starts with `<`, else CSV) for `zone_code`."""
+    from solarapi.prices.csvfile import parse_price_csv
+    from solarapi.prices.entsoe import parse_entsoe_xml
+
+    zone = ZONES.get(zone_code)
+    if zone is None:
+        known = ", ".join(ZONES)
+        raise PriceFileError(f"unknown zone '{zone_code}'; known zones: {known}")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise PriceFileError(f"cannot read {path}: {exc.strerror}") from None
+    if size > MAX_FILE_BYTES:
+        raise PriceFileError(f"{path} is {size} bytes; price files are limited to 64 MiB")
+    data = path.read_bytes()
+    if not data.strip():
+        raise PriceFileError(f"{path} is empty")
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        document = parse_entsoe_xml(data)
+        if document.zone.code != zone.code:
+            raise PriceFileError(
+                f"the document is for zone {document.zone.code} ({document.zone.eic}), "
+                f"not {zone.code} ({zone.eic}) as --zone says"
+            )
+        return ParsedPrices(zone, "entsoe", document.rows)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PriceFileError(f"{path} is neither XML nor UTF-8 CSV: {exc.reason}") from None
+    return ParsedPrices(zone, "csv", parse_price_csv(text, resolution_s))
+
+
+def check_no_overlap(rows: list[PriceRow], where: list[str]) -> None:
+    """Raise when two rows (sorted by start) overlap; `where[i]` names row i's origin."""
+    for i in range(1, len(rows)):
+        if rows[i].start < rows[i - 1].end:
+            raise PriceFileError(
+                f"{where[i]} overlaps {where[i - 1]}: both give a price for the period "
+                "starting at "
+                f"{_iso(rows[i].start)}"
+            )
+
+
+def _iso(epoch: int) -> str:
+    from datetime import UTC, datetime
+
+    from solarapi.kit.timefmt import format_timestamp
+
+    return format_timestamp(datetime.fromtimestamp(epoch, UTC))
