@@ -127,4 +127,6 @@ def _install_docs(app: FastAPI) -> None:
             swagger_js_url=f"{API_PREFIX}/docs/assets/swagger-ui-bundle.js",
             swagger_css_url=f"{API_PREFIX}/docs/assets/swagger-ui.css",
             swagger_favicon_url=f"{API_PREFIX}/docs/assets/favicon-32x32.png",
+            # Swagger UI would otherwise send the document to validator.swagger.io.
+            swagger_ui_parameters={"validatorUrl": None},
         )

@@ -14,12 +14,13 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
-from starlette.routing import Match, compile_path
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from solarapi.auth.principal import Principal
@@ -28,6 +29,8 @@ from solarapi.auth.service import authenticate
 from solarapi.errors import (
     ApiError,
     Forbidden,
+    MethodNotAllowed,
+    NotFound,
     PayloadTooLarge,
     RateLimited,
     Unauthorized,
@@ -39,7 +42,6 @@ from solarapi.errors import (
 )
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
-from solarapi.kit.timefmt import utcnow
 from solarapi.ratelimit.base import Decision
 from solarapi.ratelimit.policy import (
     anonymous_windows,
@@ -49,8 +51,9 @@ from solarapi.ratelimit.policy import (
 )
 
 log = logging.getLogger("solarapi.request")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-_BODY_METHODS = {"POST", "PUT", "PATCH"}
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_RATE_LIMIT_HEADER = b"x-ratelimit-limit"
 
 
 class _BodyTooLarge(HTTPException):
@@ -65,32 +68,73 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RouteMatch:
+    """`template` is set when the path exists; `allowed` is False when the method does not."""
+
+    template: str | None
+    allowed: bool
+    methods: frozenset[str]
+
+    @property
+    def allow_header(self) -> str:
+        return ", ".join(sorted(self.methods))
+
+
 class RouteTable:
-    """Path templates and methods of every route, so the gateway can tell 404/405 from a
-    real endpoint (and name its template for the plan scope table) before the app runs."""
+    """Path templates and methods of every route, so the gateway can answer 404/405 and name
+    the route's template for the plan scope table before the app runs.
+
+    Routes are grouped by their first path segment so a lookup tries a handful of patterns,
+    not every route of the API.
+    """
 
     def __init__(self) -> None:
-        self._routes: list[tuple[re.Pattern[str], str, frozenset[str]]] = []
+        self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
+        self._templates: dict[str, set[str]] = {}
+
+    @staticmethod
+    def _group(path: str) -> str:
+        # "/api/v1/systems/sys_1" -> "systems"; a parameter in that position -> "*".
+        relative = path[len(API_PREFIX) :] if path.startswith(API_PREFIX + "/") else path
+        first = relative.strip("/").split("/", 1)[0]
+        return "*" if "{" in first else first
 
     def add(self, template: str, methods: set[str]) -> None:
-        regex, _, _ = compile_path(template)
+        methods = {m.upper() for m in methods}
         if "GET" in methods:
-            methods = methods | {"HEAD"}
-        self._routes.append((regex, template, frozenset(methods)))
+            # HEAD is answered for every GET route (the gateway runs GET and drops the body).
+            methods.add("HEAD")
+        if template in self._templates:
+            self._templates[template].update(methods)
+            return
+        regex, _, _ = compile_path(template)
+        self._templates[template] = methods
+        self._groups.setdefault(self._group(template), []).append((regex, template, methods))
 
     def add_router(self, router: APIRouter, prefix: str) -> None:
         for route in router.routes:
             if isinstance(route, APIRoute):
                 self.add(prefix + route.path, set(route.methods or ()))
 
-    def match(self, path: str, method: str) -> tuple[Match, str]:
-        partial = ""
-        for regex, template, methods in self._routes:
-            if regex.match(path):
-                if method in methods:
-                    return Match.FULL, template
-                partial = partial or template
-        return (Match.PARTIAL, partial) if partial else (Match.NONE, "")
+    @property
+    def templates(self) -> dict[str, frozenset[str]]:
+        return {t: frozenset(m) for t, m in self._templates.items()}
+
+    def match(self, path: str, method: str) -> RouteMatch:
+        partial: tuple[str, set[str]] | None = None
+        for group in (self._group(path), "*"):
+            for regex, template, methods in self._groups.get(group, ()):
+                if regex.match(path):
+                    if method in methods:
+                        return RouteMatch(template, True, frozenset(methods))
+                    if partial is None:
+                        partial = (template, set(methods))
+                    else:
+                        partial[1].update(methods)
+        if partial is None:
+            return RouteMatch(None, False, frozenset())
+        return RouteMatch(partial[0], False, frozenset(partial[1]))
 
 
 class ApiGateway:
@@ -102,13 +146,15 @@ class ApiGateway:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        app = scope["app"]
-        state = app.state
+        state = scope["app"].state
+        method: str = scope["method"]
         incoming_id = _header(scope, b"x-request-id")
         request_id = (
-            incoming_id if incoming_id and _REQUEST_ID.match(incoming_id) else new_id("req")
+            incoming_id if incoming_id and _REQUEST_ID.fullmatch(incoming_id) else new_id("req")
         )
-        scope.setdefault("state", {})["request_id"] = request_id
+        scope_state = scope.setdefault("state", {})
+        scope_state["request_id"] = request_id
+        client_ip = self._client_ip(scope, state.settings.trusted_networks)
         extra: list[tuple[bytes, bytes]] = [
             (b"x-request-id", request_id.encode()),
             (b"api-version", b"1.0"),
@@ -116,6 +162,9 @@ class ApiGateway:
         status = 500
         response_started = False
         route = "-"
+        # A HEAD response never has a body; on a GET route the app runs GET (FastAPI's
+        # routes do not answer HEAD themselves) and the body is dropped here.
+        drop_body = method == "HEAD"
 
         async def send_with_headers(message: Message) -> None:
             nonlocal status, response_started
@@ -123,13 +172,20 @@ class ApiGateway:
                 response_started = True
                 status = message["status"]
                 message["headers"] = [*message.get("headers", []), *extra]
+            elif drop_body and message["type"] == "http.response.body":
+                message = {**message, "body": b""}
             await send(message)
 
         try:
             if scope["path"].startswith("/api/"):
-                early, route, receive = await self._gate(scope, receive, state, app, extra)
+                early, route, receive = await self._gate(scope, receive, state, client_ip, extra)
+                if early is None and method == "HEAD":
+                    scope["method"] = "GET"
             else:
+                # Dashboard pages: not limited here, but they carry the anonymous window's
+                # headers like every other response.
                 early = None
+                await self._peek_anonymous(state, client_ip, extra)
             if early is not None:
                 await render_api_error(early)(scope, receive, send_with_headers)
             else:
@@ -138,8 +194,12 @@ class ApiGateway:
             if response_started:
                 log.exception("error after the response started", extra={"request_id": request_id})
                 return
+            if not any(name == _RATE_LIMIT_HEADER for name, _ in extra):
+                await self._peek_anonymous(state, client_ip, extra)
             if is_database_unavailable(exc):
-                log.error("database unavailable: %s", exc, extra={"request_id": request_id})
+                log.error(
+                    "database unavailable: %s", type(exc).__name__, extra={"request_id": request_id}
+                )
                 await render_api_error(Unavailable())(scope, receive, send_with_headers)
             else:
                 log.exception("unhandled error", extra={"request_id": request_id})
@@ -149,20 +209,30 @@ class ApiGateway:
                     f"Internal server error; quote request id {request_id} when reporting it",
                 )(scope, receive, send_with_headers)
         finally:
-            principal = scope["state"].get("principal")
+            principal = scope_state.get("principal")
             log.info(
                 "request",
                 extra={
                     "request_id": request_id,
-                    "method": scope["method"],
+                    "method": method,
                     "route": route,
                     "path": scope["path"],
                     "status": status,
                     "latency_ms": round((time.perf_counter() - started) * 1000, 2),
                     "key_id": principal.key_id if isinstance(principal, Principal) else None,
-                    "client_ip": self._client_ip(scope, state.settings.trusted_networks),
+                    "account_id": principal.account_id
+                    if isinstance(principal, Principal)
+                    else None,
+                    "client_ip": client_ip,
                 },
             )
+
+    @staticmethod
+    async def _peek_anonymous(state: Any, client_ip: str, extra: list[tuple[bytes, bytes]]) -> None:
+        decision = await state.limiter.peek(
+            f"ip:{client_ip}", anonymous_windows(state.settings), state.clock()
+        )
+        extra.extend(rate_limit_headers(decision))
 
     @staticmethod
     def _client_ip(
@@ -176,7 +246,8 @@ class ApiGateway:
         forwarded = _header(scope, b"x-forwarded-for")
         if forwarded:
             chain = [part.strip() for part in forwarded.split(",") if part.strip()] + [peer]
-        # Walk from the nearest hop outwards, skipping our own trusted proxies.
+        # Walk from the nearest hop outwards, skipping our own trusted proxies: the first
+        # untrusted address is the client (anything further out is client-controlled).
         for hop in reversed(chain):
             try:
                 address = ipaddress.ip_address(hop)
@@ -187,12 +258,16 @@ class ApiGateway:
         return str(chain[0])
 
     async def _gate(
-        self, scope: Scope, receive: Receive, state: Any, app: Any, extra: list[tuple[bytes, bytes]]
+        self,
+        scope: Scope,
+        receive: Receive,
+        state: Any,
+        client_ip: str,
+        extra: list[tuple[bytes, bytes]],
     ) -> tuple[ApiError | None, str, Receive]:
         settings = state.settings
         limiter = state.limiter
-        now = state.clock()
-        client_ip = self._client_ip(scope, settings.trusted_networks)
+        now: float = state.clock()
         anon_bucket = f"ip:{client_ip}"
         anon = anonymous_windows(settings)
 
@@ -200,12 +275,28 @@ class ApiGateway:
             extra.extend(rate_limit_headers(decision))
             return decision
 
-        match, template = state.route_table.match(scope["path"], scope["method"])
-        relative = template[len(API_PREFIX) :] if template.startswith(API_PREFIX) else template
-        if match is not Match.FULL or relative == "/health":
-            # Routing errors answer 404/405 whatever the key; health is never refused.
+        method = scope["method"]
+        found = state.route_table.match(scope["path"], method)
+        if found.template is None or not found.allowed:
+            # Routing comes first: 404/405 whatever the key, counted in no window.
             use(await limiter.peek(anon_bucket, anon, now))
-            return None, template or "-", receive
+            if found.template is None:
+                return NotFound(f"No such endpoint: {scope['path']}"), "-", receive
+            return (
+                MethodNotAllowed(
+                    f"Method {method} is not allowed on {scope['path']}; "
+                    f"allowed: {found.allow_header}",
+                    headers={"Allow": found.allow_header},
+                ),
+                found.template,
+                receive,
+            )
+        template = found.template
+        relative = template[len(API_PREFIX) :] if template.startswith(API_PREFIX) else template
+        if relative == "/health":
+            # Load balancers poll it: never refused, never counted.
+            use(await limiter.peek(anon_bucket, anon, now))
+            return None, template, receive
         if relative in PUBLIC or relative.startswith("/docs"):
             decision = use(await limiter.hit(anon_bucket, anon, now))
             if not decision.allowed:
@@ -218,7 +309,7 @@ class ApiGateway:
                     session,
                     _header(scope, b"authorization"),
                     settings.effective_secret_key,
-                    utcnow(),
+                    datetime.fromtimestamp(now, UTC),
                 )
                 await session.commit()
         except Unauthorized as exc:
@@ -228,26 +319,27 @@ class ApiGateway:
 
         limits = PLAN_LIMITS[principal.plan]
         if not limits.api:
+            # No API on this plan: the key is treated like no key (anonymous window).
             decision = use(await limiter.hit(anon_bucket, anon, now))
             if not decision.allowed:
                 return self._too_many(decision, anonymous=True), template, receive
-            return Forbidden(forbidden_message(principal.plan, "GET", relative)), template, receive
+            return Forbidden(forbidden_message(principal.plan, method, relative)), template, receive
 
         decision = use(
             await limiter.hit(f"key:{principal.key_id}", key_windows(principal.plan), now)
         )
+        scope["state"]["principal"] = principal
         if not decision.allowed:
             return self._too_many(decision), template, receive
         minute, day = decision.window("minute"), decision.window("day")
-        principal = dataclasses.replace(
+        scope["state"]["principal"] = dataclasses.replace(
             principal,
             usage_minute=minute.used if minute else 0,
             usage_today=day.used if day else 0,
         )
-        scope["state"]["principal"] = principal
-        if not plan_allows(principal.plan, scope["method"], relative):
+        if not plan_allows(principal.plan, method, relative):
             return (
-                Forbidden(forbidden_message(principal.plan, scope["method"], relative)),
+                Forbidden(forbidden_message(principal.plan, method, relative)),
                 template,
                 receive,
             )
@@ -286,6 +378,7 @@ class ApiGateway:
         received = 0
 
         async def limited_receive() -> Message:
+            # A chunked body has no Content-Length to check up front: count as it streams.
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +11,16 @@ from typing import Any
 import orjson
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# Belt and braces: our code never logs a key, but a library message or an exception text
+# might quote one (e.g. a client that put its key in a URL). Such text is cut to the key's
+# display form before the line is written.
+_API_KEY = re.compile(r"(pk_(?:live|test)_[0-9A-Za-z]{4})[0-9A-Za-z]{30}([0-9A-Za-z]{4})")
+
+
+def redact_keys(text: str) -> str:
+    if "pk_" not in text:
+        return text
+    return _API_KEY.sub(r"\1…\2", text)
 
 
 class JsonFormatter(logging.Formatter):
@@ -25,7 +36,7 @@ class JsonFormatter(logging.Formatter):
                 payload[key] = value
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(payload, default=str).decode()
+        return redact_keys(orjson.dumps(payload, default=str).decode())
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.models import Account, ApiKey
@@ -64,8 +64,24 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
     )
 
 
-async def touch_last_used(session: AsyncSession, key_id: str, now: datetime) -> None:
-    await session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=now))
+async def touch_last_used(
+    session: AsyncSession, key_id: str, now: datetime, older_than: datetime
+) -> bool:
+    """Set last_used_at unless another request already did within the resolution.
+
+    The condition sits in the UPDATE itself so that concurrent requests of one key (several
+    workers, several hosts) still write at most once per resolution period.
+    """
+    result = await session.execute(
+        update(ApiKey)
+        .where(
+            ApiKey.id == key_id,
+            or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= older_than),
+        )
+        .values(last_used_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))
 
 
 async def list_keys(session: AsyncSession, account_id: str) -> list[ApiKey]:

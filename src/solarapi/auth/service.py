@@ -41,8 +41,12 @@ async def authenticate(
     record = await repository.find_key_by_hash(session, hash_key(token, secret))
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
-    if record.last_used_at is None or now - record.last_used_at >= LAST_USED_RESOLUTION:
-        await repository.touch_last_used(session, record.key_id, now)
+    last_used_at = record.last_used_at
+    stale = last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
+    if stale and await repository.touch_last_used(
+        session, record.key_id, now, now - LAST_USED_RESOLUTION
+    ):
+        last_used_at = now
     if record.environment == Environment.TEST and not record.sandbox_provisioned:
         from solarapi.sandbox.provision import ensure_sandbox
 
@@ -56,7 +60,7 @@ async def authenticate(
         key_name=record.key_name,
         key_display=record.display,
         key_created_at=record.created_at,
-        key_last_used_at=now,
+        key_last_used_at=last_used_at,
     )
 
 

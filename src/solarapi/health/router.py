@@ -17,6 +17,8 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp, utcnow
 
 router = APIRouter(tags=["Health"])
+# Looked up once: importlib.metadata scans the installed distributions on every call.
+_VERSION = version("solarapi")
 log = logging.getLogger("solarapi.health")
 
 
@@ -59,7 +61,7 @@ async def health(request: Request) -> Response:
     status = "unavailable" if database != "ok" else ("degraded" if limiter != "ok" else "ok")
     body = {
         "status": status,
-        "version": version("solarapi"),
+        "version": _VERSION,
         "api_version": "1.0",
         "time": format_timestamp(utcnow()),
         "checks": {"database": database, "rate_limiter": limiter},

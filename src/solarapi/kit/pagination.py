@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -14,6 +15,11 @@ from solarapi.kit.jsonresp import OrjsonResponse
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
+# ASCII digits only: int() would also take "+5", " 5", "5_0" and non-Latin digits.
+_DIGITS = re.compile(r"[0-9]{1,1000}")
+# Both databases keep OFFSET in a signed 64-bit integer; any page this far out is past the
+# end of every list, so the offset is capped instead of overflowing into a 500.
+_MAX_OFFSET = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,19 +29,14 @@ class PageParams:
 
     @property
     def offset(self) -> int:
-        return (self.page - 1) * self.limit
+        return min((self.page - 1) * self.limit, _MAX_OFFSET)
 
 
 def _parse_positive(name: str, raw: str | None, default: int, upper: int | None) -> int:
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-        bad = True
-    else:
-        bad = value < 1 or (upper is not None and value > upper)
+    value = int(raw) if _DIGITS.fullmatch(raw) else 0
+    bad = value < 1 or (upper is not None and value > upper)
     if bad:
         bounds = f"between 1 and {upper}" if upper is not None else "at least 1"
         raise ValidationFailed(f"{name} must be an integer {bounds}; got '{raw}'")

@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from solarapi.ratelimit.base import Decision, Window, decide
@@ -45,8 +47,14 @@ _RETRY_SECONDS = 1.0
 
 class RedisRateLimiter:
     def __init__(self, url: str) -> None:
+        # No client-side retries: a retry with backoff would hold the request for seconds
+        # when Redis is down, and the fallback below is the answer to a failure anyway.
         self._redis = aioredis.Redis.from_url(
-            url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=30
+            url,
+            socket_connect_timeout=0.5,
+            socket_timeout=0.5,
+            health_check_interval=30,
+            retry=Retry(NoBackoff(), 0),
         )
         self._script = self._redis.register_script(_SCRIPT)
         self._fallback = MemoryRateLimiter()
