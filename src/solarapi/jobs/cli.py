@@ -1,10 +1,82 @@
-"""Operator commands of the jobs area, registered on the `solarapi` command."""
+"""`solarapi worker`: run queued jobs (reports, webhook deliveries) out of the API process."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import signal
+from typing import Annotated
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to `app`."""
-    return None
+    app.command()(worker)
+
+
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, help="Jobs run at once")] = 4,
+    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between polls when idle")] = 1.0,
+    lease: Annotated[
+        float, typer.Option(min=1.0, help="Lease seconds; a silent worker loses its jobs after it")
+    ] = 30.0,
+    once: Annotated[
+        bool, typer.Option("--once", help="Run the jobs due now, one by one, then exit")
+    ] = False,
+    handlers: Annotated[
+        list[str] | None,
+        typer.Option("--handlers", help="Extra module to import that registers job handlers"),
+    ] = None,
+) -> None:
+    """Run report and webhook jobs. Start any number of these against one PostgreSQL database
+    (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
+    from solarapi.cli import _settings
+    from solarapi.db import create_engine, sessionmaker_for
+    from solarapi.jobs.runner import (
+        JobRunner,
+        RunnerSettings,
+        load_handlers,
+        new_worker_id,
+        run_pending,
+    )
+    from solarapi.logs import configure_logging
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    load_handlers()
+    for module in handlers or []:
+        importlib.import_module(module)
+    runner_settings = RunnerSettings(lease_seconds=lease)
+    worker_id = new_worker_id("worker")
+
+    async def main() -> None:
+        engine = create_engine(settings)
+        maker = sessionmaker_for(engine)
+        try:
+            if once:
+                ran = await run_pending(maker, worker_id, settings=runner_settings)
+                typer.echo(f"ran {ran} job(s)", err=True)
+                return
+            runner = JobRunner(
+                maker,
+                worker_id=worker_id,
+                concurrency=concurrency,
+                poll_seconds=poll,
+                settings=runner_settings,
+            )
+            loop = asyncio.get_running_loop()
+            stop = asyncio.Event()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(signum, stop.set)
+            typer.echo(f"worker {worker_id} started", err=True)
+            runner.start()
+            await stop.wait()
+            typer.echo(f"worker {worker_id} stopping", err=True)
+            await runner.stop(grace_seconds=lease / 2)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(main())

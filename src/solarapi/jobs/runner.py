@@ -1,14 +1,357 @@
-"""Placeholder for the in-process job runner (reports and webhook deliveries)."""
+"""Running queued jobs: claim with a lease, heartbeat while the handler runs, retry with
+backoff, fail with a readable error.
+
+The same code runs in two places: inside the API process (embedded default, started by the
+app's lifespan) and in `solarapi worker` processes (scale-out; any number of them against one
+PostgreSQL database). A job is run by one worker at a time: the claim is atomic and a worker
+that stops renewing its lease (crashed, killed, partitioned) loses the job to the next claim.
+Delivery is at-least-once: a handler killed half-way runs again, so handlers are idempotent.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import logging
+import os
+import random
+import socket
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from solarapi.jobs import repository
+from solarapi.jobs.queue import (
+    FAILURE_HANDLERS,
+    HANDLERS,
+    PERIODIC_TASKS,
+    JobContext,
+    JobHandler,
+    PermanentJobError,
+    periodic_task,
+    set_current_job,
+)
+from solarapi.jobs.repository import ClaimedJob
+from solarapi.kit.timefmt import utcnow
+
+log = logging.getLogger("solarapi.jobs")
+
+# Modules whose import registers job handlers. Optional ones may not exist yet in a checkout.
+HANDLER_MODULES = ("solarapi.reports.jobs", "solarapi.webhooks.jobs")
+
+ABANDONED_ERROR = (
+    "the worker running the last attempt stopped renewing its lease (it crashed or was killed)"
+)
+MAX_ERROR_CHARS = 2000
+FINISHED_JOBS_KEPT = timedelta(days=30)
+
+
+def load_handlers() -> None:
+    for name in HANDLER_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+def new_worker_id(role: str) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{role}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    lease_seconds: float = 30.0
+    # Renew well before expiry, so one slow database round trip does not lose the job.
+    heartbeat_seconds: float | None = None
+    backoff_base_seconds: float = 10.0
+    backoff_cap_seconds: float = 3600.0
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def heartbeat(self) -> float:
+        return self.heartbeat_seconds or self.lease_seconds / 3
+
+
+def retry_delay(attempt: int, settings: RunnerSettings) -> timedelta:
+    """Exponential backoff with jitter (attempt 1 → ~base, 2 → ~2×base, …, capped)."""
+    seconds = min(settings.backoff_base_seconds * 2 ** (attempt - 1), settings.backoff_cap_seconds)
+    return timedelta(seconds=seconds * random.uniform(1.0, 1.25))
+
+
+def describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:MAX_ERROR_CHARS]
+
+
+async def _fail_abandoned(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
+    async with maker() as session, session.begin():
+        failed = await repository.fail_abandoned(session, now, ABANDONED_ERROR)
+        for _job_id, kind, payload in failed:
+            hook = FAILURE_HANDLERS.get(kind)
+            if hook is not None:
+                await hook(session, payload, ABANDONED_ERROR)
+    for job_id, kind, _ in failed:
+        log.warning("job %s (%s) failed: %s", job_id, kind, ABANDONED_ERROR)
+    return len(failed)
+
+
+async def _claim(
+    maker: async_sessionmaker[AsyncSession],
+    worker_id: str,
+    settings: RunnerSettings,
+    kinds: Collection[str],
+    now: datetime,
+) -> ClaimedJob | None:
+    if not kinds:
+        return None
+    async with maker() as session:
+        if not await repository.any_claimable(session, now, kinds):
+            return None
+    async with maker() as session, session.begin():
+        return await repository.claim(
+            session, worker_id=worker_id, now=now, lease=settings.lease, kinds=kinds
+        )
+
+
+async def _call(
+    handler: JobHandler, maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]
+) -> None:
+    await handler(maker, payload)
+
+
+async def execute(
+    maker: async_sessionmaker[AsyncSession],
+    job: ClaimedJob,
+    worker_id: str,
+    settings: RunnerSettings,
+    clock: Callable[[], datetime] = utcnow,
+) -> str:
+    """Run one claimed job to its outcome; returns the job's new status (or "lost")."""
+    handler = HANDLERS[job.kind]
+    set_current_job(JobContext(job.id, job.kind, job.attempt, job.max_attempts, worker_id))
+    try:
+        # The task copies the context, so the handler sees its JobContext.
+        task: asyncio.Task[None] = asyncio.create_task(
+            _call(handler, maker, job.payload), name=f"job {job.id}"
+        )
+    finally:
+        set_current_job(None)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=settings.heartbeat)
+            if done:
+                break
+            try:
+                async with maker() as session, session.begin():
+                    held = await repository.extend_lease(
+                        session, job.id, worker_id, clock(), settings.lease
+                    )
+            except Exception:
+                # A database hiccup: keep working; if it lasts, the lease expires and another
+                # worker takes the job over, which the final write guards against.
+                log.exception("job %s: could not renew the lease", job.id)
+                continue
+            if not held:
+                log.warning("job %s: cancelled or taken over; stopping its handler", job.id)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                return "lost"
+    except asyncio.CancelledError:
+        # The runner is stopping: stop the handler and hand the job back uncounted.
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        with contextlib.suppress(Exception):
+            async with maker() as session, session.begin():
+                await repository.release(session, job.id, worker_id, clock())
+        raise
+    return await _record_outcome(maker, job, task, worker_id, settings, clock())
+
+
+async def _record_outcome(
+    maker: async_sessionmaker[AsyncSession],
+    job: ClaimedJob,
+    task: asyncio.Task[None],
+    worker_id: str,
+    settings: RunnerSettings,
+    now: datetime,
+) -> str:
+    exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
+    async with maker() as session, session.begin():
+        if exc is None:
+            ok = await repository.mark_succeeded(session, job.id, worker_id, now)
+            return "succeeded" if ok else "lost"
+        error = describe_error(exc)
+        permanent = isinstance(exc, PermanentJobError)
+        if not permanent and job.attempt < job.max_attempts:
+            retry_at = now + retry_delay(job.attempt, settings)
+            ok = await repository.schedule_retry(
+                session, job.id, worker_id, error=error, run_at=retry_at
+            )
+            log.warning(
+                "job %s (%s) attempt %d/%d failed, retry at %s: %s",
+                job.id,
+                job.kind,
+                job.attempt,
+                job.max_attempts,
+                retry_at.isoformat(),
+                error,
+                exc_info=exc,
+            )
+            return "queued" if ok else "lost"
+        ok = await repository.mark_failed(session, job.id, worker_id, error=error, now=now)
+        if not ok:
+            return "lost"
+        hook = FAILURE_HANDLERS.get(job.kind)
+        if hook is not None:
+            await hook(session, job.payload, error)
+        log.error("job %s (%s) failed for good: %s", job.id, job.kind, error, exc_info=exc)
+        return "failed"
+
+
+async def run_pending(
+    maker: async_sessionmaker[AsyncSession],
+    worker_id: str,
+    *,
+    settings: RunnerSettings | None = None,
+    kinds: Collection[str] | None = None,
+    clock: Callable[[], datetime] = utcnow,
+    max_jobs: int | None = None,
+) -> int:
+    """Claim and run due jobs one after the other until none is due; returns how many ran.
+    For tests, `solarapi worker --once` and cron-style use."""
+    settings = settings or RunnerSettings()
+    wanted = set(HANDLERS) if kinds is None else set(kinds) & set(HANDLERS)
+    await _fail_abandoned(maker, clock())
+    ran = 0
+    while max_jobs is None or ran < max_jobs:
+        job = await _claim(maker, worker_id, settings, wanted, clock())
+        if job is None:
+            break
+        await execute(maker, job, worker_id, settings, clock)
+        ran += 1
+    return ran
+
+
+class JobRunner:
+    """A long-running runner: up to `concurrency` jobs at once, polling for due jobs."""
+
+    def __init__(
+        self,
+        maker: async_sessionmaker[AsyncSession],
+        *,
+        worker_id: str,
+        concurrency: int = 4,
+        poll_seconds: float = 1.0,
+        settings: RunnerSettings | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        self.maker = maker
+        self.worker_id = worker_id
+        self.concurrency = concurrency
+        self.poll_seconds = poll_seconds
+        self.settings = settings or RunnerSettings()
+        self.kinds = kinds
+        self._tasks: set[asyncio.Task[str]] = set()
+        self._main: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._periodic_due: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._main = asyncio.create_task(self.run(), name=f"job runner {self.worker_id}")
+
+    async def run(self) -> None:
+        load_handlers()
+        loop = asyncio.get_running_loop()
+        next_reap = 0.0
+        while not self._stopping.is_set():
+            try:
+                if loop.time() >= next_reap:
+                    await _fail_abandoned(self.maker, utcnow())
+                    next_reap = loop.time() + self.settings.lease_seconds / 2
+                await self._run_periodic(loop.time())
+                await self._fill_slots()
+            except Exception:
+                # The database may be briefly unreachable; the runner must outlive that.
+                log.exception("job runner %s: poll failed", self.worker_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.poll_seconds)
+
+    async def _fill_slots(self) -> None:
+        wanted = set(HANDLERS) if self.kinds is None else set(self.kinds) & set(HANDLERS)
+        while len(self._tasks) < self.concurrency and not self._stopping.is_set():
+            job = await _claim(self.maker, self.worker_id, self.settings, wanted, utcnow())
+            if job is None:
+                return
+            task = asyncio.create_task(
+                execute(self.maker, job, self.worker_id, self.settings), name=f"run {job.id}"
+            )
+            self._tasks.add(task)
+            task.add_done_callback(self._job_done)
+
+    def _job_done(self, task: asyncio.Task[str]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error(
+                "job runner %s: job bookkeeping failed", self.worker_id, exc_info=task.exception()
+            )
+
+    async def _run_periodic(self, now: float) -> None:
+        for name, (every, task) in list(PERIODIC_TASKS.items()):
+            due = self._periodic_due.get(name)
+            if due is None:
+                # Spread runners out a little so they do not all clean up at once.
+                due = now + random.uniform(0, min(every, 5.0))
+                self._periodic_due[name] = due
+            if now < due:
+                continue
+            self._periodic_due[name] = now + every
+            try:
+                await task(self.maker, utcnow())
+            except Exception:
+                log.exception("periodic task %s failed", name)
+
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Stop claiming; let running jobs finish for `grace_seconds`, then hand them back."""
+        self._stopping.set()
+        if self._main is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._main
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_seconds)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+    @property
+    def busy(self) -> int:
+        return len(self._tasks)
+
+
+@periodic_task("jobs.purge_finished", every_seconds=3600)
+async def _purge_finished_jobs(maker: async_sessionmaker[AsyncSession], now: datetime) -> None:
+    async with maker() as session, session.begin():
+        await repository.purge_finished(session, now - FINISHED_JOBS_KEPT)
 
 
 async def start_inline_runner(app: FastAPI) -> None:
     """Start background job processing inside the API process (embedded mode)."""
-    return None
+    runner = JobRunner(app.state.sessionmaker, worker_id=new_worker_id("inline"), concurrency=2)
+    app.state.job_runner = runner
+    runner.start()
 
 
 async def stop_inline_runner(app: FastAPI) -> None:
-    return None
+    runner: JobRunner | None = getattr(app.state, "job_runner", None)
+    if runner is not None:
+        await runner.stop()

@@ -1,0 +1,285 @@
+"""SQL of the job queue. Every state change is one guarded UPDATE, so two workers racing for
+the same row cannot both win: the claim picks a row with `FOR UPDATE SKIP LOCKED` on
+PostgreSQL; on SQLite the single UPDATE statement runs under the database's one write lock.
+Finishing writes are guarded on `lease_owner` so a worker that lost its lease changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from solarapi.models.jobs import Job, JobStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    attempt: int
+    max_attempts: int
+
+
+async def insert_job(
+    session: AsyncSession,
+    *,
+    job_id: str,
+    kind: str,
+    payload: dict[str, Any],
+    run_at: datetime,
+    max_attempts: int,
+    now: datetime,
+) -> None:
+    await session.execute(
+        insert(Job).values(
+            id=job_id,
+            kind=kind,
+            payload=payload,
+            status=JobStatus.QUEUED.value,
+            attempts=0,
+            max_attempts=max_attempts,
+            run_at=run_at,
+            created_at=now,
+        )
+    )
+
+
+def _claimable(job: Any, now: datetime, kinds: Collection[str]) -> ColumnElement[bool]:
+    # Due queued jobs, and running jobs whose worker stopped renewing its lease (it died) and
+    # that still have an attempt left; exhausted ones are failed by `fail_abandoned`.
+    return and_(
+        job.kind.in_(list(kinds)),
+        or_(
+            and_(job.status == JobStatus.QUEUED.value, job.run_at <= now),
+            and_(
+                job.status == JobStatus.RUNNING.value,
+                job.lease_expires_at < now,
+                job.attempts < job.max_attempts,
+            ),
+        ),
+    )
+
+
+async def any_claimable(session: AsyncSession, now: datetime, kinds: Collection[str]) -> bool:
+    """A read-only peek, so an idle poller does not take SQLite's write lock every second."""
+    row = await session.execute(select(Job.id).where(_claimable(Job, now, kinds)).limit(1))
+    return row.first() is not None
+
+
+async def claim(
+    session: AsyncSession,
+    *,
+    worker_id: str,
+    now: datetime,
+    lease: timedelta,
+    kinds: Collection[str],
+) -> ClaimedJob | None:
+    candidate = aliased(Job)
+    # An alias, so the subquery is not correlated to the UPDATE's own table.
+    picked = (
+        select(candidate.id)
+        .where(_claimable(candidate, now, kinds))
+        .order_by(candidate.run_at, candidate.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    statement = (
+        update(Job)
+        # The condition is repeated: on PostgreSQL a row another claimer changed between the
+        # subquery and the update is re-checked here and skipped instead of claimed twice.
+        .where(Job.id == picked, _claimable(Job, now, kinds))
+        .values(
+            status=JobStatus.RUNNING.value,
+            attempts=Job.attempts + 1,
+            lease_owner=worker_id,
+            lease_expires_at=now + lease,
+            heartbeat_at=now,
+            started_at=func.coalesce(Job.started_at, now),
+        )
+        .returning(Job.id, Job.kind, Job.payload, Job.attempts, Job.max_attempts)
+        .execution_options(synchronize_session=False)
+    )
+    row = (await session.execute(statement)).first()
+    if row is None:
+        return None
+    return ClaimedJob(row.id, row.kind, dict(row.payload), row.attempts, row.max_attempts)
+
+
+def _held(job_id: str, worker_id: str) -> ColumnElement[bool]:
+    return and_(
+        Job.id == job_id,
+        Job.lease_owner == worker_id,
+        Job.status == JobStatus.RUNNING.value,
+    )
+
+
+async def extend_lease(
+    session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease: timedelta
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(lease_expires_at=now + lease, heartbeat_at=now)
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def touch_lease(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(heartbeat_at=now)
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def mark_succeeded(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(
+            status=JobStatus.SUCCEEDED.value,
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def schedule_retry(
+    session: AsyncSession,
+    job_id: str,
+    worker_id: str,
+    *,
+    error: str,
+    run_at: datetime,
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(
+            status=JobStatus.QUEUED.value,
+            run_at=run_at,
+            last_error=error,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def mark_failed(
+    session: AsyncSession, job_id: str, worker_id: str, *, error: str, now: datetime
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(
+            status=JobStatus.FAILED.value,
+            last_error=error,
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def release(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
+    """Give a job back without counting the attempt (a worker shutting down cleanly)."""
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(
+            status=JobStatus.QUEUED.value,
+            attempts=Job.attempts - 1,
+            run_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def fail_abandoned(
+    session: AsyncSession, now: datetime, error: str
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """Fail running jobs whose worker died on their last attempt; returns (id, kind, payload)."""
+    result = await session.execute(
+        update(Job)
+        .where(
+            Job.status == JobStatus.RUNNING.value,
+            Job.lease_expires_at < now,
+            Job.attempts >= Job.max_attempts,
+        )
+        .values(
+            status=JobStatus.FAILED.value,
+            last_error=error,
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id, Job.kind, Job.payload)
+        .execution_options(synchronize_session=False)
+    )
+    return [(row.id, row.kind, dict(row.payload)) for row in result]
+
+
+async def cancel(session: AsyncSession, job_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
+        )
+        .values(
+            status=JobStatus.CANCELLED.value,
+            finished_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def get_job(session: AsyncSession, job_id: str) -> Job | None:
+    return await session.get(Job, job_id, populate_existing=True)
+
+
+async def purge_finished(session: AsyncSession, before: datetime) -> int:
+    """Delete finished jobs older than `before` (the table is a queue, not an archive)."""
+    result = await session.execute(
+        delete(Job)
+        .where(
+            Job.status.in_(
+                [JobStatus.SUCCEEDED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value]
+            ),
+            Job.finished_at < before,
+        )
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return len(result.all())

@@ -1,0 +1,65 @@
+"""Job kinds used by the job-runner tests. Imported by the tests and, through
+`solarapi worker --handlers tests.jobs.handlers`, by worker subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from solarapi.jobs.queue import (
+    PermanentJobError,
+    current_job,
+    job_failure_handler,
+    job_handler,
+)
+
+FAILURES_SEEN: list[tuple[str, str]] = []
+
+
+def _append(path: str, line: str) -> None:
+    # O_APPEND: lines from several processes never interleave within a line.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+@job_handler("test.record")
+async def record(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    job = current_job()
+    assert job is not None
+    _append(payload["path"], f"start {job.id} {job.attempt} {os.getpid()}")
+    await asyncio.sleep(float(payload.get("sleep", 0)))
+    _append(payload["path"], f"done {job.id} {job.attempt} {os.getpid()}")
+
+
+@job_handler("test.fail")
+async def fail(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    raise RuntimeError(f"boom: {payload['why']}")
+
+
+@job_handler("test.permanent")
+async def permanent(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    raise PermanentJobError(f"cannot work: {payload['why']}")
+
+
+@job_handler("test.flaky")
+async def flaky(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    job = current_job()
+    assert job is not None
+    if job.attempt == 1:
+        raise ConnectionError("upstream closed the connection")
+
+
+@job_failure_handler("test.fail")
+async def fail_hook(_session: AsyncSession, payload: dict[str, Any], error: str) -> None:
+    FAILURES_SEEN.append((payload["why"], error))
+
+
+@job_failure_handler("test.record")
+async def record_hook(_session: AsyncSession, payload: dict[str, Any], error: str) -> None:
+    FAILURES_SEEN.append((payload["path"], error))
