@@ -2,6 +2,146 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from solarapi.auth.principal import Principal, PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.declarations import service
+from solarapi.declarations.schemas import (
+    DeclarationCreate,
+    DeclarationOut,
+    DeclarationPage,
+    DeclarationUpdate,
+    HistoryOut,
+)
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.timefmt import utcnow
+
+router = APIRouter(tags=["Declarations"])
+
+_PATH = "/declarations/{declaration_id}"
+
+
+def _caller(principal: Principal) -> service.Caller:
+    return service.Caller(principal.account_id, principal.environment, principal.key_id)
+
+
+def _location(declaration_id: str) -> str:
+    return f"/api/v1/declarations/{declaration_id}"
+
+
+@router.post(
+    "/declarations",
+    status_code=201,
+    response_model=DeclarationOut,
+    summary="Create a draft declaration",
+)
+async def create_declaration(
+    body: DeclarationCreate, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    declaration = await service.create_declaration(session, _caller(principal), body, utcnow())
+    return OrjsonResponse(
+        service.declaration_view(declaration),
+        status_code=201,
+        headers={"Location": _location(declaration.id)},
+    )
+
+
+@router.get("/declarations", response_model=DeclarationPage, summary="List declarations")
+async def list_declarations(
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    page: PageDep,
+    system_id: Annotated[str | None, Query(description="Only this system's")] = None,
+    status: Annotated[
+        str | None, Query(description="draft, submitted, approved, rejected or withdrawn")
+    ] = None,
+    declaration_type: Annotated[
+        str | None,
+        Query(alias="type", description="guarantee_of_origin, production_subsidy or feed_in"),
+    ] = None,
+) -> Response:
+    rows, total = await service.list_declarations(
+        session,
+        _caller(principal),
+        system_id=system_id or None,
+        status=status or None,
+        declaration_type=declaration_type or None,
+        offset=page.offset,
+        limit=page.limit,
+    )
+    return page_response(request, [service.declaration_view(d) for d in rows], total, page)
+
+
+@router.get(_PATH, response_model=DeclarationOut, summary="Get a declaration")
+async def get_declaration(
+    declaration_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    declaration = await service.get_declaration(session, _caller(principal), declaration_id)
+    return OrjsonResponse(service.declaration_view(declaration))
+
+
+@router.patch(
+    _PATH,
+    response_model=DeclarationOut,
+    summary="Change a draft (energy_wh, period, reference)",
+)
+async def update_declaration(
+    declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    declaration = await service.update_declaration(
+        session, _caller(principal), declaration_id, changes, utcnow()
+    )
+    return OrjsonResponse(service.declaration_view(declaration))
+
+
+@router.delete(_PATH, status_code=204, summary="Delete a draft")
+async def delete_declaration(
+    declaration_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    await service.delete_declaration(session, _caller(principal), declaration_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    f"{_PATH}/submit",
+    response_model=DeclarationOut,
+    summary="Submit a draft to the issuing body (decided at once in the sandbox)",
+)
+async def submit_declaration(
+    declaration_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    declaration = await service.submit_declaration(
+        session, _caller(principal), declaration_id, utcnow()
+    )
+    return OrjsonResponse(service.declaration_view(declaration))
+
+
+@router.post(
+    f"{_PATH}/withdraw", response_model=DeclarationOut, summary="Withdraw a submitted declaration"
+)
+async def withdraw_declaration(
+    declaration_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    declaration = await service.withdraw_declaration(
+        session, _caller(principal), declaration_id, utcnow()
+    )
+    return OrjsonResponse(service.declaration_view(declaration))
+
+
+@router.get(
+    f"{_PATH}/history",
+    response_model=HistoryOut,
+    summary="The declaration's transitions, oldest first",
+)
+async def declaration_history(
+    declaration_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    transitions = await service.history(session, _caller(principal), declaration_id)
+    return OrjsonResponse({"data": [service.transition_view(t) for t in transitions]})

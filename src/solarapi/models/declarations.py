@@ -1,3 +1,77 @@
-"""Tables of the declarations area."""
+"""Tables of the declarations area: the declarations and their audit trail."""
 
 from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from solarapi.models.base import Base, UtcDateTime
+
+
+class Declaration(Base):
+    __tablename__ = "declarations"
+    __table_args__ = (
+        # The list endpoint: one account's environment, newest first.
+        Index("ix_declarations_account_env_created", "account_id", "environment", "created_at"),
+        # The overlap check and `blocks_system_deletion`.
+        Index("ix_declarations_system_type", "system_id", "type"),
+        CheckConstraint(
+            "type IN ('guarantee_of_origin', 'production_subsidy', 'feed_in')", name="type"
+        ),
+        CheckConstraint(
+            "status IN ('draft', 'submitted', 'approved', 'rejected', 'withdrawn')", name="status"
+        ),
+        CheckConstraint("environment IN ('live', 'test')", name="environment"),
+        CheckConstraint("period_start <= period_end", name="period"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    environment: Mapped[str] = mapped_column(String(4))
+    # A system can only be deleted while none of its declarations is submitted or approved;
+    # its drafts and closed (rejected, withdrawn) declarations go with it.
+    system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(String(32))
+    # Local calendar days of the system's time zone, both inclusive.
+    period_start: Mapped[date] = mapped_column(Date())
+    period_end: Mapped[date] = mapped_column(Date())
+    energy_wh: Mapped[float] = mapped_column(Float())
+    metered_energy_wh: Mapped[float] = mapped_column(Float())
+    coverage: Mapped[float] = mapped_column(Float())
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str | None] = mapped_column(Text(), nullable=True)
+    reference: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    submitted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class DeclarationTransition(Base):
+    """One row per transition of the state machine (creation and changes included): the audit
+    trail behind `GET /declarations/{id}/history`."""
+
+    __tablename__ = "declaration_transitions"
+
+    id: Mapped[int] = mapped_column(Integer(), primary_key=True, autoincrement=True)
+    declaration_id: Mapped[str] = mapped_column(
+        ForeignKey("declarations.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # An API key id (`key_…`), "operator" (the CLI) or "sandbox" (the automatic decision).
+    actor: Mapped[str] = mapped_column(String(40))
+    action: Mapped[str] = mapped_column(String(16))
+    from_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text(), nullable=True)

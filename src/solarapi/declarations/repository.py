@@ -1,0 +1,230 @@
+"""SQL of the declarations area. No HTTP, no rules: the service decides, this reads and writes."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Sequence
+from datetime import date
+from typing import Any
+
+from sqlalchemy import delete, exists, func, select, text, update
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.models.declarations import Declaration, DeclarationTransition
+from solarapi.models.systems import System
+
+
+def _advisory_key(system_id: str) -> int:
+    # A stable signed 64-bit key per system (Python's hash() is salted per process, and the
+    # lock must mean the same thing in every worker).
+    digest = hashlib.blake2b(f"declarations:{system_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+async def lock_system_declarations(session: AsyncSession, system_id: str) -> None:
+    """Serialize every change to one system's declarations until the transaction ends.
+
+    The overlap rule is a check followed by an insert; two requests must not both check
+    before either inserts. PostgreSQL: a transaction-scoped advisory lock on the system
+    (released at commit or rollback). SQLite: a zero-row UPDATE takes the database's write
+    lock at once (the driver opens the transaction right before it), so the check that follows
+    runs inside the single write transaction; a second writer waits on busy_timeout.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(
+            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _advisory_key(system_id)}
+        )
+    else:
+        await session.execute(
+            update(Declaration)
+            .where(Declaration.system_id == system_id, Declaration.id == "")
+            .values(status=Declaration.status)
+            .execution_options(synchronize_session=False)
+        )
+
+
+async def get_system(
+    session: AsyncSession, account_id: str, environment: str, system_id: str
+) -> System | None:
+    return (
+        await session.execute(
+            select(System).where(
+                System.id == system_id,
+                System.account_id == account_id,
+                System.environment == environment,
+            )
+        )
+    ).scalar_one_or_none()
+
+
+async def get_system_by_id(session: AsyncSession, system_id: str) -> System | None:
+    return await session.get(System, system_id)
+
+
+async def get_declaration(
+    session: AsyncSession, account_id: str, environment: str, declaration_id: str
+) -> Declaration | None:
+    return (
+        await session.execute(
+            select(Declaration)
+            .where(
+                Declaration.id == declaration_id,
+                Declaration.account_id == account_id,
+                Declaration.environment == environment,
+            )
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+
+
+async def get_declaration_by_id(session: AsyncSession, declaration_id: str) -> Declaration | None:
+    return (
+        await session.execute(
+            select(Declaration)
+            .where(Declaration.id == declaration_id)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+
+
+async def find_overlapping(
+    session: AsyncSession,
+    *,
+    system_id: str,
+    declaration_type: str,
+    period_start: date,
+    period_end: date,
+    statuses: Collection[str],
+    exclude_id: str | None = None,
+) -> Declaration | None:
+    """A declaration of the system and type in one of `statuses` sharing at least one day."""
+    query = select(Declaration).where(
+        Declaration.system_id == system_id,
+        Declaration.type == declaration_type,
+        Declaration.status.in_(list(statuses)),
+        Declaration.period_start <= period_end,
+        Declaration.period_end >= period_start,
+    )
+    if exclude_id is not None:
+        query = query.where(Declaration.id != exclude_id)
+    return (
+        await session.execute(query.order_by(Declaration.period_start).limit(1))
+    ).scalar_one_or_none()
+
+
+async def has_declaration_in(
+    session: AsyncSession, system_id: str, statuses: Collection[str]
+) -> bool:
+    query = select(
+        exists().where(Declaration.system_id == system_id, Declaration.status.in_(list(statuses)))
+    )
+    return bool((await session.execute(query)).scalar())
+
+
+async def insert_declaration(session: AsyncSession, declaration: Declaration) -> None:
+    session.add(declaration)
+    await session.flush()
+
+
+async def update_if_status(
+    session: AsyncSession, declaration_id: str, expected_status: str, values: dict[str, Any]
+) -> bool:
+    """Apply `values` only if the row is still in `expected_status`: a compare-and-set that
+    lets exactly one of two concurrent transitions win on any database."""
+    result = await session.execute(
+        update(Declaration)
+        .where(Declaration.id == declaration_id, Declaration.status == expected_status)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    assert isinstance(result, CursorResult)
+    return result.rowcount == 1
+
+
+async def delete_if_status(
+    session: AsyncSession, declaration_id: str, expected_status: str
+) -> bool:
+    result = await session.execute(
+        delete(Declaration)
+        .where(Declaration.id == declaration_id, Declaration.status == expected_status)
+        .execution_options(synchronize_session=False)
+    )
+    assert isinstance(result, CursorResult)
+    return result.rowcount == 1
+
+
+async def add_transition(session: AsyncSession, transition: DeclarationTransition) -> None:
+    session.add(transition)
+    await session.flush()
+
+
+async def list_transitions(
+    session: AsyncSession, declaration_id: str
+) -> Sequence[DeclarationTransition]:
+    return (
+        (
+            await session.execute(
+                select(DeclarationTransition)
+                .where(DeclarationTransition.declaration_id == declaration_id)
+                .order_by(DeclarationTransition.at, DeclarationTransition.id)
+            )
+        )
+        .scalars()
+        .all()
+    )
+
+
+async def list_declarations(
+    session: AsyncSession,
+    *,
+    account_id: str,
+    environment: str,
+    system_id: str | None,
+    status: str | None,
+    declaration_type: str | None,
+    offset: int,
+    limit: int,
+) -> tuple[Sequence[Declaration], int]:
+    conditions = [Declaration.account_id == account_id, Declaration.environment == environment]
+    if system_id is not None:
+        conditions.append(Declaration.system_id == system_id)
+    if status is not None:
+        conditions.append(Declaration.status == status)
+    if declaration_type is not None:
+        conditions.append(Declaration.type == declaration_type)
+    total = (
+        await session.execute(select(func.count()).select_from(Declaration).where(*conditions))
+    ).scalar_one()
+    rows = (
+        (
+            await session.execute(
+                select(Declaration)
+                .where(*conditions)
+                .order_by(Declaration.created_at.desc(), Declaration.id.desc())
+                .offset(offset)
+                .limit(limit)
+            )
+        )
+        .scalars()
+        .all()
+    )
+    return rows, int(total)
+
+
+async def list_by_status(
+    session: AsyncSession, status: str, environment: str | None, limit: int
+) -> Sequence[Declaration]:
+    """For the operator: e.g. the submitted live declarations awaiting a decision."""
+    query = select(Declaration).where(Declaration.status == status)
+    if environment is not None:
+        query = query.where(Declaration.environment == environment)
+    return (
+        (
+            await session.execute(
+                query.order_by(Declaration.submitted_at, Declaration.id).limit(limit)
+            )
+        )
+        .scalars()
+        .all()
+    )

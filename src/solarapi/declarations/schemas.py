@@ -1,0 +1,104 @@
+"""Request bodies and response shapes of declarations."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from solarapi.kit.timefmt import parse_date
+
+DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
+DECLARATION_TYPES: tuple[str, ...] = ("guarantee_of_origin", "production_subsidy", "feed_in")
+
+
+def _local_date(value: object) -> date:
+    # Only the exact YYYY-MM-DD text: pydantic's lax date parsing would also take Unix
+    # timestamps and datetimes, which for a calendar day in the system's zone is a guess.
+    if not isinstance(value, str):
+        raise ValueError("must be a date string in the form YYYY-MM-DD")
+    return parse_date(value)
+
+
+LocalDate = Annotated[
+    date,
+    BeforeValidator(_local_date),
+    WithJsonSchema({"type": "string", "format": "date", "example": "2025-05-01"}),
+]
+EnergyWh = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e15)]
+Reference = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class DeclarationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    system_id: Annotated[str, Field(min_length=1, max_length=40)]
+    type: DeclarationType
+    period_start: LocalDate = Field(description="First local day (system's time zone)")
+    period_end: LocalDate = Field(description="Last local day, inclusive; before today")
+    energy_wh: EnergyWh | None = Field(
+        default=None, description="Declared energy; defaults to metered_energy_wh"
+    )
+    reference: Reference | None = None
+
+
+class DeclarationUpdate(BaseModel):
+    """Only the fields sent are changed. `energy_wh: null` resets the declared energy to the
+    metered energy of the (possibly new) period; `reference: null` clears the reference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    period_start: LocalDate | None = None
+    period_end: LocalDate | None = None
+    energy_wh: EnergyWh | None = None
+    reference: Reference | None = None
+
+
+class DeclarationOut(BaseModel):
+    id: str
+    system_id: str
+    type: DeclarationType
+    period_start: date
+    period_end: date
+    energy_wh: float
+    metered_energy_wh: float
+    coverage: float = Field(description="Fraction of expected 15-minute readings present")
+    certificates: int | None = Field(
+        description="Guarantees of origin issued (1 per whole MWh declared) once a "
+        "guarantee_of_origin declaration is approved; null otherwise"
+    )
+    status: Literal["draft", "submitted", "approved", "rejected", "withdrawn"]
+    status_reason: str | None
+    reference: str | None
+    created_at: str
+    updated_at: str
+    submitted_at: str | None
+    decided_at: str | None
+
+
+class PaginationOut(BaseModel):
+    page: int
+    limit: int
+    total: int
+    total_pages: int
+    has_more: bool
+
+
+class DeclarationPage(BaseModel):
+    data: list[DeclarationOut]
+    pagination: PaginationOut
+
+
+class TransitionOut(BaseModel):
+    at: str
+    actor: str = Field(description='API key id, "operator" (CLI) or "sandbox" (automatic)')
+    action: Literal["create", "update", "delete", "submit", "withdraw", "approve", "reject"]
+    # `from` is a Python keyword, hence the alias.
+    from_: str | None = Field(alias="from")
+    to: str
+    reason: str | None
+
+
+class HistoryOut(BaseModel):
+    data: list[TransitionOut]
