@@ -48,11 +48,11 @@ def test_the_contracts_final_statuses() -> None:
         DeclarationStatus.REJECTED,
         DeclarationStatus.WITHDRAWN,
     }
-    assert CLAIMING_STATUSES == {
+    assert {
         DeclarationStatus.DRAFT,
         DeclarationStatus.SUBMITTED,
         DeclarationStatus.APPROVED,
-    }
+    } == CLAIMING_STATUSES
 
 
 def test_no_pair_has_two_rows() -> None:
