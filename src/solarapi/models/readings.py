@@ -1,3 +1,63 @@
-"""Tables of the readings area."""
+"""Tables of the readings area: raw quarter-hours and their hourly and daily rollups.
+
+Time keys here are integer epoch seconds (UTC), not `UtcDateTime`, on purpose: they are the
+grid coordinates of a time series with millions of rows. An 8-byte integer keeps the primary
+key (and so every range scan) small on both databases, compares without string parsing on
+SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start_s`).
+"""
 
 from __future__ import annotations
+
+from sqlalchemy import BigInteger, Float, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from solarapi.models.base import Base
+
+# SQLite: a WITHOUT ROWID table is clustered on its primary key, so one system's range of
+# quarter-hours is contiguous on disk (PostgreSQL ignores the option).
+_CLUSTERED = {"sqlite_with_rowid": False}
+
+
+class Reading(Base):
+    """One metered quarter-hour: energy produced in [start_s, start_s + 900)."""
+
+    __tablename__ = "readings"
+    __table_args__ = (_CLUSTERED,)
+
+    system_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
+    )
+    start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    energy_wh: Mapped[float] = mapped_column(Float)
+    power_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ReadingHour(Base):
+    """Rollup of the readings in one UTC hour [hour_s, hour_s + 3600)."""
+
+    __tablename__ = "reading_hours"
+    __table_args__ = (_CLUSTERED,)
+
+    system_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
+    )
+    hour_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    energy_wh: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(Integer)
+    power_max_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ReadingDay(Base):
+    """Rollup of the readings in one day of the system's local calendar, keyed by the UTC
+    instant of its local midnight (so 23- and 25-hour days need no special case)."""
+
+    __tablename__ = "reading_days"
+    __table_args__ = (_CLUSTERED,)
+
+    system_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
+    )
+    day_start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    energy_wh: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(Integer)
+    power_max_w: Mapped[float | None] = mapped_column(Float, nullable=True)

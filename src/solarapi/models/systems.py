@@ -1,3 +1,47 @@
-"""Tables of the systems area."""
+"""Tables of the systems area: a customer's solar systems."""
 
 from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import CheckConstraint, Date, Float, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from solarapi.models.base import Base, UtcDateTime
+
+SYSTEM_STATUSES = ("active", "inactive", "decommissioned")
+DATA_SOURCES = ("metered", "simulated")
+
+
+class System(Base):
+    __tablename__ = "systems"
+    __table_args__ = (
+        # The list endpoint's filter and order: one account's environment by (created_at, id).
+        Index("ix_systems_account_env_created", "account_id", "environment", "created_at", "id"),
+        CheckConstraint("environment IN ('live', 'test')", name="environment"),
+        CheckConstraint("status IN ('active', 'inactive', 'decommissioned')", name="status"),
+        CheckConstraint("data_source IN ('metered', 'simulated')", name="data_source"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    environment: Mapped[str] = mapped_column(String(4))
+    name: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(20))
+    data_source: Mapped[str] = mapped_column(String(20))
+    capacity_kwp: Mapped[float] = mapped_column(Float)
+    inverter_capacity_kw: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latitude: Mapped[float] = mapped_column(Float)
+    longitude: Mapped[float] = mapped_column(Float)
+    # IANA name; drives every local-calendar bucket (1d, 1w, 1M) and the daily rollup.
+    timezone: Mapped[str] = mapped_column(String(64))
+    country: Mapped[str | None] = mapped_column(String(2), nullable=True)
+    tilt_deg: Mapped[float] = mapped_column(Float)
+    azimuth_deg: Mapped[float] = mapped_column(Float)
+    market_zone: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    installed_on: Mapped[date | None] = mapped_column(Date, nullable=True)
+    # Starts of the first and last stored quarter-hours; kept current by every upload.
+    first_reading_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    last_reading_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,0 +1,538 @@
+"""Rules of readings: the native quarter-hour series of any system, aggregation into the
+bucket grid, uploads (validation, idempotent upsert, rollups) and the summary.
+
+Public API used by other areas (sandbox, market value, declarations, reports, dashboard):
+`quarter_hours`, `aggregate`, `summary`, `upload_readings`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.errors import Conflict, ValidationFailed
+from solarapi.events.service import record_event
+from solarapi.kit.grid import (
+    QUARTER_S,
+    Buckets,
+    FloatArray,
+    IntArray,
+    Interval,
+    aggregate_into,
+    bucket_edges,
+    ceil_to_grid,
+    floor_to_grid,
+    iso_strings,
+    local_date,
+    local_midnight,
+    widen_range,
+)
+from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_timestamp
+from solarapi.models.systems import System
+from solarapi.readings import repository
+from solarapi.readings.repository import Rows
+
+MAX_UPLOAD = 10_000
+# What a system can physically produce in 15 minutes is capacity_kwp × 1000 W × 0.25 h;
+# 50 % margin for cold, bright edge-of-cloud moments and for rounding by meters.
+WH_PER_KWP_PER_QUARTER = 250.0
+PLAUSIBILITY_MARGIN = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class QuarterHours:
+    """The native 15-minute series of [start, end): one entry per quarter-hour of the range.
+    `energy_wh` NaN = no reading; `power_w` NaN = not reported. Quarter-hours that have not
+    ended by `now` are always NaN."""
+
+    starts: IntArray
+    energy_wh: FloatArray
+    power_w: FloatArray
+
+
+# --- the sandbox data source -----------------------------------------------------------------
+
+
+class _SimulatedSeries(Protocol):
+    starts: IntArray
+    energy_wh: FloatArray
+    power_w: FloatArray
+
+
+def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+    """The sandbox's physical model, when its module is installed (imported lazily: it pulls
+    in pvlib, and the metered path must not depend on it)."""
+    try:
+        model: Any = importlib.import_module("solarapi.sandbox.model")
+    except ImportError:
+        return None
+    params = model.PvParams(
+        system_id=system.id,
+        latitude=system.latitude,
+        longitude=system.longitude,
+        timezone=system.timezone,
+        capacity_kwp=system.capacity_kwp,
+        inverter_capacity_kw=system.inverter_capacity_kw,
+        tilt_deg=system.tilt_deg,
+        azimuth_deg=system.azimuth_deg,
+    )
+    series: _SimulatedSeries = model.simulate(
+        params, datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
+    )
+    return series
+
+
+def _ended_before(now: datetime) -> int:
+    """End of the last whole quarter-hour before `now`."""
+    now_s = int(now.timestamp() // 1)
+    return now_s - now_s % QUARTER_S
+
+
+async def quarter_hours(
+    session: AsyncSession, system: System, start: datetime, end: datetime, now: datetime
+) -> QuarterHours:
+    """The native 15-minute series of [start, end) (UTC, aligned to the quarter-hour) for any
+    data source: metered systems from stored readings, simulated ones from the sandbox model."""
+    start_s, end_s = int(start.timestamp()), int(end.timestamp())
+    if start_s % QUARTER_S or end_s % QUARTER_S or start_s > end_s:
+        raise ValueError("quarter_hours needs a range aligned to 15 minutes")
+    starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    energy = np.full(len(starts), np.nan)
+    power = np.full(len(starts), np.nan)
+    known_end = min(end_s, _ended_before(now))
+    if known_end > start_s:
+        if system.data_source == "simulated":
+            series = _simulate(system, start_s, known_end)
+            if series is not None:
+                _place(starts, energy, power, series.starts, series.energy_wh, series.power_w)
+        else:
+            rows = await repository.readings_between(session, system.id, start_s, known_end)
+            _place(starts, energy, power, rows.starts, rows.energy_wh, rows.power_max_w)
+    return QuarterHours(starts, energy, power)
+
+
+def _place(
+    grid: IntArray,
+    energy: FloatArray,
+    power: FloatArray,
+    at: IntArray,
+    energy_values: FloatArray,
+    power_values: FloatArray,
+) -> None:
+    if len(grid) == 0 or len(at) == 0:
+        return
+    index = (np.asarray(at, dtype=np.int64) - grid[0]) // QUARTER_S
+    inside = (index >= 0) & (index < len(grid))
+    energy[index[inside]] = np.asarray(energy_values, dtype=np.float64)[inside]
+    power[index[inside]] = np.asarray(power_values, dtype=np.float64)[inside]
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+
+async def _source_rows(
+    session: AsyncSession,
+    system: System,
+    interval: Interval,
+    start_s: int,
+    end_s: int,
+    now: datetime,
+) -> Rows:
+    """The finest stored rows that tile the requested buckets exactly: raw quarter-hours for
+    15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
+    if system.data_source == "simulated":
+        series = await quarter_hours(
+            session,
+            system,
+            datetime.fromtimestamp(start_s, UTC),
+            datetime.fromtimestamp(end_s, UTC),
+            now,
+        )
+        known = ~np.isnan(series.energy_wh)
+        return Rows(
+            series.starts[known],
+            series.energy_wh[known],
+            np.ones(int(known.sum()), dtype=np.int64),
+            series.power_w[known],
+        )
+    if interval is Interval.HOUR:
+        return await repository.hours_between(session, system.id, start_s, end_s)
+    if interval.is_calendar:
+        return await repository.days_between(session, system.id, start_s, end_s)
+    return await repository.readings_between(session, system.id, start_s, end_s)
+
+
+def _rounded(values: FloatArray) -> list[float | None]:
+    return [None if value != value else value for value in np.round(values, 3).tolist()]
+
+
+async def aggregate(
+    session: AsyncSession,
+    system: System,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> dict[str, Any]:
+    """The body of `GET /systems/{id}/readings` (`data` + `meta`) for [start, end) widened to
+    the grid. Raises ValidationFailed for an empty/reversed range or over 10,000 buckets."""
+    tz = ZoneInfo(system.timezone)
+    time_range = widen_range(start, end, interval, tz)
+    edges = time_range.edges()
+    rows = await _source_rows(session, system, interval, time_range.start_s, time_range.end_s, now)
+    buckets = aggregate_into(edges, rows.starts, rows.energy_wh, rows.samples, rows.power_max_w)
+    return _body(system, interval, buckets)
+
+
+def _body(system: System, interval: Interval, buckets: Buckets) -> dict[str, Any]:
+    edges = buckets.edges
+    lengths = np.diff(edges)
+    labels = iso_strings(edges)
+    energy = _rounded(buckets.energy_wh)
+    power_avg = _rounded(buckets.energy_wh / (lengths / 3600.0))
+    power_max = _rounded(buckets.power_max_w)
+    samples = buckets.samples.tolist()
+    expected = (lengths // QUARTER_S).tolist()
+    data = [
+        {
+            "start": labels[i],
+            "end": labels[i + 1],
+            "energy_wh": energy[i],
+            "power_avg_w": power_avg[i],
+            "power_max_w": power_max[i],
+            "samples": samples[i],
+            "expected_samples": expected[i],
+        }
+        for i in range(len(samples))
+    ]
+    total_samples = int(buckets.samples.sum())
+    reported = buckets.power_max_w[~np.isnan(buckets.power_max_w)]
+    totals = {
+        "energy_wh": (round(float(np.nansum(buckets.energy_wh)), 3) if total_samples else None),
+        "power_max_w": round(float(reported.max()), 3) if len(reported) else None,
+        "samples": total_samples,
+        "expected_samples": int(sum(expected)),
+    }
+    return {
+        "data": data,
+        "meta": {
+            "system_id": system.id,
+            "interval": interval.value,
+            "timezone": system.timezone,
+            "from": labels[0],
+            "to": labels[-1],
+            "totals": totals,
+        },
+    }
+
+
+# --- uploads -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingIn:
+    """One uploaded reading as received (JSON or CSV), before validation."""
+
+    timestamp: str
+    energy_wh: float
+    power_w: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UploadResult:
+    received: int
+    inserted: int
+    updated: int
+
+    def to_api(self) -> dict[str, int]:
+        return {"received": self.received, "inserted": self.inserted, "updated": self.updated}
+
+
+class ReadingRejected(ValidationFailed):
+    """One item of an upload is invalid; `index` is 0-based within the batch."""
+
+    def __init__(self, index: int, field: str, problem: str) -> None:
+        super().__init__(f"readings[{index}].{field}: {problem}")
+        self.index = index
+        self.field = field
+        self.problem = problem
+
+
+def plausible_max_wh(capacity_kwp: float) -> float:
+    return capacity_kwp * WH_PER_KWP_PER_QUARTER * PLAUSIBILITY_MARGIN
+
+
+def _validated(
+    items: Sequence[ReadingIn], capacity_kwp: float, now: datetime
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Arrays of a batch in which every item passed; else ReadingRejected for the first bad one."""
+    limit = plausible_max_wh(capacity_kwp)
+    now_s = now.timestamp()
+    count = len(items)
+    starts = np.empty(count, dtype=np.int64)
+    energy = np.empty(count, dtype=np.float64)
+    power = np.empty(count, dtype=np.float64)
+    first_index: dict[int, int] = {}
+    for i, item in enumerate(items):
+        try:
+            moment = parse_timestamp(item.timestamp)
+        except TimestampError as exc:
+            raise ReadingRejected(i, "timestamp", str(exc)) from None
+        start_s = int(moment.timestamp() // 1)
+        if moment.microsecond or start_s % QUARTER_S:
+            raise ReadingRejected(
+                i,
+                "timestamp",
+                f"'{item.timestamp}' is not the start of a quarter-hour; in UTC the minute "
+                "must be 0, 15, 30 or 45 and the seconds 0",
+            )
+        if start_s < 0:
+            raise ReadingRejected(i, "timestamp", "must not be before 1970-01-01T00:00:00Z")
+        if start_s + QUARTER_S > now_s:
+            raise ReadingRejected(
+                i,
+                "timestamp",
+                f"the quarter-hour starting {format_timestamp(moment)} has not ended yet "
+                f"(now is {format_timestamp(now)})",
+            )
+        earlier = first_index.get(start_s)
+        if earlier is not None:
+            raise ReadingRejected(
+                i,
+                "timestamp",
+                f"{format_timestamp(moment)} repeats readings[{earlier}].timestamp; each "
+                "quarter-hour may appear once per batch",
+            )
+        first_index[start_s] = i
+        energy_wh = item.energy_wh
+        if not math.isfinite(energy_wh) or energy_wh < 0:
+            raise ReadingRejected(i, "energy_wh", f"must be ≥ 0; got {energy_wh}")
+        if energy_wh > limit:
+            raise ReadingRejected(
+                i,
+                "energy_wh",
+                f"{energy_wh} Wh in 15 minutes is implausible for a {capacity_kwp} kWp system "
+                f"(at most {round(limit, 3)} Wh = capacity_kwp × 250 × 1.5)",
+            )
+        power_w = item.power_w
+        if power_w is not None and (not math.isfinite(power_w) or power_w < 0):
+            raise ReadingRejected(i, "power_w", f"must be ≥ 0; got {power_w}")
+        starts[i] = start_s
+        energy[i] = energy_wh
+        power[i] = np.nan if power_w is None else power_w
+    return starts, energy, power
+
+
+async def upload_readings(
+    session: AsyncSession, system: System, items: Sequence[ReadingIn], now: datetime
+) -> UploadResult:
+    """Validate a batch (all or nothing), upsert it and bring the rollups and the system's
+    first/last reading up to date, in the caller's transaction."""
+    if not 1 <= len(items) <= MAX_UPLOAD:
+        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(items):,}")
+    starts, energy, power = _validated(items, system.capacity_kwp, now)
+    if system.data_source == "simulated":
+        raise Conflict(
+            f"System '{system.id}' is simulated: its readings come from the sandbox model and "
+            "cannot be uploaded; create a system with data_source 'metered' to upload"
+        )
+    existing = await repository.existing_starts(session, system.id, starts)
+    await repository.upsert_readings(session, system.id, starts, energy, power)
+    lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
+    await refresh_rollups(session, system, lo_s, hi_s)
+    first = datetime.fromtimestamp(lo_s, UTC)
+    last = datetime.fromtimestamp(hi_s - QUARTER_S, UTC)
+    if system.first_reading_at is None or first < system.first_reading_at:
+        system.first_reading_at = first
+    if system.last_reading_at is None or last > system.last_reading_at:
+        system.last_reading_at = last
+    await session.flush()
+    result = UploadResult(len(items), len(items) - len(existing), len(existing))
+    await record_event(
+        session,
+        account_id=system.account_id,
+        environment=system.environment,
+        event_type="readings.uploaded",
+        data={
+            "system_id": system.id,
+            **result.to_api(),
+            "from": format_timestamp(first),
+            "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
+        },
+    )
+    return result
+
+
+# --- rollups -----------------------------------------------------------------------------------
+
+
+async def refresh_rollups(session: AsyncSession, system: System, lo_s: int, hi_s: int) -> None:
+    """Recompute, from the raw readings, every hourly and local-daily rollup row touching
+    [lo_s, hi_s). Recomputing (rather than adding deltas) keeps replaced readings exact."""
+    tz = ZoneInfo(system.timezone)
+    day_lo = floor_to_grid(lo_s, Interval.DAY, tz)
+    day_hi = ceil_to_grid(hi_s, Interval.DAY, tz)
+    hour_lo = lo_s - lo_s % 3600
+    hour_hi = hi_s + (-hi_s) % 3600
+    # Half-hour zones (Adelaide, Kolkata) put local midnight mid-hour: read enough raw rows
+    # to cover both whole days and whole hours.
+    rows = await repository.readings_between(
+        session, system.id, min(day_lo, hour_lo), max(day_hi, hour_hi)
+    )
+    hours = aggregate_into(
+        np.arange(hour_lo, hour_hi + 1, 3600, dtype=np.int64),
+        rows.starts,
+        rows.energy_wh,
+        rows.samples,
+        rows.power_max_w,
+    )
+    await repository.upsert_hours(session, system.id, _present(hours))
+    days = aggregate_into(
+        bucket_edges(day_lo, day_hi, Interval.DAY, tz),
+        rows.starts,
+        rows.energy_wh,
+        rows.samples,
+        rows.power_max_w,
+    )
+    await repository.upsert_days(session, system.id, _present(days))
+
+
+def _present(buckets: Buckets) -> Rows:
+    has = buckets.samples > 0
+    return Rows(
+        buckets.edges[:-1][has],
+        buckets.energy_wh[has],
+        buckets.samples[has],
+        buckets.power_max_w[has],
+    )
+
+
+async def rebuild_daily_rollup(session: AsyncSession, system: System) -> None:
+    """Rebuild the local-day rollup after the system's time zone changed."""
+    await repository.delete_days(session, system.id)
+    span = await repository.reading_span(session, system.id)
+    if span is None:
+        return
+    year_s = 366 * 86400
+    for lo in range(span[0], span[1] + QUARTER_S, year_s):
+        await refresh_rollups(session, system, lo, min(lo + year_s, span[1] + QUARTER_S))
+
+
+# --- summary -----------------------------------------------------------------------------------
+
+
+def _energy(values: FloatArray, samples: IntArray) -> float | None:
+    return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
+
+
+async def summary(session: AsyncSession, system: System, now: datetime) -> dict[str, Any]:
+    """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
+    and lifetime energy, with the latest reading's power."""
+    tz = ZoneInfo(system.timezone)
+    now_s = int(now.timestamp())
+    today = local_date(now_s, tz)
+    today_s = local_midnight(today, tz)
+    tomorrow_s = local_midnight(today + timedelta(days=1), tz)
+    month_s = local_midnight(today.replace(day=1), tz)
+    year_s = local_midnight(date(today.year, 1, 1), tz)
+    if system.data_source == "simulated":
+        return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
+    days = await repository.days_between(session, system.id, year_s, tomorrow_s)
+    lifetime = await repository.days_between(session, system.id, 0, 2**62)
+    latest = await repository.latest_reading(session, system.id)
+
+    def within(start: int) -> float | None:
+        keep = days.starts >= start
+        return _energy(days.energy_wh[keep], days.samples[keep])
+
+    return {
+        "energy_today_wh": within(today_s),
+        "energy_month_wh": within(month_s),
+        "energy_year_wh": within(year_s),
+        "energy_lifetime_wh": _energy(lifetime.energy_wh, lifetime.samples),
+        "last_power_w": None if latest is None else latest[1],
+        "last_reading_at": (
+            None if latest is None else format_timestamp(datetime.fromtimestamp(latest[0], UTC))
+        ),
+    }
+
+
+async def _simulated_summary(
+    session: AsyncSession,
+    system: System,
+    now: datetime,
+    tz: ZoneInfo,
+    today_s: int,
+    month_s: int,
+    year_s: int,
+) -> dict[str, Any]:
+    # A simulated system "produces" from its installation (or creation) day on.
+    installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
+    life_s = min(local_midnight(installed, tz), year_s)
+    end_s = _ended_before(now)
+    if end_s <= life_s:
+        series = QuarterHours(np.empty(0, np.int64), np.empty(0), np.empty(0))
+    else:
+        series = await quarter_hours(
+            session,
+            system,
+            datetime.fromtimestamp(life_s, UTC),
+            datetime.fromtimestamp(end_s, UTC),
+            now,
+        )
+    known = ~np.isnan(series.energy_wh)
+
+    def within(start: int) -> float | None:
+        keep = known & (series.starts >= start)
+        return round(float(series.energy_wh[keep].sum()), 3) if keep.any() else None
+
+    last_at = series.starts[known][-1] if known.any() else None
+    last_power = series.power_w[known][-1] if known.any() else np.nan
+    return {
+        "energy_today_wh": within(today_s),
+        "energy_month_wh": within(month_s),
+        "energy_year_wh": within(year_s),
+        "energy_lifetime_wh": within(life_s),
+        "last_power_w": None if np.isnan(last_power) else float(last_power),
+        "last_reading_at": (
+            None if last_at is None else format_timestamp(datetime.fromtimestamp(int(last_at), UTC))
+        ),
+    }
+
+
+# --- period totals -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodTotals:
+    """Energy of [start_s, end_s): `energy_wh` None when no quarter-hour has a reading."""
+
+    energy_wh: float | None
+    samples: int
+    expected_samples: int
+
+
+async def period_totals(
+    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+) -> PeriodTotals:
+    """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
+    days), from the same series the readings endpoint aggregates."""
+    series = await quarter_hours(
+        session,
+        system,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
+        now,
+    )
+    known = ~np.isnan(series.energy_wh)
+    samples = int(known.sum())
+    energy = round(float(series.energy_wh[known].sum()), 3) if samples else None
+    return PeriodTotals(energy, samples, len(series.starts))

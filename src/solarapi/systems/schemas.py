@@ -1,0 +1,201 @@
+"""Request and response bodies of the systems endpoints (also the OpenAPI documentation)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from solarapi.kit.timefmt import TimestampError, parse_date
+from solarapi.prices.zones import ZONES
+
+Status = Literal["active", "inactive", "decommissioned"]
+DataSource = Literal["metered", "simulated"]
+
+# Strict numbers: a JSON string or boolean where a number belongs is a client bug to report,
+# not to coerce. NaN and infinities are never physical values.
+Latitude = Annotated[float, Field(strict=True, ge=-90, le=90, allow_inf_nan=False)]
+Longitude = Annotated[float, Field(strict=True, ge=-180, le=180, allow_inf_nan=False)]
+Tilt = Annotated[float, Field(strict=True, ge=0, le=90, allow_inf_nan=False)]
+Azimuth = Annotated[float, Field(strict=True, ge=0, le=360, allow_inf_nan=False)]
+CapacityKwp = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
+InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
+Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+
+
+def check_timezone(value: str) -> str:
+    try:
+        if not value or value != value.strip() or value.startswith(("/", ".")):
+            raise ValueError
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown IANA time zone '{value}'; use a name such as 'Europe/Amsterdam'"
+        ) from None
+    return value
+
+
+def check_market_zone(value: str | None) -> str | None:
+    if value is not None and value not in ZONES:
+        raise ValueError(
+            f"unknown market zone '{value}'; use a code from GET /api/v1/market-prices/zones "
+            f"such as {', '.join(list(ZONES)[:4])}"
+        )
+    return value
+
+
+def check_country(value: str | None) -> str | None:
+    if value is not None and not _COUNTRY.match(value):
+        raise ValueError(f"must be an ISO 3166-1 alpha-2 code such as 'NL'; got '{value}'")
+    return value
+
+
+def check_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def parse_installed_on(value: object) -> object:
+    if value is None or isinstance(value, date):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a date in the form YYYY-MM-DD")
+    try:
+        return parse_date(value)
+    except TimestampError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class LocationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    latitude: Latitude
+    longitude: Longitude
+    timezone: Annotated[str, Field(strict=True, examples=["Europe/Amsterdam"])]
+    country: Annotated[str | None, Field(examples=["NL"])] = None
+
+    _tz = field_validator("timezone")(check_timezone)
+    _country = field_validator("country")(check_country)
+
+
+class LocationPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    latitude: Latitude | None = None
+    longitude: Longitude | None = None
+    timezone: Annotated[str | None, Field(strict=True)] = None
+    country: str | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, value: str | None) -> str | None:
+        return None if value is None else check_timezone(value)
+
+    _country = field_validator("country")(check_country)
+
+
+class OrientationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tilt_deg: Tilt | None = None
+    azimuth_deg: Annotated[Azimuth | None, Field(description="Compass degrees, 180 = south")] = None
+
+
+class SystemCreate(BaseModel):
+    """A new system. Orientation defaults to tilt 30° facing the equator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name
+    capacity_kwp: CapacityKwp
+    inverter_capacity_kw: InverterKw | None = None
+    location: LocationIn
+    orientation: OrientationIn | None = None
+    market_zone: str | None = None
+    installed_on: date | None = None
+    status: Status = "active"
+    data_source: DataSource | None = Field(
+        default=None,
+        description="Sandbox only: `simulated` (default) or `metered`; live systems are metered",
+    )
+
+    _name = field_validator("name")(check_name)
+    _zone = field_validator("market_zone")(check_market_zone)
+    _installed = field_validator("installed_on", mode="before")(parse_installed_on)
+
+
+class SystemPatch(BaseModel):
+    """Any writable field but `data_source`; `null` clears an optional field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    capacity_kwp: CapacityKwp | None = None
+    inverter_capacity_kw: InverterKw | None = None
+    location: LocationPatch | None = None
+    orientation: OrientationIn | None = None
+    market_zone: str | None = None
+    installed_on: date | None = None
+    status: Status | None = None
+
+    _name = field_validator("name")(check_name)
+    _zone = field_validator("market_zone")(check_market_zone)
+    _installed = field_validator("installed_on", mode="before")(parse_installed_on)
+
+
+class LocationOut(BaseModel):
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str | None
+
+
+class OrientationOut(BaseModel):
+    tilt_deg: float
+    azimuth_deg: float
+
+
+class SystemOut(BaseModel):
+    id: str
+    name: str
+    status: Status
+    environment: Literal["live", "test"]
+    data_source: DataSource
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    location: LocationOut
+    orientation: OrientationOut
+    market_zone: str | None
+    installed_on: str | None
+    first_reading_at: str | None
+    last_reading_at: str | None
+    created_at: str
+    updated_at: str
+
+
+class Pagination(BaseModel):
+    page: int
+    limit: int
+    total: int
+    total_pages: int
+    has_more: bool
+
+
+class SystemList(BaseModel):
+    data: list[SystemOut]
+    pagination: Pagination
+
+
+class SummaryOut(BaseModel):
+    energy_today_wh: float | None
+    energy_month_wh: float | None
+    energy_year_wh: float | None
+    energy_lifetime_wh: float | None
+    last_power_w: float | None
+    last_reading_at: str | None

@@ -1,0 +1,215 @@
+"""Rules of systems: tenancy, defaults, validation that needs context, and events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.errors import Conflict, NotFound, ValidationFailed
+from solarapi.events.service import record_event
+from solarapi.kit.ids import new_id
+from solarapi.kit.pagination import PageParams
+from solarapi.kit.plans import Environment
+from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.models.systems import SYSTEM_STATUSES, System
+from solarapi.prices.zones import ZONES
+from solarapi.systems import repository
+from solarapi.systems.schemas import SystemCreate, SystemPatch
+
+DEFAULT_TILT_DEG = 30.0
+
+
+async def get_system(
+    session: AsyncSession, principal: Principal, system_id: str, *, for_update: bool = False
+) -> System:
+    """The caller's system in the caller's environment; anything else is 404 (never 403,
+    so ids of other tenants cannot be probed)."""
+    system = await repository.get(session, system_id, for_update=for_update)
+    if (
+        system is None
+        or system.account_id != principal.account_id
+        or system.environment != principal.environment.value
+    ):
+        raise NotFound(f"No system with id '{system_id}'")
+    return system
+
+
+def system_to_api(system: System) -> dict[str, Any]:
+    """The contract's system object."""
+    return {
+        "id": system.id,
+        "name": system.name,
+        "status": system.status,
+        "environment": system.environment,
+        "data_source": system.data_source,
+        "capacity_kwp": system.capacity_kwp,
+        "inverter_capacity_kw": system.inverter_capacity_kw,
+        "location": {
+            "latitude": system.latitude,
+            "longitude": system.longitude,
+            "timezone": system.timezone,
+            "country": system.country,
+        },
+        "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
+        "market_zone": system.market_zone,
+        "installed_on": system.installed_on.isoformat() if system.installed_on else None,
+        "first_reading_at": format_optional(system.first_reading_at),
+        "last_reading_at": format_optional(system.last_reading_at),
+        "created_at": format_timestamp(system.created_at),
+        "updated_at": format_timestamp(system.updated_at),
+    }
+
+
+def default_azimuth(latitude: float) -> float:
+    """Facing the equator: south (180°) in the northern hemisphere, north (0°) south of it."""
+    return 180.0 if latitude >= 0 else 0.0
+
+
+async def list_systems(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    status: str | None,
+    market_zone: str | None,
+    page: PageParams,
+) -> tuple[list[dict[str, Any]], int]:
+    if status is not None and status not in SYSTEM_STATUSES:
+        raise ValidationFailed(
+            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{status}'"
+        )
+    if market_zone is not None and market_zone not in ZONES:
+        raise ValidationFailed(
+            f"market_zone: unknown zone '{market_zone}'; see GET /api/v1/market-prices/zones"
+        )
+    systems, total = await repository.list_page(
+        session,
+        account_id=principal.account_id,
+        environment=principal.environment.value,
+        status=status,
+        market_zone=market_zone,
+        offset=page.offset,
+        limit=page.limit,
+    )
+    return [system_to_api(system) for system in systems], total
+
+
+async def create_system(
+    session: AsyncSession, principal: Principal, body: SystemCreate, now: datetime
+) -> System:
+    live = principal.environment is Environment.LIVE
+    data_source = body.data_source or ("metered" if live else "simulated")
+    if live and data_source != "metered":
+        raise ValidationFailed(
+            "data_source: live systems are always 'metered'; simulated systems exist only in "
+            "the sandbox (pk_test_ keys)"
+        )
+    orientation = body.orientation
+    tilt = orientation.tilt_deg if orientation and orientation.tilt_deg is not None else None
+    azimuth = (
+        orientation.azimuth_deg if orientation and orientation.azimuth_deg is not None else None
+    )
+    system = System(
+        id=new_id("sys"),
+        account_id=principal.account_id,
+        environment=principal.environment.value,
+        name=body.name,
+        status=body.status,
+        data_source=data_source,
+        capacity_kwp=body.capacity_kwp,
+        inverter_capacity_kw=body.inverter_capacity_kw,
+        latitude=body.location.latitude,
+        longitude=body.location.longitude,
+        timezone=body.location.timezone,
+        country=body.location.country,
+        tilt_deg=DEFAULT_TILT_DEG if tilt is None else tilt,
+        azimuth_deg=default_azimuth(body.location.latitude) if azimuth is None else azimuth,
+        market_zone=body.market_zone,
+        installed_on=body.installed_on,
+        first_reading_at=None,
+        last_reading_at=None,
+        created_at=now,
+        updated_at=now,
+    )
+    await repository.add(session, system)
+    await record_event(
+        session,
+        account_id=system.account_id,
+        environment=system.environment,
+        event_type="system.created",
+        data=system_to_api(system),
+    )
+    return system
+
+
+def _not_null(value: object, field: str) -> None:
+    if value is None:
+        raise ValidationFailed(f"{field}: cannot be null; leave it out to keep the current value")
+
+
+async def update_system(
+    session: AsyncSession, principal: Principal, system_id: str, body: SystemPatch, now: datetime
+) -> System:
+    system = await get_system(session, principal, system_id)
+    given = body.model_fields_set
+    old_timezone = system.timezone
+    for field in ("name", "capacity_kwp", "status"):
+        if field in given:
+            value = getattr(body, field)
+            _not_null(value, field)
+            setattr(system, field, value)
+    for field in ("inverter_capacity_kw", "market_zone", "installed_on"):
+        if field in given:
+            setattr(system, field, getattr(body, field))
+    if "location" in given:
+        _not_null(body.location, "location")
+        assert body.location is not None
+        for field in sorted(body.location.model_fields_set):
+            value = getattr(body.location, field)
+            if field != "country":
+                _not_null(value, f"location.{field}")
+            setattr(system, field, value)
+    if "orientation" in given:
+        _not_null(body.orientation, "orientation")
+        assert body.orientation is not None
+        for field in sorted(body.orientation.model_fields_set):
+            value = getattr(body.orientation, field)
+            _not_null(value, f"orientation.{field}")
+            setattr(system, field, value)
+    system.updated_at = now
+    await session.flush()
+    if system.timezone != old_timezone:
+        # The daily rollup follows the local calendar; a new zone moves every day's edges.
+        from solarapi.readings.service import rebuild_daily_rollup
+
+        await rebuild_daily_rollup(session, system)
+    await record_event(
+        session,
+        account_id=system.account_id,
+        environment=system.environment,
+        event_type="system.updated",
+        data=system_to_api(system),
+    )
+    return system
+
+
+async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
+    from solarapi.declarations.service import blocks_system_deletion
+
+    system = await get_system(session, principal, system_id)
+    if await blocks_system_deletion(session, system.id):
+        raise Conflict(
+            f"System '{system_id}' has a submitted or approved declaration and cannot be "
+            "deleted; set its status to 'decommissioned' instead"
+        )
+    data = system_to_api(system)
+    await repository.delete_system(session, system)
+    await record_event(
+        session,
+        account_id=principal.account_id,
+        environment=principal.environment.value,
+        event_type="system.deleted",
+        data=data,
+    )
