@@ -161,6 +161,12 @@ def _parse_tree(data: bytes) -> _Element:
             forbid_external=True,
         )
     except EntitiesForbidden as exc:
+        if exc.sysid or exc.pubid:
+            raise PriceFileError(
+                f"the document declares the external entity '{exc.name}' "
+                f"({exc.sysid or exc.pubid}); external entities are refused (they can read "
+                "local files or reach internal hosts) and nothing was imported"
+            ) from None
         raise PriceFileError(
             f"the document declares the XML entity '{exc.name}'; entity declarations are "
             "refused (they enable entity-expansion and external-entity attacks) and ENTSO-E "

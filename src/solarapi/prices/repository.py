@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BigInteger, ColumnElement, delete, func, insert, select
+from sqlalchemy import BigInteger, ColumnElement, Table, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -26,6 +26,9 @@ FloatArray = npt.NDArray[np.float64]
 # into it, so range reads look back this far on the (zone, start) index.
 LONGEST_PERIOD_S = 3600
 _INSERT_BATCH = 5000
+
+
+_TABLE = cast(Table, MarketPrice.__table__)
 
 
 class _EpochSeconds(FunctionElement[int]):
@@ -65,7 +68,7 @@ class StoredPrices:
 
 async def read_prices(session: AsyncSession, zone: str, start_s: int, end_s: int) -> StoredPrices:
     """Every stored period of `zone` that overlaps [start_s, end_s)."""
-    table = MarketPrice.__table__
+    table = _TABLE
     query = (
         select(
             epoch_seconds(table.c.start),
@@ -101,7 +104,7 @@ async def source_coverage(
     session: AsyncSession, zone: str, start_s: int, end_s: int
 ) -> dict[str, int]:
     """Seconds of [start_s, end_s) (roughly: whole periods) covered per source."""
-    table = MarketPrice.__table__
+    table = _TABLE
     query = (
         select(table.c.source, func.sum(table.c.resolution_s))
         .where(
@@ -116,17 +119,34 @@ async def source_coverage(
 
 async def overlapping_rows(
     session: AsyncSession, zone: str, start_s: int, end_s: int
-) -> list[PriceRow]:
-    stored = await read_prices(session, zone, start_s, end_s)
-    return [
-        PriceRow(int(s), int(r), float(p))
-        for s, r, p in zip(stored.starts, stored.resolution_s, stored.prices, strict=True)
-    ]
+) -> list[tuple[PriceRow, str]]:
+    """Stored periods of `zone` that overlap [start_s, end_s), with their source, by start."""
+    table = _TABLE
+    query = (
+        select(
+            epoch_seconds(table.c.start),
+            table.c.resolution_s,
+            table.c.price_eur_per_mwh,
+            table.c.source,
+        )
+        .where(
+            table.c.zone == zone,
+            table.c.start >= _utc(start_s - LONGEST_PERIOD_S),
+            table.c.start < _utc(end_s),
+        )
+        .order_by(table.c.start)
+    )
+    found: list[tuple[PriceRow, str]] = []
+    for start, resolution_s, price, source in (await session.execute(query)).all():
+        row = PriceRow(int(start), int(resolution_s), float(price))
+        if row.end > start_s:
+            found.append((row, str(source)))
+    return found
 
 
 async def delete_starting_in(session: AsyncSession, zone: str, start_s: int, end_s: int) -> int:
     """Delete the periods of `zone` that start in [start_s, end_s); returns how many."""
-    table = MarketPrice.__table__
+    table = _TABLE
     result = await session.execute(
         delete(table).where(
             table.c.zone == zone,
@@ -144,7 +164,7 @@ async def insert_rows(
     source: PriceSource,
     now: datetime,
 ) -> int:
-    table = MarketPrice.__table__
+    table = _TABLE
     batch: list[dict[str, object]] = []
     count = 0
     for row in rows:
@@ -169,8 +189,5 @@ async def insert_rows(
 
 
 async def latest_start(session: AsyncSession, zone: str) -> datetime | None:
-    table = MarketPrice.__table__
-    value = (
-        await session.execute(select(func.max(table.c.start)).where(table.c.zone == zone))
-    ).scalar_one_or_none()
-    return value
+    query = select(func.max(MarketPrice.start)).where(MarketPrice.zone == zone)
+    return (await session.execute(query)).scalar_one_or_none()

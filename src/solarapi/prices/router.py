@@ -2,6 +2,57 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query
+from starlette.responses import Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.timefmt import utcnow
+from solarapi.prices import service
+from solarapi.prices.schemas import PriceSeries, ZoneList
+
+router = APIRouter(tags=["Market prices"])
+
+FromParam = Annotated[
+    str | None,
+    Query(alias="from", description="RFC 3339 with a zone; inclusive (default: `to` − 24 h)"),
+]
+ToParam = Annotated[str | None, Query(description="RFC 3339 with a zone; exclusive (default: now)")]
+
+
+@router.get(
+    "/market-prices/zones", response_model=ZoneList, summary="Bidding zones with day-ahead prices"
+)
+async def list_zones(principal: PrincipalDep) -> Response:
+    return OrjsonResponse({"data": service.zone_list()})
+
+
+@router.get(
+    "/market-prices",
+    response_model=PriceSeries,
+    summary="Day-ahead prices of a zone, per bucket",
+    description="Time-weighted mean of the prices covering each bucket; a bucket finer than "
+    "the published resolution carries the covering price; `null` where no price is known. "
+    "`1d` buckets follow the zone's local calendar. Sandbox keys get simulated prices.",
+)
+async def get_market_prices(
+    principal: PrincipalDep,
+    session: SessionDep,
+    zone: Annotated[str | None, Query(description="Zone code, e.g. NL")] = None,
+    from_: FromParam = None,
+    to: ToParam = None,
+    interval: Annotated[str | None, Query(description="15m, 1h (default) or 1d")] = None,
+) -> Response:
+    body = await service.market_prices(
+        session,
+        principal,
+        zone_code=zone,
+        from_text=from_,
+        to_text=to,
+        interval_text=interval,
+        now=utcnow(),
+    )
+    return OrjsonResponse(body)

@@ -1,0 +1,252 @@
+"""Rules of the prices area: imports that replace, the price query and the quarter-hour
+price series the market value is computed from.
+
+Everything is computed on the 15-minute grid: every published resolution (PT15M, PT30M,
+PT60M) is a whole number of quarter-hours, so a price period becomes the quarter-hours it
+covers, and a bucket's time-weighted mean is the plain mean of its priced quarter-hours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast, get_args
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.errors import ValidationFailed
+from solarapi.kit.grid import (
+    FloatArray,
+    IntArray,
+    Interval,
+    iso_strings,
+    parse_interval,
+    parse_range,
+    widen_range,
+)
+from solarapi.kit.plans import Environment
+from solarapi.prices import repository
+from solarapi.prices.imports import QUARTER_S, ParsedPrices, PriceRow, PriceSource
+from solarapi.prices.zones import ZONES, Zone
+
+PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
+
+
+def find_zone(code: str | None) -> Zone:
+    if code is None or code == "":
+        raise ValidationFailed("zone is required, e.g. zone=NL (see GET /market-prices/zones)")
+    zone = ZONES.get(code)
+    if zone is None:
+        raise ValidationFailed(
+            f"zone must be one of {', '.join(ZONES)}; got '{code}' (see GET /market-prices/zones)"
+        )
+    return zone
+
+
+def zone_list() -> list[dict[str, str]]:
+    return [
+        {
+            "code": zone.code,
+            "name": zone.name,
+            "eic": zone.eic,
+            "timezone": zone.timezone,
+            "currency": zone.currency,
+        }
+        for zone in ZONES.values()
+    ]
+
+
+# --- imports --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    zone: str
+    source: str
+    stored: int
+    replaced: int
+    first_start: datetime
+    last_end: datetime
+    resolutions_s: tuple[int, ...]
+
+
+async def import_prices(session: AsyncSession, parsed: ParsedPrices, now: datetime) -> ImportResult:
+    """Store `parsed.rows`, replacing whatever the zone had for the time they cover.
+
+    An import is authoritative for the quarter-hours it covers. A stored period that lies
+    partly outside them (an hourly price under a new 15-minute half-hour) keeps its price for
+    the uncovered quarter-hours, stored as 15-minute periods, so nothing overlaps and nothing
+    outside the import changes. Runs in the caller's transaction: all or nothing.
+    """
+    rows = parsed.rows
+    zone = parsed.zone.code
+    covered: set[int] = set()
+    for row in rows:
+        covered.update(range(row.start, row.end, QUARTER_S))
+    replaced: dict[int, tuple[PriceRow, str]] = {}
+    for span_start, span_end in _spans(rows):
+        existing = await repository.overlapping_rows(session, zone, span_start, span_end)
+        if not existing:
+            continue
+        for old, source in existing:
+            replaced[old.start] = (old, source)
+        await repository.delete_starting_in(session, zone, existing[0][0].start, span_end)
+    # What is left of partly covered periods keeps its own price and source.
+    for old_source in sorted({source for _, source in replaced.values()}):
+        remainders = [
+            PriceRow(slot, QUARTER_S, old.price_eur_per_mwh)
+            for old, source in replaced.values()
+            if source == old_source
+            for slot in range(old.start, old.end, QUARTER_S)
+            if slot not in covered
+        ]
+        await repository.insert_rows(session, zone, remainders, _source(old_source), now)
+    stored = await repository.insert_rows(session, zone, rows, parsed.source, now)
+    return ImportResult(
+        zone=zone,
+        source=parsed.source,
+        stored=stored,
+        replaced=len(replaced),
+        first_start=datetime.fromtimestamp(rows[0].start, UTC),
+        last_end=datetime.fromtimestamp(rows[-1].end, UTC),
+        resolutions_s=tuple(sorted({row.resolution_s for row in rows})),
+    )
+
+
+def _source(name: str) -> PriceSource:
+    for source in get_args(PriceSource):
+        if source == name:
+            return cast(PriceSource, source)
+    raise ValueError(f"unknown price source {name!r} in the database")
+
+
+def _spans(rows: list[PriceRow]) -> list[tuple[int, int]]:
+    """Contiguous stretches covered by `rows` (sorted, non-overlapping)."""
+    spans: list[tuple[int, int]] = []
+    for row in rows:
+        if spans and spans[-1][1] == row.start:
+            spans[-1] = (spans[-1][0], row.end)
+        else:
+            spans.append((row.start, row.end))
+    return spans
+
+
+# --- the quarter-hour price series ----------------------------------------------------------
+
+
+def expand_to_quarters(
+    starts: IntArray, resolution_s: IntArray, prices: FloatArray, start_s: int, end_s: int
+) -> FloatArray:
+    """Price per quarter-hour of [start_s, end_s) (both on the 15-minute grid); NaN where
+    no period covers it. A period covers each quarter-hour inside it with its own price."""
+    count = (end_s - start_s) // QUARTER_S
+    quarters = np.full(count, np.nan)
+    if len(starts) == 0:
+        return quarters
+    per_period = resolution_s // QUARTER_S
+    first_slot = np.repeat((starts - start_s) // QUARTER_S, per_period)
+    offsets = np.arange(int(per_period.sum())) - np.repeat(
+        np.cumsum(per_period) - per_period, per_period
+    )
+    slots = first_slot + offsets
+    inside = (slots >= 0) & (slots < count)
+    quarters[slots[inside]] = np.repeat(prices, per_period)[inside]
+    return quarters
+
+
+async def quarter_hour_prices(
+    session: AsyncSession, environment: Environment, zone: Zone, start_s: int, end_s: int
+) -> tuple[FloatArray, str | None]:
+    """Prices per quarter-hour of [start_s, end_s) for `environment`, and their source.
+
+    Live prices are the imported ones; the sandbox gets the simulated model's.
+    """
+    if start_s % QUARTER_S or end_s % QUARTER_S:
+        raise ValueError("quarter-hour prices need a range on the 15-minute grid")
+    if environment is Environment.TEST:
+        return simulated_quarter_prices(zone, start_s, end_s), "simulated"
+    stored = await repository.read_prices(session, zone.code, start_s, end_s)
+    quarters = expand_to_quarters(stored.starts, stored.resolution_s, stored.prices, start_s, end_s)
+    source: str | None = None
+    if len(stored.starts):
+        coverage = await repository.source_coverage(session, zone.code, start_s, end_s)
+        source = max(coverage, key=lambda name: coverage[name]) if coverage else None
+    return quarters, source
+
+
+def simulated_quarter_prices(zone: Zone, start_s: int, end_s: int) -> FloatArray:
+    """The sandbox price model's quarter-hours; all NaN until that model is installed."""
+    count = (end_s - start_s) // QUARTER_S
+    quarters = np.full(count, np.nan)
+    try:
+        from solarapi.sandbox.prices import simulate_prices  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # the sandbox model is another issue's; answer "no price" without it
+        return quarters
+    starts, prices = simulate_prices(
+        zone.code, datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
+    )
+    slots = (np.asarray(starts, dtype=np.int64) - start_s) // QUARTER_S
+    inside = (slots >= 0) & (slots < count)
+    quarters[slots[inside]] = np.asarray(prices, dtype=np.float64)[inside]
+    return quarters
+
+
+def bucket_means(quarters: FloatArray, edges: IntArray) -> FloatArray:
+    """Time-weighted mean price per bucket (edges on the quarter-hour grid, `quarters`
+    starting at edges[0]); NaN where no quarter-hour of the bucket has a price."""
+    index = (edges[:-1] - edges[0]) // QUARTER_S
+    priced = ~np.isnan(quarters)
+    sums = np.add.reduceat(np.where(priced, quarters, 0.0), index)
+    counts = np.add.reduceat(priced.astype(np.int64), index)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def rounded_or_none(values: FloatArray, decimals: int) -> list[float | None]:
+    rounded: list[float] = np.round(values, decimals).tolist()
+    return [None if value != value else value for value in rounded]  # NaN != NaN
+
+
+# --- the price query ------------------------------------------------------------------------
+
+
+async def market_prices(
+    session: AsyncSession,
+    principal: Principal,
+    *,
+    zone_code: str | None,
+    from_text: str | None,
+    to_text: str | None,
+    interval_text: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    zone = find_zone(zone_code)
+    interval = parse_interval(interval_text, PRICE_INTERVALS, Interval.HOUR)
+    start, end = parse_range(from_text, to_text, now)
+    time_range = widen_range(start, end, interval, ZoneInfo(zone.timezone))
+    edges = time_range.edges()
+    quarters, source = await quarter_hour_prices(
+        session, principal.environment, zone, int(edges[0]), int(edges[-1])
+    )
+    means = bucket_means(quarters, edges)
+    stamps = iso_strings(edges)
+    prices = rounded_or_none(means, 3)
+    data = [
+        {"start": stamps[i], "end": stamps[i + 1], "price_eur_per_mwh": prices[i]}
+        for i in range(len(prices))
+    ]
+    return {
+        "data": data,
+        "meta": {
+            "zone": zone.code,
+            "interval": interval.value,
+            "from": stamps[0],
+            "to": stamps[-1],
+            "currency": zone.currency,
+            "unit": "MWh",
+            "source": source,
+        },
+    }
