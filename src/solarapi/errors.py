@@ -138,6 +138,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if not request.url.path.startswith("/api/"):
+            # Outside the API (the dashboard) errors are HTML pages in the dashboard's look.
+            from solarapi.dashboard.web import http_error_page
+
+            return http_error_page(request, exc)
         if exc.status_code == 404:
             return error_response(404, "not_found", f"No such endpoint: {request.url.path}")
         if exc.status_code == 405:

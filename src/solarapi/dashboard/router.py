@@ -1,7 +1,279 @@
-"""Dashboard pages."""
+"""Dashboard pages: HTTP only (forms in, HTML out). The rules live in service.py and in the
+services the API shares."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import secrets
 
-router = APIRouter(include_in_schema=False)
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from solarapi.dashboard import service
+from solarapi.dashboard.sessions import claim_form_nonce, end_session
+from solarapi.dashboard.throttle import LoginThrottle
+from solarapi.dashboard.web import (
+    ASSET_VERSIONS,
+    STATIC_DIR,
+    DashboardRoute,
+    OptionalUserDep,
+    PageError,
+    UserDep,
+    clear_session_cookie,
+    client_ip,
+    read_form,
+    redirect,
+    render,
+    safe_next,
+    set_session_cookie,
+    with_security_headers,
+)
+from solarapi.db import SessionDep
+from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Plan
+from solarapi.kit.timefmt import utcnow
+
+router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
+
+_NOTICES = {
+    "revoked": "The key was revoked. Requests with it are refused from now on.",
+    "already-created": "That form was already sent, so no second key was created. The full "
+    "key is shown only once; if you did not copy it, revoke it and create a new one.",
+    "logged-out": "You are logged out.",
+}
+_CONTENT_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+
+
+def _throttle(request: Request) -> LoginThrottle:
+    return LoginThrottle(request.app.state.limiter, request.app.state.settings.effective_secret_key)
+
+
+def _notice(request: Request) -> str | None:
+    return _NOTICES.get(request.query_params.get("notice", ""))
+
+
+@router.get("/static/{name}")
+async def static_file(name: str) -> Response:
+    # Only the files that ship in static/ (no path traversal possible: names are whitelisted).
+    if name not in ASSET_VERSIONS:
+        raise PageError(404, "Page not found", "There is no such file.")
+    path = STATIC_DIR / name
+    response = Response(
+        path.read_bytes(),
+        media_type=_CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
+        headers={"Cache-Control": "public, max-age=31536000, immutable"},
+    )
+    return with_security_headers(response, private=False)
+
+
+@router.get("/")
+async def home(user: OptionalUserDep) -> Response:
+    return redirect("/overview" if user else "/login")
+
+
+# --- sign-up, log-in, log-out ---------------------------------------------------------------
+
+
+@router.get("/signup")
+async def signup_page(request: Request, user: OptionalUserDep) -> Response:
+    if user is not None:
+        return redirect("/overview")
+    return render(request, "signup.html", {"form": {"name": "", "email": ""}, "error": None})
+
+
+@router.post("/signup")
+async def signup(request: Request, session: SessionDep, user: OptionalUserDep) -> Response:
+    if user is not None:
+        return redirect("/overview")
+    form = await read_form(request, None)
+    settings = request.app.state.settings
+    try:
+        token = await service.sign_up(
+            session,
+            _throttle(request),
+            name=form.get("name", ""),
+            email=form.get("email", ""),
+            password=form.get("password", ""),
+            plan=settings.signup_plan,
+            ip=client_ip(request),
+            secret=settings.effective_secret_key,
+            now=utcnow(),
+        )
+    except service.FormRejected as exc:
+        values = {"name": form.get("name", ""), "email": form.get("email", "")}
+        return render(
+            request,
+            "signup.html",
+            {"form": values, "error": exc.message},
+            status_code=exc.status_code,
+        )
+    response = redirect("/overview")
+    set_session_cookie(request, response, token)
+    return response
+
+
+@router.get("/login")
+async def login_page(request: Request, user: OptionalUserDep) -> Response:
+    next_url = safe_next(request.query_params.get("next"))
+    if user is not None:
+        return redirect(next_url)
+    return render(
+        request,
+        "login.html",
+        {"email": "", "error": None, "next": next_url, "notice": _notice(request)},
+    )
+
+
+@router.post("/login")
+async def login(request: Request, session: SessionDep, user: OptionalUserDep) -> Response:
+    form = await read_form(request, None)
+    next_url = safe_next(form.get("next"))
+    settings = request.app.state.settings
+    try:
+        token = await service.log_in(
+            session,
+            _throttle(request),
+            email=form.get("email", ""),
+            password=form.get("password", ""),
+            ip=client_ip(request),
+            secret=settings.effective_secret_key,
+            now=utcnow(),
+        )
+    except service.FormRejected as exc:
+        return render(
+            request,
+            "login.html",
+            {
+                "email": form.get("email", ""),
+                "error": exc.message,
+                "next": next_url,
+                "notice": None,
+            },
+            status_code=exc.status_code,
+        )
+    if user is not None:
+        # Logging in as someone else replaces the current session.
+        await end_session(session, user.session_id)
+    response = redirect(next_url)
+    set_session_cookie(request, response, token)
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request, session: SessionDep, user: OptionalUserDep) -> Response:
+    if user is not None:
+        await read_form(request, user)
+        await end_session(session, user.session_id)
+    response = redirect("/login?notice=logged-out")
+    clear_session_cookie(request, response)
+    return response
+
+
+# --- Settings → API -------------------------------------------------------------------------
+
+
+@router.get("/settings/api")
+async def api_keys_page(request: Request, session: SessionDep, user: UserDep) -> Response:
+    return await _render_keys(request, session, user, error=None, status_code=200)
+
+
+async def _render_keys(
+    request: Request,
+    session: SessionDep,
+    user: UserDep,
+    *,
+    error: str | None,
+    status_code: int,
+    name: str = "",
+) -> Response:
+    keys = await service.account_keys(session, user.account_id)
+    return render(
+        request,
+        "api_keys.html",
+        {
+            "keys": keys,
+            "can_create": service.can_create_keys(user.plan),
+            "starter_message": service.STARTER_NO_KEYS,
+            "nonce": secrets.token_urlsafe(16),
+            "notice": _notice(request),
+            "error": error,
+            "name": name,
+        },
+        status_code=status_code,
+        user=user,
+    )
+
+
+@router.post("/settings/api/keys")
+async def create_api_key(request: Request, session: SessionDep, user: UserDep) -> Response:
+    form = await read_form(request, user)
+    nonce = form.get("nonce", "")[:64]
+    if not service.can_create_keys(user.plan):
+        return await _render_keys(
+            request, session, user, error=service.STARTER_NO_KEYS, status_code=403
+        )
+    if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
+        return redirect("/settings/api?notice=already-created")
+    try:
+        record, new = await service.issue_key(
+            session,
+            user,
+            name=form.get("name", ""),
+            environment=form.get("environment", ""),
+            secret=request.app.state.settings.effective_secret_key,
+            now=utcnow(),
+        )
+    except service.FormRejected as exc:
+        return await _render_keys(
+            request,
+            session,
+            user,
+            error=exc.message,
+            status_code=exc.status_code,
+            name=form.get("name", ""),
+        )
+    return render(request, "key_created.html", {"record": record, "key": new.key}, user=user)
+
+
+@router.get("/settings/api/keys/{key_id}/revoke")
+async def revoke_confirm(
+    request: Request, key_id: str, session: SessionDep, user: UserDep
+) -> Response:
+    key = await service.find_own_key(session, user, key_id)
+    if key is None:
+        raise PageError(404, "Key not found", "This account has no API key with that id.")
+    return render(request, "revoke_confirm.html", {"key": key}, user=user)
+
+
+@router.post("/settings/api/keys/{key_id}/revoke")
+async def revoke(request: Request, key_id: str, session: SessionDep, user: UserDep) -> Response:
+    await read_form(request, user)
+    await service.revoke_own_key(session, user, key_id, utcnow())
+    return redirect("/settings/api?notice=revoked")
+
+
+# --- Settings → Plan, Usage -----------------------------------------------------------------
+
+
+@router.get("/settings/plan")
+async def plan_page(request: Request, user: UserDep) -> Response:
+    plans = [
+        {
+            "plan": plan,
+            "limits": PLAN_LIMITS[plan],
+            "description": PLAN_DESCRIPTIONS[plan],
+            "current": plan is user.plan,
+        }
+        for plan in Plan
+    ]
+    return render(request, "plan.html", {"plans": plans}, user=user)
+
+
+@router.get("/usage")
+async def usage_page(request: Request, session: SessionDep, user: UserDep) -> Response:
+    now = request.app.state.clock()
+    rows = await service.usage_today(session, request.app.state.limiter, user, now)
+    return render(
+        request,
+        "usage.html",
+        {"rows": rows, "limits": PLAN_LIMITS[user.plan], "has_api": PLAN_LIMITS[user.plan].api},
+        user=user,
+    )

@@ -1,0 +1,191 @@
+"""The dashboard's rules: sign-up, log-in, keys and usage, on top of the services the API
+uses (accounts, auth, plans, the rate limiter). No rule is implemented twice: this module
+only adds what is specific to people in a browser (throttling, enumeration-safe messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.accounts.passwords import hash_password
+from solarapi.accounts.service import check_login, create_account
+from solarapi.auth import repository as key_repository
+from solarapi.auth.keys import NewKey
+from solarapi.auth.service import create_key, revoke_key
+from solarapi.dashboard.sessions import WebUser, start_session
+from solarapi.dashboard.throttle import LoginThrottle
+from solarapi.errors import Conflict, Forbidden, ValidationFailed
+from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
+from solarapi.models import ApiKey
+from solarapi.ratelimit.base import RateLimiter
+from solarapi.ratelimit.policy import key_windows
+
+LOGIN_FAILED = "E-mail or password is incorrect."
+# Without sending e-mail, a sign-up form cannot hide entirely whether an address is taken;
+# it says no more than that, after the same amount of work as a successful sign-up.
+SIGNUP_REFUSED = (
+    "An account could not be created with this e-mail address. If you already have an "
+    "account, log in instead."
+)
+STARTER_NO_KEYS = (
+    "API access needs the Pro plan (read-only) or the Enterprise plan (full access). Your "
+    "account is on the Starter plan, which includes the dashboard only, so it cannot create "
+    "API keys. Ask your operator to change the plan."
+)
+
+
+class FormRejected(Exception):
+    """A form that cannot be accepted; the message is shown beside the form."""
+
+    def __init__(self, message: str, status_code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+async def sign_up(
+    session: AsyncSession,
+    throttle: LoginThrottle,
+    *,
+    name: str,
+    email: str,
+    password: str,
+    plan: Plan,
+    ip: str,
+    secret: bytes,
+    now: datetime,
+) -> str:
+    """Create an account with its first user and log them in; returns the session token."""
+    blocked = await throttle.signup_attempt(ip, now.timestamp())
+    if blocked is not None:
+        raise FormRejected(
+            f"Too many sign-ups from your network. Try again in {blocked.minutes} minutes.", 429
+        )
+    try:
+        created = await create_account(
+            session, name=name, email=email, password=password, plan=plan, now=now
+        )
+    except ValidationFailed as exc:
+        raise FormRejected(_sentence(exc.message)) from None
+    except Conflict:
+        # The success path hashes the password; do the same work so timing tells nothing.
+        hash_password(password)
+        raise FormRejected(SIGNUP_REFUSED) from None
+    return await start_session(session, user_id=created.user.id, secret=secret, now=now)
+
+
+async def log_in(
+    session: AsyncSession,
+    throttle: LoginThrottle,
+    *,
+    email: str,
+    password: str,
+    ip: str,
+    secret: bytes,
+    now: datetime,
+) -> str:
+    """Check the password (same work for unknown e-mails) and start a session."""
+    blocked = await throttle.login_blocked(email, ip, now.timestamp())
+    if blocked is not None:
+        raise FormRejected(
+            f"Too many failed log-ins for this e-mail or from your network. Try again in "
+            f"{blocked.minutes} minutes.",
+            429,
+        )
+    user = await check_login(session, email=email, password=password[:1024])
+    if user is None:
+        await throttle.login_failed(email, ip, now.timestamp())
+        raise FormRejected(LOGIN_FAILED, 400)
+    return await start_session(session, user_id=user.id, secret=secret, now=now)
+
+
+def _sentence(message: str) -> str:
+    message = message[:1].upper() + message[1:]
+    return message if message.endswith(".") else message + "."
+
+
+# --- keys -------------------------------------------------------------------------------
+
+
+def can_create_keys(plan: Plan) -> bool:
+    return PLAN_LIMITS[plan].api
+
+
+async def account_keys(session: AsyncSession, account_id: str) -> list[ApiKey]:
+    """Active keys first, newest first; revoked ones after them."""
+    keys = await key_repository.list_keys(session, account_id)
+    keys.sort(key=lambda k: k.created_at, reverse=True)
+    keys.sort(key=lambda k: k.revoked_at is not None)
+    return keys
+
+
+async def issue_key(
+    session: AsyncSession,
+    user: WebUser,
+    *,
+    name: str,
+    environment: str,
+    secret: bytes,
+    now: datetime,
+) -> tuple[ApiKey, NewKey]:
+    if not can_create_keys(user.plan):
+        raise Forbidden(STARTER_NO_KEYS)
+    try:
+        env = Environment(environment)
+    except ValueError:
+        raise FormRejected("Choose live or test for the key's environment.") from None
+    try:
+        return await create_key(
+            session, account_id=user.account_id, name=name, environment=env, secret=secret, now=now
+        )
+    except ValidationFailed as exc:
+        raise FormRejected(_sentence(exc.message.replace("key name", "Key name"))) from None
+
+
+async def find_own_key(session: AsyncSession, user: WebUser, key_id: str) -> ApiKey | None:
+    key = await key_repository.get_key(session, key_id)
+    return key if key is not None and key.account_id == user.account_id else None
+
+
+async def revoke_own_key(
+    session: AsyncSession, user: WebUser, key_id: str, now: datetime
+) -> ApiKey:
+    return await revoke_key(session, key_id=key_id, now=now, account_id=user.account_id)
+
+
+# --- usage ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KeyUsage:
+    key: ApiKey
+    today: int
+    per_day: int
+    minute: int
+    per_minute: int
+
+
+async def usage_today(
+    session: AsyncSession, limiter: RateLimiter, user: WebUser, now: float
+) -> list[KeyUsage]:
+    """Requests per active key in the current day and minute windows, as the API counts them."""
+    windows = key_windows(user.plan)
+    rows: list[KeyUsage] = []
+    for key in await account_keys(session, user.account_id):
+        if key.revoked_at is not None:
+            continue
+        decision = await limiter.peek(f"key:{key.id}", windows, now)
+        day, minute = decision.window("day"), decision.window("minute")
+        rows.append(
+            KeyUsage(
+                key=key,
+                today=day.used if day else 0,
+                per_day=windows[1].limit,
+                minute=minute.used if minute else 0,
+                per_minute=windows[0].limit,
+            )
+        )
+    return rows
