@@ -1,0 +1,92 @@
+"""Foundation fixtures: apps built with changed settings, a probe app with test-only routes,
+and a capture of the JSON log lines the service writes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict
+
+from solarapi.app import create_app
+from solarapi.auth.scopes import API_PREFIX
+from solarapi.config import Settings
+from solarapi.logs import JsonFormatter
+from tests.support import TestClock
+
+PROBE_BOOM = f"{API_PREFIX}/_probe/boom"
+PROBE_ECHO = f"{API_PREFIX}/_probe/echo"
+
+
+def settings_like(settings: Settings, **changes: Any) -> Settings:
+    """A fresh Settings with the same database and secret, and some values changed."""
+    return Settings(**{**settings.model_dump(), **changes})
+
+
+@asynccontextmanager
+async def running_app(settings: Settings, clock: TestClock | None = None) -> AsyncIterator[FastAPI]:
+    app = create_app(settings, clock=clock or TestClock(), run_jobs=False)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+class EchoBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    count: int = 0
+
+
+def add_probe_routes(app: FastAPI) -> None:
+    """Test-only routes (never in the product): an unhandled exception and a JSON body."""
+
+    @app.get(PROBE_BOOM)
+    async def boom() -> None:
+        raise RuntimeError("secret internal detail: SELECT * FROM api_keys")
+
+    @app.post(PROBE_ECHO)
+    async def echo(body: EchoBody) -> dict[str, Any]:
+        return body.model_dump()
+
+    app.state.route_table.add(PROBE_BOOM, {"GET"})
+    app.state.route_table.add(PROBE_ECHO, {"POST"})
+
+
+@pytest.fixture(scope="session")
+async def probe_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
+    """The product app plus the probe routes, on the same database as `app`."""
+    async with running_app(settings, clock) as app:
+        add_probe_routes(app)
+        yield app
+
+
+class LogCapture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.setFormatter(JsonFormatter())
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def log_lines() -> Iterator[LogCapture]:
+    """Every log line the service writes during the test, formatted as in production."""
+    handler = LogCapture()
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
