@@ -2,6 +2,64 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query
+from starlette.responses import Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.kit.grid import parse_interval, parse_range
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.timefmt import utcnow
+from solarapi.readings import service
+from solarapi.readings.schemas import ReadingsOut, ReadingsUpload, UploadResultOut
+from solarapi.systems.service import get_system
+
+router = APIRouter(tags=["Readings"])
+
+
+@router.get(
+    "/systems/{system_id}/readings",
+    response_model=ReadingsOut,
+    summary="Energy production aggregated into buckets",
+    description=(
+        "`15m`, `30m` and `1h` buckets align to UTC; `1d`, `1w` (Monday) and `1M` to the "
+        "system's local calendar. `from` (inclusive) and `to` (exclusive) are widened to the "
+        "grid and echoed in `meta`. Gaps are `null` with `samples: 0`. At most 10,000 buckets."
+    ),
+)
+async def get_readings(
+    system_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    from_: Annotated[
+        str | None, Query(alias="from", description="RFC 3339 with a zone; default to − 24 h")
+    ] = None,
+    to: Annotated[str | None, Query(description="RFC 3339 with a zone; default now")] = None,
+    interval: Annotated[
+        str | None, Query(description="15m, 30m, 1h (default), 1d, 1w or 1M")
+    ] = None,
+) -> Response:
+    now = utcnow()
+    bucket_interval = parse_interval(interval)
+    start, end = parse_range(from_, to, now)
+    system = await get_system(session, principal, system_id)
+    body = await service.aggregate(session, system, start, end, bucket_interval, now)
+    return OrjsonResponse(body)
+
+
+@router.post(
+    "/systems/{system_id}/readings",
+    response_model=UploadResultOut,
+    summary="Upload 15-minute readings (idempotent upsert, all or nothing)",
+)
+async def upload_readings(
+    system_id: str, body: ReadingsUpload, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    system = await get_system(session, principal, system_id, for_update=True)
+    items = [
+        service.ReadingIn(item.timestamp, item.energy_wh, item.power_w) for item in body.readings
+    ]
+    result = await service.upload_readings(session, system, items, utcnow())
+    return OrjsonResponse(result.to_api())

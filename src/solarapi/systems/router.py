@@ -2,6 +2,91 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.timefmt import utcnow
+from solarapi.readings.service import summary
+from solarapi.systems import service
+from solarapi.systems.schemas import SummaryOut, SystemCreate, SystemList, SystemOut, SystemPatch
+
+router = APIRouter(tags=["Systems"])
+
+
+@router.get(
+    "/systems",
+    response_model=SystemList,
+    summary="List systems",
+    description="The environment's systems ordered by `created_at`, then `id` (ascending).",
+)
+async def list_systems(
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[str | None, Query(description="active, inactive or decommissioned")] = None,
+    market_zone: Annotated[str | None, Query(description="A zone code such as NL")] = None,
+) -> Response:
+    items, total = await service.list_systems(
+        session, principal, status=status, market_zone=market_zone, page=page
+    )
+    return page_response(request, items, total, page)
+
+
+@router.post(
+    "/systems",
+    status_code=201,
+    response_model=SystemOut,
+    summary="Create a system",
+    responses={201: {"headers": {"Location": {"schema": {"type": "string"}}}}},
+)
+async def create_system(
+    body: SystemCreate, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    system = await service.create_system(session, principal, body, utcnow())
+    return OrjsonResponse(
+        service.system_to_api(system),
+        status_code=201,
+        headers={"Location": f"/api/v1/systems/{system.id}"},
+    )
+
+
+@router.get("/systems/{system_id}", response_model=SystemOut, summary="Get a system")
+async def get_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    system = await service.get_system(session, principal, system_id)
+    return OrjsonResponse(service.system_to_api(system))
+
+
+@router.patch("/systems/{system_id}", response_model=SystemOut, summary="Change a system")
+async def update_system(
+    system_id: str, body: SystemPatch, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    system = await service.update_system(session, principal, system_id, body, utcnow())
+    return OrjsonResponse(service.system_to_api(system))
+
+
+@router.delete(
+    "/systems/{system_id}",
+    status_code=204,
+    summary="Delete a system and its readings",
+    description="409 while the system has a submitted or approved declaration.",
+)
+async def delete_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    await service.delete_system(session, principal, system_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/systems/{system_id}/summary",
+    response_model=SummaryOut,
+    summary="Energy today, this month, this year and lifetime (local calendar)",
+)
+async def get_summary(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    system = await service.get_system(session, principal, system_id)
+    return OrjsonResponse(await summary(session, system, utcnow()))
