@@ -36,8 +36,10 @@ async def test_create_returns_object_location_and_defaults(
         assert body["inverter_capacity_kw"] is None
         assert body["market_zone"] is None
         assert body["installed_on"] is None
-        assert body["first_reading_at"] is None and body["last_reading_at"] is None
-        assert body["created_at"].endswith("Z") and body["created_at"] == body["updated_at"]
+        assert body["first_reading_at"] is None
+        assert body["last_reading_at"] is None
+        assert body["created_at"].endswith("Z")
+        assert body["created_at"] == body["updated_at"]
         fetched = await client.get(response.headers["location"])
     assert fetched.status_code == 200
     assert fetched.json() == body
@@ -268,9 +270,11 @@ async def test_list_filters_order_and_pagination(app: FastAPI, enterprise: Tenan
     assert first.json()["pagination"]["has_more"] is True
     assert 'rel="next"' in first.headers["link"]
     assert [item["id"] for item in second["data"]] == expected_order[3:]
-    assert past_end["data"] == [] and past_end["pagination"]["total"] == 4
+    assert past_end["data"] == []
+    assert past_end["pagination"]["total"] == 4
     assert sorted(item["id"] for item in active_nl["data"]) == sorted([ids[0], ids[3]])
-    assert bad_status.status_code == 400 and "status must be one of" in bad_status.json()["error"]
+    assert bad_status.status_code == 400
+    assert "status must be one of" in bad_status.json()["error"]
     assert bad_zone.status_code == 400
     assert bad_limit.status_code == 400
 
