@@ -11,8 +11,8 @@ from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
-from solarapi.prices import service
-from solarapi.prices.schemas import PriceSeries, ZoneList
+from solarapi.prices import service, value
+from solarapi.prices.schemas import MarketValueSeries, PriceSeries, ZoneList
 
 router = APIRouter(tags=["Market prices"])
 
@@ -50,6 +50,38 @@ async def get_market_prices(
         session,
         principal,
         zone_code=zone,
+        from_text=from_,
+        to_text=to,
+        interval_text=interval,
+        now=utcnow(),
+    )
+    return OrjsonResponse(body)
+
+
+@router.get(
+    "/systems/{system_id}/market-value",
+    response_model=MarketValueSeries,
+    tags=["Market value"],
+    summary="A system's production valued at its zone's day-ahead price",
+    description="Each quarter-hour's energy × the price covering it, summed per bucket (so a "
+    "sunny hour with a negative price has a negative value). `value_eur` is null where no "
+    "quarter-hour of the bucket has both energy and price; `meta.totals.value_eur` sums the "
+    "non-null values. A system without `market_zone` → 409.",
+)
+async def get_market_value(
+    system_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    from_: FromParam = None,
+    to: ToParam = None,
+    interval: Annotated[
+        str | None, Query(description="15m, 30m, 1h (default), 1d, 1w or 1M")
+    ] = None,
+) -> Response:
+    body = await value.market_value(
+        session,
+        principal,
+        system_id,
         from_text=from_,
         to_text=to,
         interval_text=interval,

@@ -1,0 +1,142 @@
+"""Market value of a system's production: its quarter-hours valued at its zone's
+day-ahead price, then aggregated.
+
+Valuing each quarter-hour before summing is what makes a sunny noon with a negative price
+count as negative value; multiplying a day's energy by its mean price would not.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.errors import Conflict
+from solarapi.kit.grid import (
+    FloatArray,
+    iso_strings,
+    parse_interval,
+    parse_range,
+    widen_range,
+)
+from solarapi.kit.plans import Environment
+from solarapi.prices.service import bucket_means, quarter_hour_prices, rounded_or_none
+from solarapi.prices.zones import ZONES
+from solarapi.readings.service import quarter_hours
+from solarapi.systems.service import get_system
+
+WH_PER_MWH = 1_000_000.0
+_UTC = ZoneInfo("UTC")
+
+
+def _sum_or_nan(
+    values: FloatArray, present: np.ndarray[Any, np.dtype[np.bool_]], index: Any
+) -> FloatArray:
+    sums = np.add.reduceat(np.where(present, values, 0.0), index)
+    counts = np.add.reduceat(present.astype(np.int64), index)
+    return np.where(counts > 0, sums, np.nan)
+
+
+async def market_value(
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    *,
+    from_text: str | None,
+    to_text: str | None,
+    interval_text: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    # The contract's order: 400 (parameters) before 404 (the system) before 409 (its state).
+    # The range is checked on the UTC calendar first; the system's own calendar only moves
+    # edges by hours, which matters for the bucket cap at most by one bucket.
+    interval = parse_interval(interval_text)
+    start, end = parse_range(from_text, to_text, now)
+    widen_range(start, end, interval, _UTC)
+    system = await get_system(session, principal, system_id)
+    if system.market_zone is None:
+        raise Conflict(
+            f"System {system.id} has no market_zone, so its production has no price; set one "
+            "with PATCH /systems/{id} (see GET /market-prices/zones)"
+        )
+    zone = ZONES[system.market_zone]
+    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+    edges = time_range.edges()
+    first, last = int(edges[0]), int(edges[-1])
+
+    energy = (
+        await quarter_hours(
+            session,
+            system,
+            datetime.fromtimestamp(first, UTC),
+            datetime.fromtimestamp(last, UTC),
+            now,
+        )
+    ).energy_wh
+    prices, source = await quarter_hour_prices(
+        session, Environment(system.environment), zone, first, last
+    )
+    value = energy / WH_PER_MWH * prices  # NaN where either is missing
+    valued = ~np.isnan(value)
+    index = (edges[:-1] - first) // 900
+
+    bucket_energy = _sum_or_nan(energy, ~np.isnan(energy), index)
+    bucket_value = _sum_or_nan(value, valued, index)
+    priced_energy = np.add.reduceat(np.where(valued, energy, 0.0), index)
+    # Volume-weighted price; a bucket that produced nothing (a night) has no volume to weigh
+    # by, so it shows the time-weighted mean price instead of null.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bucket_price = np.where(
+            priced_energy > 0,
+            bucket_value / priced_energy * WH_PER_MWH,
+            bucket_means(prices, edges),
+        )
+
+    stamps = iso_strings(edges)
+    energy_out = rounded_or_none(bucket_energy, 3)
+    price_out = rounded_or_none(bucket_price, 3)
+    value_out = rounded_or_none(bucket_value, 4)
+    data = [
+        {
+            "start": stamps[i],
+            "end": stamps[i + 1],
+            "energy_wh": energy_out[i],
+            "price_eur_per_mwh": price_out[i],
+            "value_eur": value_out[i],
+        }
+        for i in range(len(energy_out))
+    ]
+    total_energy = float(np.nansum(energy)) if (~np.isnan(energy)).any() else None
+    total_value = float(value[valued].sum()) if valued.any() else None
+    total_priced = float(energy[valued].sum())
+    total_price = (
+        total_value / total_priced * WH_PER_MWH
+        if total_value is not None and total_priced > 0
+        else None
+    )
+    return {
+        "data": data,
+        "meta": {
+            "system_id": system.id,
+            "market_zone": zone.code,
+            "interval": interval.value,
+            "timezone": system.timezone,
+            "from": stamps[0],
+            "to": stamps[-1],
+            "currency": zone.currency,
+            "source": source,
+            "totals": {
+                "energy_wh": _round(total_energy, 3),
+                "value_eur": _round(total_value, 4),
+                "price_eur_per_mwh": _round(total_price, 3),
+            },
+        },
+    }
+
+
+def _round(value: float | None, decimals: int) -> float | None:
+    return None if value is None else round(value, decimals)
