@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -29,7 +29,7 @@ from solarapi.declarations.statemachine import (
 )
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
-from solarapi.kit.grid import local_midnight
+from solarapi.kit.grid import Interval, local_midnight
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
@@ -89,13 +89,27 @@ def period_bounds(system: System, period_start: date, period_end: date) -> tuple
 async def measure_period(
     session: AsyncSession, system: System, period_start: date, period_end: date, now: datetime
 ) -> Metering:
-    """Metered energy and coverage of the period, through the readings code (one source of
-    truth with `GET /systems/{id}/readings`)."""
-    from solarapi.readings.service import period_totals
+    """Metered energy and coverage of the period, computed by the readings code exactly as
+    `GET /systems/{id}/readings?interval=1d` computes its `meta.totals` for the same local
+    days — one source of truth, so the two numbers can never disagree."""
+    from solarapi.readings.service import aggregate
 
     start_s, end_s = period_bounds(system, period_start, period_end)
-    totals = await period_totals(session, system, start_s, end_s, now)
-    return Metering(totals.energy_wh, totals.samples, totals.expected_samples)
+    body = await aggregate(
+        session,
+        system,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
+        Interval.DAY,
+        now,
+    )
+    totals = body["meta"]["totals"]
+    energy = totals["energy_wh"]
+    return Metering(
+        None if energy is None else float(energy),
+        int(totals["samples"]),
+        int(totals["expected_samples"]),
+    )
 
 
 # --- validation -----------------------------------------------------------------------------
