@@ -15,11 +15,14 @@ from pydantic import BaseModel, ConfigDict
 from solarapi.app import create_app
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
+from solarapi.errors import ApiError, Conflict, Forbidden, NotFound, ValidationFailed
 from solarapi.logs import JsonFormatter
 from tests.support import TestClock
 
 PROBE_BOOM = f"{API_PREFIX}/_probe/boom"
 PROBE_ECHO = f"{API_PREFIX}/_probe/echo"
+PROBE_RAISE = f"{API_PREFIX}/_probe/raise/{{code}}"
+PROBE_BODY_LIMIT = 4096
 
 
 def settings_like(settings: Settings, **changes: Any) -> Settings:
@@ -51,14 +54,25 @@ def add_probe_routes(app: FastAPI) -> None:
     async def echo(body: EchoBody) -> dict[str, Any]:
         return body.model_dump()
 
+    @app.get(PROBE_RAISE)
+    async def raise_api_error(code: str) -> None:
+        errors: dict[str, type[ApiError]] = {
+            "validation": ValidationFailed,
+            "not_found": NotFound,
+            "conflict": Conflict,
+            "forbidden": Forbidden,
+        }
+        raise errors[code](f"probe {code}")
+
     app.state.route_table.add(PROBE_BOOM, {"GET"})
     app.state.route_table.add(PROBE_ECHO, {"POST"})
+    app.state.route_table.add(PROBE_RAISE, {"GET"})
 
 
 @pytest.fixture(scope="session")
 async def probe_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
     """The product app plus the probe routes, on the same database as `app`."""
-    async with running_app(settings, clock) as app:
+    async with running_app(settings_like(settings, max_body_bytes=PROBE_BODY_LIMIT), clock) as app:
         add_probe_routes(app)
         yield app
 
