@@ -17,6 +17,7 @@ from solarapi.config import Settings
 from solarapi.db import create_engine, sessionmaker_for
 from solarapi.errors import install_error_handlers
 from solarapi.gateway import ApiGateway, RouteTable
+from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.openapi import build_openapi
 from solarapi.ratelimit.base import RateLimiter
@@ -60,7 +61,7 @@ def create_app(
     engine = create_engine(settings)
     app.state.settings = settings
     app.state.engine = engine
-    app.state.sessionmaker = sessionmaker_for(engine)
+    app.state.sessionmaker = sessionmaker_for(engine, settings)
     app.state.limiter = limiter or create_limiter(settings)
     app.state.clock = clock
 
@@ -70,6 +71,7 @@ def create_app(
 
     # Outermost first: gzip wraps the gateway so the gateway's headers are on compressed
     # responses too.
+    app.add_middleware(IdempotencyMiddleware)  # inside the gateway: needs its principal
     app.add_middleware(ApiGateway)
     app.add_middleware(GZipMiddleware, minimum_size=1000)
     return app

@@ -68,8 +68,13 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.close()
 
 
-def sessionmaker_for(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+def sessionmaker_for(
+    engine: AsyncEngine, settings: Settings | None = None
+) -> async_sessionmaker[AsyncSession]:
+    # `settings` rides along in `maker.kw["info"]`, so job handlers (which are given only the
+    # sessionmaker) run with the settings of the app or worker that runs them.
+    info = {"settings": settings} if settings is not None else None
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False, info=info)
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:

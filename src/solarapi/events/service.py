@@ -1,14 +1,26 @@
-"""Recording events. Call `record_event` inside the same session (transaction) as the change
-it describes, so an event exists if and only if its change committed (the outbox pattern).
-
-Owned by the webhooks issue; until it lands this records nothing.
+"""Recording and listing events. Call `record_event` inside the same session (transaction) as
+the change it describes, so an event exists if and only if its change committed (the outbox
+pattern); the webhook deliveries it schedules are jobs in that same transaction too.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.errors import ValidationFailed
+from solarapi.events import repository
+from solarapi.events.types import EVENT_RETENTION, EVENT_TYPE_SET, describe_allowed
+from solarapi.kit.ids import new_id
+from solarapi.kit.pagination import PageParams
+from solarapi.kit.plans import Environment
+from solarapi.kit.timefmt import format_timestamp, utcnow
+from solarapi.models.webhooks import Event
 
 
 async def record_event(
@@ -18,6 +30,91 @@ async def record_event(
     environment: str,
     event_type: str,
     data: dict[str, Any],
-) -> None:
-    """Add an event (e.g. "system.created") with `data` = the object as the API shows it."""
-    return None
+) -> str:
+    """Add an event (e.g. "system.created") with `data` = the object as the API shows it, and
+    schedule its webhook deliveries. Only flushes: the caller's transaction decides.
+
+    Returns the event id (`evt_…`)."""
+    if event_type not in EVENT_TYPE_SET:
+        # A programming error in the calling area, not a client error: fail loudly.
+        raise ValueError(f"unknown event type {event_type!r}; known: {describe_allowed()}")
+    event = Event(
+        id=new_id("evt"),
+        account_id=account_id,
+        environment=Environment(environment).value,
+        type=event_type,
+        data=_plain_json(data),
+        created_at=utcnow(),
+    )
+    await repository.add(session, event)
+
+    # Imported here: webhooks depends on events (its deliveries read them), not the reverse.
+    from solarapi.webhooks.delivery import schedule_deliveries
+
+    await schedule_deliveries(session, event)
+    return event.id
+
+
+def _plain_json(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` as plain JSON values, with timestamps in the API's own `…Z` form, so the stored
+    event is exactly what a client would have seen (and fails here, not at commit, if not
+    serialisable)."""
+
+    def default(value: object) -> object:
+        if isinstance(value, datetime):
+            return format_timestamp(value)
+        if isinstance(value, Decimal):
+            return float(value)
+        if isinstance(value, Enum):
+            return value.value
+        raise TypeError(f"event data holds a {type(value).__name__}, which is not JSON")
+
+    encoded = orjson.dumps(data, default=default, option=orjson.OPT_PASSTHROUGH_DATETIME)
+    decoded: dict[str, Any] = orjson.loads(encoded)
+    return decoded
+
+
+def event_object(event: Event) -> dict[str, Any]:
+    """The event as the API and webhook bodies show it."""
+    return {
+        "id": event.id,
+        "type": event.type,
+        "created_at": format_timestamp(event.created_at),
+        "environment": event.environment,
+        "data": event.data,
+    }
+
+
+def parse_type_filter(raw: str | None) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if raw not in EVENT_TYPE_SET:
+        raise ValidationFailed(f"type must be one of {describe_allowed()}; got '{raw}'")
+    return raw
+
+
+async def list_events(
+    session: AsyncSession,
+    *,
+    account_id: str,
+    environment: Environment,
+    event_type: str | None,
+    page: PageParams,
+    now: datetime,
+) -> tuple[list[dict[str, Any]], int]:
+    # Expired events are hidden at once, whenever the clean-up last ran.
+    rows, total = await repository.list_page(
+        session,
+        account_id=account_id,
+        environment=environment.value,
+        event_type=event_type,
+        since=now - EVENT_RETENTION,
+        offset=page.offset,
+        limit=page.limit,
+    )
+    return [event_object(row) for row in rows], total
+
+
+async def purge_expired(session: AsyncSession, now: datetime) -> int:
+    """Delete events past the retention period; returns how many."""
+    return await repository.delete_older_than(session, now - EVENT_RETENTION)

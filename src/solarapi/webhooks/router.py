@@ -2,6 +2,155 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+from starlette.responses import Response
 
-router = APIRouter()
+from solarapi.auth.principal import Principal, PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.events.router import PaginationOut, add_routes
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.timefmt import utcnow
+from solarapi.webhooks import service
+from solarapi.webhooks.schemas import (
+    DeliveryOut,
+    WebhookCreate,
+    WebhookOut,
+    WebhookUpdate,
+    WebhookWithSecret,
+)
+from solarapi.webhooks.service import Owner, WebhookConfig
+
+router = APIRouter(tags=["Webhooks"])
+# The app includes one router per area; events are listed beside the webhooks that carry them.
+add_routes(router)
+
+
+class WebhookPage(BaseModel):
+    data: list[WebhookOut]
+    pagination: PaginationOut
+
+
+class DeliveryPage(BaseModel):
+    data: list[DeliveryOut]
+    pagination: PaginationOut
+
+
+def _owner(principal: Principal) -> Owner:
+    return Owner(principal.account_id, principal.environment)
+
+
+def _config(request: Request) -> WebhookConfig:
+    return WebhookConfig.from_settings(request.app.state.settings)
+
+
+def _location(endpoint_id: str) -> str:
+    return f"/api/v1/webhooks/{endpoint_id}"
+
+
+@router.post(
+    "/webhooks",
+    status_code=201,
+    response_model=WebhookWithSecret,
+    summary="Create a webhook endpoint",
+    description="The response carries the signing `secret` (`whsec_…`), shown only here. The "
+    "URL must be https and must not be, or resolve to, a private, loopback, link-local or "
+    "metadata address.",
+)
+async def create_webhook(
+    request: Request, body: WebhookCreate, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    now = utcnow()
+    endpoint, secret = await service.create_endpoint(
+        session, _owner(principal), body, _config(request), now
+    )
+    content = {**service.endpoint_object(endpoint, now), "secret": secret}
+    return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
+
+
+@router.get(
+    "/webhooks",
+    response_model=WebhookPage,
+    summary="List webhook endpoints",
+    description="Ordered by `created_at`, `id` ascending.",
+)
+async def list_webhooks(
+    request: Request, principal: PrincipalDep, session: SessionDep, page: PageDep
+) -> Response:
+    rows, total = await service.list_endpoints(session, _owner(principal), page)
+    now = utcnow()
+    return page_response(request, [service.endpoint_object(row, now) for row in rows], total, page)
+
+
+@router.get("/webhooks/{webhook_id}", response_model=WebhookOut, summary="A webhook endpoint")
+async def get_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    endpoint = await service.get_endpoint(session, _owner(principal), webhook_id)
+    return OrjsonResponse(service.endpoint_object(endpoint, utcnow()))
+
+
+@router.patch(
+    "/webhooks/{webhook_id}",
+    response_model=WebhookOut,
+    summary="Change a webhook endpoint",
+    description="Changes `url`, `events`, `description` or `status` (`enabled` | `disabled`); "
+    "re-enable an endpoint that a 410 response disabled with `status: enabled`.",
+)
+async def update_webhook(
+    request: Request,
+    webhook_id: str,
+    body: WebhookUpdate,
+    principal: PrincipalDep,
+    session: SessionDep,
+) -> Response:
+    now = utcnow()
+    endpoint = await service.update_endpoint(
+        session, _owner(principal), webhook_id, body, _config(request), now
+    )
+    return OrjsonResponse(service.endpoint_object(endpoint, now))
+
+
+@router.delete(
+    "/webhooks/{webhook_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete a webhook endpoint and its delivery log",
+)
+async def delete_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    await service.delete_endpoint(session, _owner(principal), webhook_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/webhooks/{webhook_id}/rotate-secret",
+    response_model=WebhookWithSecret,
+    summary="Replace the signing secret",
+    description="Returns the new secret (shown only here). For 24 hours deliveries carry two "
+    "signatures, one per secret, so receivers can switch without missing events.",
+)
+async def rotate_webhook_secret(
+    request: Request, webhook_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    now = utcnow()
+    endpoint, secret = await service.rotate_secret(
+        session, _owner(principal), webhook_id, _config(request), now
+    )
+    return OrjsonResponse({**service.endpoint_object(endpoint, now), "secret": secret})
+
+
+@router.get(
+    "/webhooks/{webhook_id}/deliveries",
+    response_model=DeliveryPage,
+    summary="Delivery attempts of a webhook endpoint",
+    description="Newest first (`attempted_at`, `id` descending): attempt number, time, the "
+    "receiver's status code (null when none arrived), latency and error.",
+)
+async def list_webhook_deliveries(
+    request: Request,
+    webhook_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    page: PageDep,
+) -> Response:
+    items, total = await service.list_deliveries(session, _owner(principal), webhook_id, page)
+    return page_response(request, items, total, page)

@@ -1,0 +1,1 @@
+"""Idempotency-Key for POST requests: replay the first response, refuse a different request."""

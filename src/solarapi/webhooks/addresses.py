@@ -1,0 +1,169 @@
+"""Where webhooks may go: URL rules and the address check against server-side request forgery.
+
+A webhook makes our server send requests to a URL a customer chose, from inside our network.
+So a URL whose host is, or resolves to, a private, loopback, link-local, shared or cloud
+metadata address is refused — when the endpoint is saved (a clear 400 for the customer) and
+again at every connection (`GuardedBackend` in `delivery.py`), because a name can resolve to a
+public address today and to 169.254.169.254 tomorrow (DNS rebinding).
+
+Loopback is allowed only when the operator sets `SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK=true` (local
+development, tests); it never opens private networks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2048
+DNS_TIMEOUT_SECONDS = 5.0
+
+# Instance metadata services: named in the error because they are the classic SSRF prize.
+_METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+    {
+        ipaddress.ip_address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack, ...
+        ipaddress.ip_address("169.254.170.2"),  # AWS ECS task metadata
+        ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
+        ipaddress.ip_address("fd00:ec2::254"),  # AWS over IPv6
+    }
+)
+_METADATA_HOSTNAMES = frozenset({"metadata.google.internal", "metadata", "instance-data"})
+
+
+class ForbiddenDestination(Exception):
+    """The URL or the address it resolves to may not receive webhooks."""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookUrl:
+    url: str
+    scheme: str
+    host: str
+    port: int
+
+
+def forbidden_reason(address: IPAddress, *, allow_loopback: bool) -> str | None:
+    """Why our server must not connect to `address`, or None when it may."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        # ::ffff:127.0.0.1 reaches 127.0.0.1.
+        address = address.ipv4_mapped
+    if address in _METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    if address.is_loopback:
+        return None if allow_loopback else "a loopback address"
+    if address.is_link_local:
+        return "a link-local address"
+    if address.is_unspecified:
+        return "an unspecified address"
+    if address.is_multicast:
+        return "a multicast address"
+    if address.is_private:
+        return "a private address"
+    if not address.is_global:
+        # Shared (100.64/10), reserved, documentation and other special-purpose ranges.
+        return "a special-purpose (non-public) address"
+    return None
+
+
+def parse_url(raw: str) -> WebhookUrl:
+    """Check the shape of a webhook URL; raises ValueError with a client-facing message."""
+    url = raw.strip()
+    if not url:
+        raise ValueError("url is required")
+    if len(url) > MAX_URL_LENGTH:
+        raise ValueError(f"url must be at most {MAX_URL_LENGTH} characters")
+    try:
+        parts: SplitResult = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"url is not a valid URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise ValueError(f"url must start with https://; got '{url}'")
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host:
+        raise ValueError(f"url has no host: '{url}'")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("url must not contain a user name or password")
+    if parts.fragment:
+        raise ValueError("url must not contain a fragment (#…)")
+    return WebhookUrl(url=url, scheme=scheme, host=host, port=port or _default_port(scheme))
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def literal_address(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+async def resolve(host: str, port: int) -> list[IPAddress] | None:
+    """The addresses `host` resolves to, or None when it does not resolve (yet)."""
+    literal = literal_address(host)
+    if literal is not None:
+        return [literal]
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await asyncio.wait_for(
+            loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), DNS_TIMEOUT_SECONDS
+        )
+    except (socket.gaierror, UnicodeError, TimeoutError):
+        return None
+    addresses: list[IPAddress] = []
+    for _family, _type, _proto, _canon, sockaddr in infos:
+        # IPv6 link-local results carry a zone ("fe80::1%eth0"), which ip_address refuses.
+        try:
+            address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        except ValueError:
+            continue
+        if address not in addresses:
+            addresses.append(address)
+    return addresses or None
+
+
+def check_addresses(host: str, addresses: list[IPAddress], *, allow_loopback: bool) -> None:
+    """Raise ForbiddenDestination when any address of `host` is refused: a name with one good
+    and one bad address could be steered to the bad one."""
+    for address in addresses:
+        reason = forbidden_reason(address, allow_loopback=allow_loopback)
+        if reason is not None:
+            shown = host if literal_address(host) is not None else f"{host} resolves to {address}"
+            raise ForbiddenDestination(
+                f"{shown}, {reason}; webhooks can only be sent to public internet addresses"
+            )
+
+
+async def validate_destination(raw: str, *, allow_loopback: bool) -> WebhookUrl:
+    """Check a URL a customer wants to save. Raises ValueError (shape) or ForbiddenDestination.
+
+    A host that does not resolve yet is accepted (the receiver may be set up after the
+    endpoint); every delivery resolves and checks again."""
+    parsed = parse_url(raw)
+    if parsed.host in _METADATA_HOSTNAMES:
+        raise ForbiddenDestination(f"{parsed.host} is a cloud metadata host name")
+    addresses = await resolve(parsed.host, parsed.port)
+    if addresses is not None:
+        check_addresses(parsed.host, addresses, allow_loopback=allow_loopback)
+    if parsed.scheme == "http":
+        loopback_only = addresses is not None and all(
+            _unmapped(address).is_loopback for address in addresses
+        )
+        if not (allow_loopback and loopback_only):
+            hint = " (plain http is accepted only for loopback receivers)" if allow_loopback else ""
+            raise ValueError(f"url must use https; got '{parsed.url}'{hint}")
+    return parsed
+
+
+def _unmapped(address: IPAddress) -> IPAddress:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address

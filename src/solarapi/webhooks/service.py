@@ -1,0 +1,214 @@
+"""Webhook endpoint rules: destinations, secrets and rotation, limits, and what a client sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.config import Settings
+from solarapi.errors import Conflict, NotFound, ValidationFailed
+from solarapi.kit.ids import new_id
+from solarapi.kit.pagination import PageParams
+from solarapi.kit.plans import Environment
+from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.models.webhooks import WebhookEndpoint
+from solarapi.webhooks import repository
+from solarapi.webhooks.addresses import ForbiddenDestination, validate_destination
+from solarapi.webhooks.schemas import WebhookCreate, WebhookUpdate
+from solarapi.webhooks.signing import derive_secret, new_salt
+
+# Enough for any integration we know of; a bound keeps one event from fanning out unboundedly.
+MAX_ENDPOINTS_PER_ENVIRONMENT = 20
+# After a rotation the old secret keeps signing (beside the new one) this long, so receivers
+# can switch without dropping deliveries.
+ROTATION_OVERLAP = timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    allow_loopback: bool
+    server_secret: bytes
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WebhookConfig:
+        return cls(settings.webhooks_allow_loopback, settings.effective_secret_key)
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    account_id: str
+    environment: Environment
+
+
+def endpoint_object(endpoint: WebhookEndpoint, now: datetime) -> dict[str, Any]:
+    overlap_until = endpoint.previous_salt_expires_at
+    if overlap_until is not None and overlap_until <= now:
+        overlap_until = None
+    return {
+        "id": endpoint.id,
+        "url": endpoint.url,
+        "description": endpoint.description,
+        "events": list(endpoint.events),
+        "status": "enabled" if endpoint.enabled else "disabled",
+        "disabled_reason": endpoint.disabled_reason,
+        "environment": endpoint.environment,
+        "previous_secret_expires_at": format_optional(overlap_until),
+        "created_at": format_timestamp(endpoint.created_at),
+        "updated_at": format_timestamp(endpoint.updated_at),
+    }
+
+
+def signing_secrets(endpoint: WebhookEndpoint, server_secret: bytes, now: datetime) -> list[str]:
+    """The secrets that sign a delivery now: the current one, and the previous one while the
+    rotation overlap lasts."""
+    current = [derive_secret(server_secret, endpoint.secret_salt)]
+    if (
+        endpoint.previous_secret_salt is not None
+        and endpoint.previous_salt_expires_at is not None
+        and endpoint.previous_salt_expires_at > now
+    ):
+        current.append(derive_secret(server_secret, endpoint.previous_secret_salt))
+    return current
+
+
+async def _checked_url(raw: str, config: WebhookConfig) -> str:
+    try:
+        return (await validate_destination(raw, allow_loopback=config.allow_loopback)).url
+    except (ValueError, ForbiddenDestination) as exc:
+        raise ValidationFailed(f"url: {exc}") from None
+
+
+def _unique(events: list[str]) -> list[str]:
+    return list(dict.fromkeys(events))
+
+
+async def create_endpoint(
+    session: AsyncSession, owner: Owner, body: WebhookCreate, config: WebhookConfig, now: datetime
+) -> tuple[WebhookEndpoint, str]:
+    """Returns the endpoint and its secret (which is never shown again)."""
+    url = await _checked_url(body.url, config)
+    existing = await repository.count_endpoints(
+        session, account_id=owner.account_id, environment=owner.environment.value
+    )
+    if existing >= MAX_ENDPOINTS_PER_ENVIRONMENT:
+        raise Conflict(
+            f"This environment already has {existing} webhook endpoints, the maximum; delete "
+            "one or subscribe an existing endpoint to more events"
+        )
+    endpoint = WebhookEndpoint(
+        id=new_id("whk"),
+        account_id=owner.account_id,
+        environment=owner.environment.value,
+        url=url,
+        description=body.description,
+        events=_unique(body.events),
+        enabled=True,
+        disabled_reason=None,
+        secret_salt=new_salt(),
+        previous_secret_salt=None,
+        previous_salt_expires_at=None,
+        created_at=now,
+        updated_at=now,
+    )
+    await repository.add(session, endpoint)
+    return endpoint, derive_secret(config.server_secret, endpoint.secret_salt)
+
+
+async def get_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> WebhookEndpoint:
+    endpoint = await repository.get_endpoint(
+        session, endpoint_id, account_id=owner.account_id, environment=owner.environment.value
+    )
+    if endpoint is None:
+        raise NotFound(f"No webhook endpoint {endpoint_id} in this environment")
+    return endpoint
+
+
+async def list_endpoints(
+    session: AsyncSession, owner: Owner, page: PageParams
+) -> tuple[list[WebhookEndpoint], int]:
+    total = await repository.count_endpoints(
+        session, account_id=owner.account_id, environment=owner.environment.value
+    )
+    rows = await repository.list_endpoints(
+        session,
+        account_id=owner.account_id,
+        environment=owner.environment.value,
+        offset=page.offset,
+        limit=page.limit,
+    )
+    return rows, total
+
+
+async def update_endpoint(
+    session: AsyncSession,
+    owner: Owner,
+    endpoint_id: str,
+    body: WebhookUpdate,
+    config: WebhookConfig,
+    now: datetime,
+) -> WebhookEndpoint:
+    given = body.model_fields_set
+    for name in ("url", "events", "status"):
+        if name in given and getattr(body, name) is None:
+            raise ValidationFailed(f"{name}: must not be null")
+    endpoint = await get_endpoint(session, owner, endpoint_id)
+    if body.url is not None:
+        endpoint.url = await _checked_url(body.url, config)
+    if body.events is not None:
+        endpoint.events = _unique(body.events)
+    if "description" in given:
+        endpoint.description = body.description
+    if body.status is not None:
+        endpoint.enabled = body.status == "enabled"
+        endpoint.disabled_reason = None if endpoint.enabled else "disabled by the account"
+    endpoint.updated_at = now
+    await session.flush()
+    return endpoint
+
+
+async def delete_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> None:
+    """Deletes the endpoint and its delivery log; queued retries find it gone and stop."""
+    endpoint = await get_endpoint(session, owner, endpoint_id)
+    await repository.delete_endpoint(session, endpoint)
+
+
+async def rotate_secret(
+    session: AsyncSession, owner: Owner, endpoint_id: str, config: WebhookConfig, now: datetime
+) -> tuple[WebhookEndpoint, str]:
+    """A new secret (returned once); the one it replaces keeps signing for 24 h. Rotating
+    again within the overlap drops the oldest secret: only two ever sign."""
+    endpoint = await get_endpoint(session, owner, endpoint_id)
+    endpoint.previous_secret_salt = endpoint.secret_salt
+    endpoint.previous_salt_expires_at = now + ROTATION_OVERLAP
+    endpoint.secret_salt = new_salt()
+    endpoint.updated_at = now
+    await session.flush()
+    return endpoint, derive_secret(config.server_secret, endpoint.secret_salt)
+
+
+async def list_deliveries(
+    session: AsyncSession, owner: Owner, endpoint_id: str, page: PageParams
+) -> tuple[list[dict[str, Any]], int]:
+    endpoint = await get_endpoint(session, owner, endpoint_id)
+    rows, total = await repository.list_deliveries(
+        session, endpoint.id, offset=page.offset, limit=page.limit
+    )
+    items = [
+        {
+            "id": row.id,
+            "event_id": row.event_id,
+            "event_type": row.event_type,
+            "attempt": row.attempt,
+            "attempted_at": format_timestamp(row.attempted_at),
+            "status_code": row.status_code,
+            "latency_ms": row.latency_ms,
+            "success": row.succeeded,
+            "error": row.error,
+            "next_attempt_at": format_optional(row.next_attempt_at),
+        }
+        for row in rows
+    ]
+    return items, total
