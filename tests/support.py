@@ -168,6 +168,9 @@ def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()  # else an unclosed-file ResourceWarning fails the test run
 
 
 def run_cli(
