@@ -43,19 +43,29 @@ return counts
 
 # After a failure, Redis is retried at most this often so a dead server costs no latency.
 _RETRY_SECONDS = 1.0
+# Per process. One script call takes well under a millisecond, so a few dozen connections
+# serve thousands of requests per second; beyond that, requests queue for a connection.
+_MAX_CONNECTIONS = 32
+_POOL_WAIT_SECONDS = 2.0
 
 
 class RedisRateLimiter:
     def __init__(self, url: str) -> None:
-        # No client-side retries: a retry with backoff would hold the request for seconds
-        # when Redis is down, and the fallback below is the answer to a failure anyway.
-        self._redis = aioredis.Redis.from_url(
+        # A blocking pool: a burst of concurrent requests waits briefly for a connection
+        # instead of failing with "Too many connections", which would fail open and let the
+        # burst through uncounted. No client-side retries either: a retry with backoff would
+        # hold the request for seconds when Redis is down, and the fallback below is the
+        # answer to a failure anyway.
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=_MAX_CONNECTIONS,
+            timeout=_POOL_WAIT_SECONDS,
             socket_connect_timeout=0.5,
             socket_timeout=0.5,
             health_check_interval=30,
             retry=Retry(NoBackoff(), 0),
         )
+        self._redis = aioredis.Redis.from_pool(pool)  # closes the pool with the client
         self._script = self._redis.register_script(_SCRIPT)
         self._fallback = MemoryRateLimiter()
         self._down_until = 0.0
