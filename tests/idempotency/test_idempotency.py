@@ -1,0 +1,259 @@
+"""Idempotency-Key on POST: replay, mismatch, scope, concurrency (exactly one execution), and
+what is not stored."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, select, update
+
+from solarapi.app import create_app
+from solarapi.config import Settings
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.plans import Plan
+from solarapi.kit.timefmt import utcnow
+from solarapi.models.webhooks import IdempotencyRecord, WebhookEndpoint
+from tests.support import Tenant, TestClock, client_for, make_tenant
+
+BODY = {"url": "https://1.1.1.1/hooks", "events": ["system.created"]}
+
+
+def fresh_key() -> str:
+    return f"idem-{uuid.uuid4()}"
+
+
+async def endpoint_count(app: FastAPI, account_id: str) -> int:
+    async with app.state.sessionmaker() as session:
+        total = await session.scalar(
+            select(func.count())
+            .select_from(WebhookEndpoint)
+            .where(WebhookEndpoint.account_id == account_id)
+        )
+    return int(total or 0)
+
+
+async def test_repeat_replays_the_first_response(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+        again = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    assert first.status_code == 201
+    assert "idempotent-replayed" not in first.headers
+    assert again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    # The gateway's own headers are fresh on the replay.
+    assert again.headers["x-request-id"] != first.headers["x-request-id"]
+    assert await endpoint_count(app, enterprise.account_id) == 1
+
+
+async def test_different_request_with_the_same_key_conflicts(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    key = fresh_key()
+    headers = {"Idempotency-Key": key}
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post("/api/v1/webhooks", json=BODY, headers=headers)
+        other_body = await client.post(
+            "/api/v1/webhooks", json={**BODY, "description": "different"}, headers=headers
+        )
+        other_path = await client.post(
+            f"/api/v1/webhooks/{first.json()['id']}/rotate-secret", headers=headers
+        )
+    assert first.status_code == 201
+    for response in (other_body, other_path):
+        assert response.status_code == 409
+        assert response.json()["code"] == "conflict"
+        assert f"Idempotency-Key '{key}' was already used" in response.json()["error"]
+        assert "POST /api/v1/webhooks" in response.json()["error"]
+    assert await endpoint_count(app, enterprise.account_id) == 1
+
+
+async def test_keys_are_scoped_to_the_api_key(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    async with client_for(app, enterprise.live) as live:
+        first = await live.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    async with client_for(app, enterprise.test) as test:
+        second = await test.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    assert first.status_code == second.status_code == 201
+    assert "idempotent-replayed" not in second.headers
+    assert second.json()["id"] != first.json()["id"]
+    assert second.json()["environment"] == "test"
+
+
+@pytest.mark.parametrize("copies", [8])
+async def test_concurrent_duplicates_run_once(
+    app: FastAPI, enterprise: Tenant, copies: int
+) -> None:
+    key = fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        responses = await asyncio.gather(
+            *(
+                client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+                for _ in range(copies)
+            )
+        )
+    statuses = sorted(response.status_code for response in responses)
+    originals = [
+        r for r in responses if r.status_code == 201 and "idempotent-replayed" not in r.headers
+    ]
+    assert len(originals) == 1, statuses
+    assert set(statuses) <= {201, 409}, statuses
+    created_id = originals[0].json()["id"]
+    for response in responses:
+        if response.status_code == 201:
+            assert response.json()["id"] == created_id
+        else:
+            assert "still being processed" in response.json()["error"]
+    assert await endpoint_count(app, enterprise.account_id) == 1
+
+
+async def test_client_errors_are_replayed_too(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    bad = {"url": "https://10.0.0.1/", "events": ["system.created"]}
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post("/api/v1/webhooks", json=bad, headers={"Idempotency-Key": key})
+        again = await client.post("/api/v1/webhooks", json=bad, headers={"Idempotency-Key": key})
+    assert first.status_code == again.status_code == 400
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("x" * 256, "1 to 255 characters; got 256"),
+        ("naïve", "printable ASCII"),
+        ("tab\there", "printable ASCII"),
+    ],
+)
+async def test_malformed_keys_are_refused(
+    app: FastAPI, enterprise: Tenant, key: str, message: str
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        response = await client.post(
+            "/api/v1/webhooks",
+            json=BODY,
+            headers=[("Idempotency-Key", key.encode("latin-1"))],  # type: ignore[arg-type]
+        )
+    assert response.status_code == 400
+    assert response.json()["code"] == "validation"
+    assert message in response.json()["error"]
+    assert await endpoint_count(app, enterprise.account_id) == 0
+
+
+async def test_longest_key_is_accepted(app: FastAPI, enterprise: Tenant) -> None:
+    key = "k" * 200 + uuid.uuid4().hex[:55]
+    async with client_for(app, enterprise.live) as client:
+        response = await client.post(
+            "/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key}
+        )
+    assert response.status_code == 201
+
+
+async def test_key_expires_after_24_hours(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+        async with app.state.sessionmaker() as session, session.begin():
+            await session.execute(
+                update(IdempotencyRecord)
+                .where(IdempotencyRecord.idempotency_key == key)
+                .values(created_at=utcnow() - timedelta(hours=24, seconds=1))
+            )
+        later = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    assert later.status_code == 201
+    assert "idempotent-replayed" not in later.headers
+    assert later.json()["id"] != first.json()["id"]
+    assert await endpoint_count(app, enterprise.account_id) == 2
+
+
+async def test_abandoned_first_request_is_reported(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+        # As if the process had died between taking the key and storing the response.
+        async with app.state.sessionmaker() as session, session.begin():
+            await session.execute(
+                update(IdempotencyRecord)
+                .where(IdempotencyRecord.idempotency_key == key)
+                .values(
+                    created_at=utcnow() - timedelta(minutes=11),
+                    completed_at=None,
+                    response_status=None,
+                )
+            )
+        again = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    assert again.status_code == 409
+    assert "never completed" in again.json()["error"]
+
+
+async def test_requests_without_a_key_or_not_post_are_untouched(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        a = await client.post("/api/v1/webhooks", json=BODY)
+        b = await client.post("/api/v1/webhooks", json=BODY)
+        listed = await client.get("/api/v1/webhooks", headers={"Idempotency-Key": "x"})
+        listed_again = await client.get("/api/v1/webhooks", headers={"Idempotency-Key": "x"})
+    assert a.json()["id"] != b.json()["id"]
+    assert "idempotent-replayed" not in listed_again.headers
+    assert listed.json() == listed_again.json()
+
+
+async def test_rejected_before_the_endpoint_is_not_remembered(
+    app: FastAPI, pro: Tenant, enterprise: Tenant
+) -> None:
+    """403 (plan) comes from the gateway, before the key is looked at: nothing is stored, so
+    the key stays usable."""
+    key = fresh_key()
+    async with client_for(app, pro.live) as client:
+        refused = await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    assert refused.status_code == 403
+    async with app.state.sessionmaker() as session:
+        stored = await session.scalar(
+            select(func.count())
+            .select_from(IdempotencyRecord)
+            .where(IdempotencyRecord.idempotency_key == key)
+        )
+    assert stored == 0
+
+
+@pytest.fixture
+async def flaky_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
+    """The real app with one extra POST route that fails (500) on its first call only."""
+    application = create_app(settings, clock=clock, run_jobs=False)
+    calls = {"n": 0}
+
+    @application.post("/api/v1/flaky")
+    async def flaky() -> OrjsonResponse:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("first call fails")
+        return OrjsonResponse({"call": calls["n"]}, status_code=201)
+
+    application.state.route_table.add("/api/v1/flaky", {"POST"})
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+async def test_server_errors_are_not_stored(flaky_app: FastAPI) -> None:
+    tenant = await make_tenant(flaky_app, Plan.ENTERPRISE)
+    key = fresh_key()
+    async with client_for(flaky_app, tenant.live) as client:
+        failed = await client.post("/api/v1/flaky", json={}, headers={"Idempotency-Key": key})
+        retried = await client.post("/api/v1/flaky", json={}, headers={"Idempotency-Key": key})
+        replayed = await client.post("/api/v1/flaky", json={}, headers={"Idempotency-Key": key})
+    assert failed.status_code == 500
+    assert failed.json()["code"] == "server_error"
+    assert retried.status_code == 201
+    assert "idempotent-replayed" not in retried.headers
+    assert retried.json() == {"call": 2}
+    assert replayed.headers["idempotent-replayed"] == "true"
+    assert replayed.json() == {"call": 2}
