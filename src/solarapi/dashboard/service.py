@@ -6,7 +6,9 @@ only adds what is specific to people in a browser (throttling, enumeration-safe 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,11 +19,17 @@ from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle
-from solarapi.errors import Conflict, Forbidden, ValidationFailed
+from solarapi.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
+from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.models import ApiKey
+from solarapi.models.systems import System
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
+from solarapi.readings import service as readings_service
+from solarapi.sandbox.provision import ensure_sandbox
+from solarapi.systems import repository as systems_repository
 
 LOGIN_FAILED = "E-mail or password is incorrect."
 # Without sending e-mail, a sign-up form cannot hide entirely whether an address is taken;
@@ -189,3 +197,81 @@ async def usage_today(
             )
         )
     return rows
+
+
+# --- systems and production ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SystemCard:
+    system: System
+    energy_today_wh: float | None
+    last_reading_at: str | None
+
+
+async def overview(
+    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
+) -> list[SystemCard]:
+    """The account's systems of one environment with today's energy and last reading, from
+    the same summary the API's `/systems/{id}/summary` returns."""
+    if environment is Environment.TEST:
+        # The sandbox's simulated systems appear on first use, whether by key or here.
+        await ensure_sandbox(session, user.account_id, now)
+    cards: list[SystemCard] = []
+    for system in await systems_repository.list_for_account(
+        session, user.account_id, environment.value
+    ):
+        totals = await readings_service.summary(session, system, now)
+        cards.append(SystemCard(system, totals["energy_today_wh"], totals["last_reading_at"]))
+    return cards
+
+
+async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> System:
+    """A system of the user's account, in either environment (a person sees both)."""
+    system = await systems_repository.get(session, system_id)
+    if system is None or system.account_id != user.account_id:
+        raise NotFound(f"This account has no system with id '{system_id}'.")
+    return system
+
+
+@dataclass(frozen=True, slots=True)
+class ProductionQuery:
+    first_day: date  # local, inclusive
+    last_day: date  # local, inclusive
+    interval: Interval
+
+
+def production_query(
+    system: System,
+    from_text: str | None,
+    to_text: str | None,
+    interval_text: str | None,
+    now: datetime,
+) -> ProductionQuery:
+    """The chart's range as local calendar days (default: the last 7 days, daily buckets)."""
+    today = now.astimezone(ZoneInfo(system.timezone)).date()
+    try:
+        interval = parse_interval(interval_text or None, default=Interval.DAY)
+    except ValidationFailed as exc:
+        raise FormRejected(_sentence(exc.message)) from None
+    try:
+        last_day = parse_date(to_text) if to_text else today
+        first_day = parse_date(from_text) if from_text else last_day - timedelta(days=6)
+    except TimestampError as exc:
+        raise FormRejected(_sentence(str(exc))) from None
+    if first_day > last_day:
+        raise FormRejected("The first day must not be after the last day.")
+    return ProductionQuery(first_day, last_day, interval)
+
+
+async def production(
+    session: AsyncSession, system: System, query: ProductionQuery, now: datetime
+) -> dict[str, Any]:
+    """Exactly the body `GET /systems/{id}/readings` returns for these local days."""
+    tz = ZoneInfo(system.timezone)
+    start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
+    end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
+    try:
+        return await readings_service.aggregate(session, system, start, end, query.interval, now)
+    except ValidationFailed as exc:
+        raise FormRejected(_sentence(exc.message)) from None

@@ -20,12 +20,13 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from solarapi.dashboard.chart import format_energy
 from solarapi.dashboard.csrf import csrf_token, csrf_valid
 from solarapi.dashboard.sessions import WebUser, resolve_session
 from solarapi.db import SessionDep
 from solarapi.errors import ApiError, is_database_unavailable
 from solarapi.gateway import ApiGateway
-from solarapi.kit.timefmt import as_utc, utcnow
+from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
 log = logging.getLogger("solarapi.dashboard")
 
@@ -79,9 +80,11 @@ templates = jinja2.Environment(
 templates.globals["asset_url"] = asset_url
 
 
-def _when(value: datetime | None, empty: str = "never") -> str:
+def _when(value: datetime | str | None, empty: str = "never") -> str:
     if value is None:
         return empty
+    if isinstance(value, str):  # an API timestamp ("…Z"), as the services return them
+        value = parse_timestamp(value)
     return as_utc(value).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -91,6 +94,7 @@ def _number(value: float | int | None, decimals: int = 0) -> str:
     return f"{value:,.{decimals}f}"
 
 
+templates.globals["format_energy"] = format_energy
 templates.filters["when"] = _when
 templates.filters["number"] = _number
 

@@ -1,0 +1,267 @@
+"""The production chart, drawn server-side as SVG (no charting script in the browser).
+
+Bars for calendar buckets (days, weeks, months), a line for the short UTC buckets (15m, 30m,
+1h). Buckets without a reading are gaps, never zero: a bar slot gets a light "no data"
+marker and a line is broken there. The chart is drawn twice, for wide and for phone-sized
+screens (CSS shows one), because text in a scaled-down wide SVG becomes unreadably small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from markupsafe import Markup, escape
+
+BAR_INTERVALS = frozenset({"1d", "1w", "1M"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChartPoint:
+    start: datetime  # aware, UTC
+    energy_wh: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    font_size: int
+    max_labels: int
+    css_class: str
+
+
+WIDE = Layout(800, 310, 64, 12, 26, 34, 12, 9, "chart-wide")
+NARROW = Layout(360, 280, 48, 8, 26, 30, 13, 4, "chart-narrow")
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    unit: str  # "Wh" or "kWh"
+    divisor: float
+    top: float  # axis maximum in `unit`
+    step: float
+
+
+def energy_scale(values: Sequence[float | None]) -> Scale:
+    """A y axis from 0 to a round number above the largest value, in Wh or kWh."""
+    largest = max((v for v in values if v is not None), default=0.0)
+    unit, divisor = ("kWh", 1000.0) if largest >= 1000 else ("Wh", 1.0)
+    top_value = largest / divisor
+    if top_value <= 0:
+        return Scale(unit, divisor, 1.0, 0.25)
+    raw_step = top_value / 4
+    magnitude = 10 ** math.floor(math.log10(raw_step))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw_step)
+    return Scale(unit, divisor, step * math.ceil(top_value / step - 1e-9), step)
+
+
+def format_energy(value_wh: float | None) -> str:
+    if value_wh is None:
+        return "no data"
+    if abs(value_wh) >= 1000:
+        return f"{value_wh / 1000:,.2f} kWh"
+    return f"{value_wh:,.1f} Wh"
+
+
+def bucket_label(start: datetime, interval: str, tz: ZoneInfo, *, long: bool = False) -> str:
+    local = start.astimezone(tz)
+    if interval == "1M":
+        return local.strftime("%B %Y" if long else "%b %Y")
+    if interval == "1w":
+        return ("Week of " if long else "") + f"{local.day} {local.strftime('%b')}"
+    if interval == "1d":
+        return (local.strftime("%a ") if long else "") + f"{local.day} {local.strftime('%b')}"
+    if long:
+        return f"{local.day} {local.strftime('%b %H:%M')}"
+    return local.strftime("%H:%M")
+
+
+def _tick_text(value: float, step: float) -> str:
+    decimals = 0 if step >= 1 else (1 if step * 10 >= 1 else 2)
+    return f"{value:,.{decimals}f}"
+
+
+def render_chart(
+    points: Sequence[ChartPoint], interval: str, tz: ZoneInfo, *, title: str
+) -> Markup:
+    """Both variants of the chart, as markup to place in a <figure>."""
+    return Markup("").join(
+        _render(points, interval, tz, layout, title) for layout in (WIDE, NARROW)
+    )
+
+
+def _render(
+    points: Sequence[ChartPoint], interval: str, tz: ZoneInfo, layout: Layout, title: str
+) -> Markup:
+    scale = energy_scale([p.energy_wh for p in points])
+    plot_w = layout.width - layout.left - layout.right
+    plot_h = layout.height - layout.top - layout.bottom
+    base_y = layout.top + plot_h
+    count = max(len(points), 1)
+    slot = plot_w / count
+
+    def y_of(value_wh: float) -> float:
+        return base_y - (value_wh / scale.divisor) / scale.top * plot_h
+
+    parts: list[str] = [
+        f'<svg class="{layout.css_class}" viewBox="0 0 {layout.width} {layout.height}" '
+        f'role="img" aria-label="{escape(title)}" font-size="{layout.font_size}" '
+        f'xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+    ]
+    # Horizontal grid lines with the axis values.
+    ticks = round(scale.top / scale.step)
+    for i in range(ticks + 1):
+        value = scale.step * i
+        y = base_y - value / scale.top * plot_h
+        parts.append(
+            f'<line class="grid" x1="{layout.left}" x2="{layout.width - layout.right}" '
+            f'y1="{y:.1f}" y2="{y:.1f}"/>'
+        )
+        parts.append(
+            f'<text x="{layout.left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{_tick_text(value, scale.step)}</text>"
+        )
+    parts.append(f'<text x="4" y="{layout.font_size}" class="unit">{scale.unit}</text>')
+    if interval in BAR_INTERVALS:
+        parts.extend(_bars(points, interval, tz, layout, slot, base_y, y_of))
+    else:
+        parts.extend(_line(points, interval, tz, layout, slot, base_y, y_of))
+    parts.append(
+        f'<line class="axis" x1="{layout.left}" x2="{layout.width - layout.right}" '
+        f'y1="{base_y}" y2="{base_y}"/>'
+    )
+    parts.extend(_x_labels(points, interval, tz, layout, slot, base_y))
+    parts.append("</svg>")
+    return Markup("".join(parts))  # noqa: S704 - every interpolated text is escaped above
+
+
+def _mark(point: ChartPoint, interval: str, tz: ZoneInfo) -> tuple[str, Markup]:
+    """The data attributes of a bar or point (exact API value, for tests and the readout)
+    and its human label."""
+    label = escape(
+        f"{bucket_label(point.start, interval, tz, long=True)}: {format_energy(point.energy_wh)}"
+    )
+    energy = "" if point.energy_wh is None else repr(point.energy_wh)
+    attrs = (
+        f'data-start="{point.start:%Y-%m-%dT%H:%M:%SZ}" data-energy-wh="{energy}" '
+        f'data-label="{label}"'
+    )
+    return attrs, label
+
+
+def _bars(
+    points: Sequence[ChartPoint],
+    interval: str,
+    tz: ZoneInfo,
+    layout: Layout,
+    slot: float,
+    base_y: float,
+    y_of: Callable[[float], float],
+) -> list[str]:
+    parts: list[str] = []
+    gap = min(slot * 0.2, 6.0) if slot > 3 else 0.0
+    width = max(slot - gap, 0.5)
+    for i, point in enumerate(points):
+        x = layout.left + i * slot + gap / 2
+        attrs, label = _mark(point, interval, tz)
+        if point.energy_wh is None:
+            parts.append(
+                f'<rect class="gap" x="{x:.2f}" y="{base_y - 4}" width="{width:.2f}" height="4" '
+                f"{attrs}><title>{label}</title></rect>"
+            )
+            continue
+        top = y_of(point.energy_wh)
+        parts.append(
+            f'<rect class="bar" x="{x:.2f}" y="{top:.2f}" width="{width:.2f}" '
+            f'height="{max(base_y - top, 0):.2f}" {attrs}><title>{label}</title></rect>'
+        )
+    return parts
+
+
+def _line(
+    points: Sequence[ChartPoint],
+    interval: str,
+    tz: ZoneInfo,
+    layout: Layout,
+    slot: float,
+    base_y: float,
+    y_of: Callable[[float], float],
+) -> list[str]:
+    parts: list[str] = []
+    runs: list[list[tuple[float, float]]] = []
+    current: list[tuple[float, float]] = []
+    for i, point in enumerate(points):
+        if point.energy_wh is None:
+            if current:
+                runs.append(current)
+            current = []
+            continue
+        current.append((layout.left + (i + 0.5) * slot, y_of(point.energy_wh)))
+    if current:
+        runs.append(current)
+    for run in runs:
+        coords = " ".join(f"{x:.2f},{y:.2f}" for x, y in run)
+        first_x, last_x = run[0][0], run[-1][0]
+        parts.append(
+            f'<polygon class="area" points="{first_x:.2f},{base_y} {coords} {last_x:.2f},{base_y}"/>'
+        )
+        if len(run) == 1:
+            x, y = run[0]
+            parts.append(f'<circle class="dot" cx="{x:.2f}" cy="{y:.2f}" r="2.5"/>')
+        else:
+            parts.append(f'<polyline class="line" points="{coords}"/>')
+    # Missing buckets: a light marker on the axis, so gaps are visible, not drawn as zero.
+    for i, point in enumerate(points):
+        if point.energy_wh is None:
+            x = layout.left + i * slot
+            attrs, label = _mark(point, interval, tz)
+            parts.append(
+                f'<rect class="gap" x="{x:.2f}" y="{base_y - 4}" width="{max(slot, 0.5):.2f}" '
+                f'height="4" {attrs}><title>{label}</title></rect>'
+            )
+    # Invisible hover targets with the exact values (a <title> shows as a tooltip).
+    for i, point in enumerate(points):
+        if point.energy_wh is None:
+            continue
+        x = layout.left + i * slot
+        attrs, label = _mark(point, interval, tz)
+        parts.append(
+            f'<rect class="point" x="{x:.2f}" y="{layout.top}" width="{max(slot, 0.5):.2f}" '
+            f'height="{base_y - layout.top:.2f}" {attrs}><title>{label}</title></rect>'
+        )
+    return parts
+
+
+def _x_labels(
+    points: Sequence[ChartPoint],
+    interval: str,
+    tz: ZoneInfo,
+    layout: Layout,
+    slot: float,
+    base_y: float,
+) -> list[str]:
+    if not points:
+        return []
+    every = max(1, math.ceil(len(points) / layout.max_labels))
+    parts: list[str] = []
+    for i in range(0, len(points), every):
+        x = layout.left + (i + 0.5) * slot
+        label = bucket_label(points[i].start, interval, tz)
+        if interval not in BAR_INTERVALS and i > 0:
+            previous = points[i - every].start.astimezone(tz).date()
+            if points[i].start.astimezone(tz).date() != previous:
+                label = bucket_label(points[i].start, "1d", tz)
+        parts.append(
+            f'<text x="{x:.1f}" y="{base_y + layout.font_size + 8}" text-anchor="middle">'
+            f"{escape(label)}</text>"
+        )
+    return parts

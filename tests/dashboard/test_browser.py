@@ -1,0 +1,351 @@
+"""The dashboard in a real browser: Debian's Chromium, driven by Playwright, against a real
+`solarapi serve` process with its own SQLite data directory.
+
+Screenshots go to test-artifacts/ (git-ignored): overview, key created, system page at
+desktop and phone width.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+
+from tests.support import ROOT, need_service, run_cli, running_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+PASSWORD = "a long enough password"
+KEY_PATTERN = re.compile(r"^pk_live_[0-9A-Za-z]{38}$")
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    need_service("Chromium", Path(CHROMIUM).exists())
+    data_dir = tmp_path_factory.mktemp("browser-data")
+    env = {
+        "SOLARAPI_DATA_DIR": str(data_dir),
+        "SOLARAPI_DATABASE_URL": f"sqlite:///{data_dir / 'solar.db'}",
+        "SOLARAPI_REDIS_URL": "",
+        "SOLARAPI_SIGNUP_PLAN": "pro",
+        "SOLARAPI_JOB_RUNNER": "inline",
+        # Request logs go to a pipe nobody reads; keep them from filling it.
+        "SOLARAPI_LOG_LEVEL": "WARNING",
+    }
+    run_cli(env, "migrate")
+    with running_server(env) as base:
+        yield Server(base, env)
+
+
+@pytest.fixture(scope="module")
+async def browser(server: Server) -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
+        yield launched
+        await launched.close()
+
+
+@pytest.fixture
+async def context(browser: Browser, server: Server) -> AsyncIterator[BrowserContext]:
+    ctx = await browser.new_context(base_url=server.base, viewport={"width": 1280, "height": 900})
+    yield ctx
+    await ctx.close()
+
+
+@pytest.fixture
+async def page(context: BrowserContext) -> Page:
+    return await context.new_page()
+
+
+def shot_path(name: str) -> str:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return str(ARTIFACTS / f"dashboard-{name}.png")
+
+
+def unique_email() -> str:
+    return f"browser-{uuid.uuid4().hex[:10]}@example.com"
+
+
+async def sign_up(page: Page, email: str, name: str = "Browser Test BV") -> None:
+    await page.goto("/signup")
+    await page.fill("input[name=name]", name)
+    await page.fill("input[name=email]", email)
+    await page.fill("input[name=password]", PASSWORD)
+    await page.click("button[type=submit]")
+    await expect(page).to_have_url(re.compile(r"/overview$"))
+
+
+async def log_in(page: Page, email: str, password: str = PASSWORD) -> None:
+    await page.goto("/login")
+    await page.fill("input[name=email]", email)
+    await page.fill("input[name=password]", password)
+    await page.click("main button[type=submit]")
+
+
+async def test_key_shown_once_works_then_revoked(page: Page, server: Server) -> None:
+    await sign_up(page, unique_email())
+    await page.screenshot(path=shot_path("overview-empty"), full_page=True)
+    await page.click("text=Settings → API")
+    await expect(page).to_have_url(re.compile(r"/settings/api$"))
+    # Both prefixes are secret keys, and the page says so.
+    await expect(page.locator(".secret-note").first).to_contain_text("secret")
+
+    await page.fill("input[name=name]", "Billing server")
+    await page.check("input[name=environment][value=live]")
+    await page.click("#create-key button[type=submit]")
+    key = (await page.inner_text("#new-key")).strip()
+    assert KEY_PATTERN.match(key), key
+    await expect(page.locator(".key-created")).to_contain_text("will not be shown again")
+    await page.click("#copy-key")
+    await expect(page.locator(".copy-status")).not_to_be_empty()
+    await page.screenshot(path=shot_path("key-created"), full_page=True)
+
+    # A reload shows the list with the display form only: the key is gone for good.
+    await page.reload()
+    await expect(page).to_have_url(re.compile(r"/settings/api$"))
+    html = await page.content()
+    assert key not in html
+    display = f"{key[:12]}…{key[-4:]}"
+    row = page.locator("tr", has_text="Billing server")
+    await expect(row.locator(".key-display")).to_have_text(display)
+    await expect(row.locator(".badge")).to_have_text("Live")
+    await expect(row.locator(".status")).to_have_text("Active")
+
+    async with httpx.AsyncClient(base_url=server.base) as api:
+        account = await api.get("/api/v1/account", headers={"Authorization": f"Bearer {key}"})
+        assert account.status_code == 200, account.text
+        assert account.json()["plan"] == "pro"
+        assert account.json()["key"]["display"] == display
+
+        await page.goto("/settings/api")  # last used is now filled in
+        await expect(row.locator("td[data-label='Last used']")).not_to_have_text("never")
+        await row.locator("text=Revoke…").click()
+        await expect(page.locator("h1")).to_have_text("Revoke this key?")
+        await page.click("button:has-text('Revoke key')")
+        await expect(page.locator(".notice")).to_contain_text("revoked")
+        await expect(row.locator(".status")).to_contain_text("Revoked")
+
+        refused = await api.get("/api/v1/account", headers={"Authorization": f"Bearer {key}"})
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "unauthorized"
+
+
+async def test_log_out_wrong_password_and_log_in(page: Page) -> None:
+    email = unique_email()
+    await sign_up(page, email)
+    await page.click("text=Log out")
+    await expect(page).to_have_url(re.compile(r"/login\?notice=logged-out$"))
+    await page.goto("/settings/api")
+    await expect(page).to_have_url(re.compile(r"/login\?next=/settings/api$"))
+
+    await page.fill("input[name=email]", email)
+    await page.fill("input[name=password]", "not the password")
+    await page.click("main button[type=submit]")
+    await expect(page.locator("#form-error")).to_have_text("E-mail or password is incorrect.")
+    # An unknown address gets exactly the same answer.
+    await log_in(page, unique_email(), "not the password")
+    await expect(page.locator("#form-error")).to_have_text("E-mail or password is incorrect.")
+
+    await page.goto("/login?next=/settings/api")
+    await page.fill("input[name=email]", email)
+    await page.fill("input[name=password]", PASSWORD)
+    await page.click("main button[type=submit]")
+    await expect(page).to_have_url(re.compile(r"/settings/api$"))
+
+
+async def test_forged_form_posts_are_rejected(page: Page, server: Server) -> None:
+    await sign_up(page, unique_email())
+    await page.goto("/settings/api")
+    # Same origin, but a token that is not this session's: 403, no key created.
+    await page.evaluate(
+        """() => {
+            const form = document.getElementById('create-key');
+            form.querySelector('input[name=csrf]').value = 'f'.repeat(64);
+            form.querySelector('input[name=name]').value = 'Forged';
+            form.submit();
+        }"""
+    )
+    await expect(page.locator("h1")).to_have_text("Form expired")
+    # A page on another site that posts to the dashboard: the browser holds a valid session.
+    attacker_html = f"""<!doctype html><form method="post" action="{server.base}/settings/api/keys">
+        <input name="name" value="Forged"><input name="environment" value="live"></form>
+        <script>document.forms[0].submit()</script>"""
+    await page.context.route(
+        "http://attacker.test/**",
+        lambda route: route.fulfill(status=200, content_type="text/html", body=attacker_html),
+    )
+    attacker = await page.context.new_page()
+    async with attacker.expect_navigation(url=re.compile(re.escape(server.base))):
+        await attacker.goto("http://attacker.test/")
+    await attacker.wait_for_load_state()
+    # SameSite=Lax keeps the session cookie off the cross-site POST, so the dashboard sends
+    # the browser to log in (which, being logged in on a GET, lands on the overview).
+    assert "/settings/api/keys" not in attacker.url
+    assert await attacker.locator("#new-key").count() == 0
+    await page.goto("/settings/api")
+    await expect(page.locator("tr", has_text="Forged")).to_have_count(0)
+
+
+async def test_starter_sees_why_it_cannot_create_keys(page: Page, server: Server) -> None:
+    email = unique_email()
+    run_cli(
+        server.env,
+        "accounts",
+        "create",
+        "--name",
+        "Starter Co",
+        "--email",
+        email,
+        "--password",
+        PASSWORD,
+        "--plan",
+        "starter",
+    )
+    await log_in(page, email)
+    await expect(page).to_have_url(re.compile(r"/overview$"))
+    await page.goto("/settings/api")
+    await expect(page.locator("#starter-no-keys")).to_contain_text("Pro")
+    await expect(page.locator("#starter-no-keys")).to_contain_text("Starter plan")
+    await expect(page.locator("#create-key")).to_have_count(0)
+    await page.goto("/settings/plan")
+    await expect(page.locator("#current-plan")).to_have_text("Starter")
+    await expect(page.locator("#plan-pro")).to_contain_text("10,000")
+
+
+async def _enterprise_with_system(server: Server, page: Page) -> tuple[str, str, str]:
+    """Sign up, have the operator upgrade the account, create a metered system with six
+    days of readings through the API; returns (email, key, system id)."""
+    email = unique_email()
+    await sign_up(page, email, name="Solar Farm Haarlem")
+    run_cli(server.env, "accounts", "set-plan", email, "enterprise")
+    created = json.loads(run_cli(server.env, "keys", "create", "--account", email, "--json").stdout)
+    key = created["key"]
+    now = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    readings = []
+    at = now - dt.timedelta(days=6)
+    while at + dt.timedelta(minutes=15) <= now:
+        local_hour = (at.hour + 1) % 24
+        if 7 <= local_hour <= 17 and not (at.day % 3 == 0 and local_hour == 12):
+            readings.append(
+                {
+                    "timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "energy_wh": round(200 + 90 * (6 - abs(12 - local_hour)) + at.minute / 7, 2),
+                    "power_w": 800.0 + 10 * local_hour,
+                }
+            )
+        at += dt.timedelta(minutes=15)
+    async with httpx.AsyncClient(
+        base_url=server.base, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
+        system = await api.post(
+            "/api/v1/systems",
+            json={
+                "name": "Rooftop Haarlem",
+                "capacity_kwp": 8.4,
+                "location": {
+                    "latitude": 52.38,
+                    "longitude": 4.64,
+                    "timezone": "Europe/Amsterdam",
+                    "country": "NL",
+                },
+                "market_zone": "NL",
+            },
+        )
+        assert system.status_code == 201, system.text
+        system_id = system.json()["id"]
+        upload = await api.post(
+            f"/api/v1/systems/{system_id}/readings", json={"readings": readings}
+        )
+        assert upload.status_code == 200, upload.text
+    return email, key, system_id
+
+
+async def test_system_chart_shows_the_api_daily_totals(
+    page: Page, server: Server, browser: Browser
+) -> None:
+    _, key, system_id = await _enterprise_with_system(server, page)
+    await page.goto("/overview")
+    card = page.locator(f"#system-{system_id}")
+    await expect(card).to_contain_text("Rooftop Haarlem")
+    await page.screenshot(path=shot_path("overview"), full_page=True)
+
+    await card.locator("a").click()
+    await expect(page).to_have_url(re.compile(rf"/systems/{system_id}$"))
+    await expect(page.locator("#production-chart svg.chart-wide")).to_be_visible()
+    await page.screenshot(path=shot_path("system-desktop"), full_page=True)
+    bars = page.locator("#production-chart svg.chart-wide rect.bar")
+    chart_values = [
+        float(v)
+        for v in await bars.evaluate_all("els => els.map(e => e.getAttribute('data-energy-wh'))")
+    ]
+    rows = page.locator("#bucket-table tbody tr")
+    table = await rows.evaluate_all("els => els.map(e => [e.dataset.start, e.dataset.energyWh])")
+    query = ((await page.locator("#api-query").text_content()) or "").split(" ", 1)[1]
+
+    async with httpx.AsyncClient(
+        base_url=server.base, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
+        response = await api.get(query)
+    assert response.status_code == 200, response.text
+    api_days = response.json()["data"]
+    assert len(api_days) == 7
+    assert [start for start, _ in table] == [day["start"] for day in api_days]
+    assert [float(v) if v else None for _, v in table] == [day["energy_wh"] for day in api_days]
+    assert chart_values == [day["energy_wh"] for day in api_days if day["energy_wh"] is not None]
+    assert sum(1 for day in api_days if day["energy_wh"]) >= 6
+
+    # Phone width: the narrow chart is the one shown, and nothing overflows sideways.
+    phone = await browser.new_context(
+        base_url=server.base,
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+        storage_state=await page.context.storage_state(),
+    )
+    try:
+        mobile = await phone.new_page()
+        await mobile.goto(f"/systems/{system_id}")
+        await expect(mobile.locator("#production-chart svg.chart-narrow")).to_be_visible()
+        await expect(mobile.locator("#production-chart svg.chart-wide")).to_be_hidden()
+        width = await mobile.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390
+        await mobile.screenshot(path=shot_path("system-phone"), full_page=True)
+        await mobile.goto(f"/systems/{system_id}?interval=1h")
+        await expect(
+            mobile.locator("#production-chart svg.chart-narrow polyline.line").first
+        ).to_be_visible()
+        await mobile.screenshot(path=shot_path("system-phone-hourly"), full_page=True)
+    finally:
+        await phone.close()
+    await page.goto(f"/systems/{system_id}?interval=1h")
+    await expect(
+        page.locator("#production-chart svg.chart-wide polyline.line").first
+    ).to_be_visible()
+    await page.screenshot(path=shot_path("system-desktop-hourly"), full_page=True)
