@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -26,6 +26,19 @@ router = APIRouter(tags=["Declarations"])
 _PATH = "/declarations/{declaration_id}"
 
 
+def _conflict(when: str) -> dict[int | str, dict[str, Any]]:
+    return {
+        409: {
+            "description": when,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+    }
+
+
+_NOT_A_DRAFT = "The declaration is not a draft (the message names its status)"
+_IDEMPOTENCY = "; or an Idempotency-Key reused with a different request or still in flight"
+
+
 def _caller(principal: Principal) -> service.Caller:
     return service.Caller(principal.account_id, principal.environment, principal.key_id)
 
@@ -39,6 +52,9 @@ def _location(declaration_id: str) -> str:
     status_code=201,
     response_model=DeclarationOut,
     summary="Create a draft declaration",
+    responses=_conflict(
+        "The period overlaps a draft, submitted or approved declaration" + _IDEMPOTENCY
+    ),
 )
 async def create_declaration(
     body: DeclarationCreate, principal: PrincipalDep, session: SessionDep
@@ -90,6 +106,7 @@ async def get_declaration(
     _PATH,
     response_model=DeclarationOut,
     summary="Change a draft (energy_wh, period, reference)",
+    responses=_conflict(f"{_NOT_A_DRAFT}, or the new period overlaps another declaration"),
 )
 async def update_declaration(
     declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
@@ -101,7 +118,7 @@ async def update_declaration(
     return OrjsonResponse(service.declaration_view(declaration))
 
 
-@router.delete(_PATH, status_code=204, summary="Delete a draft")
+@router.delete(_PATH, status_code=204, summary="Delete a draft", responses=_conflict(_NOT_A_DRAFT))
 async def delete_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -113,6 +130,7 @@ async def delete_declaration(
     f"{_PATH}/submit",
     response_model=DeclarationOut,
     summary="Submit a draft to the issuing body (decided at once in the sandbox)",
+    responses=_conflict(f"{_NOT_A_DRAFT}, or coverage is below 0.95{_IDEMPOTENCY}"),
 )
 async def submit_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
@@ -124,7 +142,12 @@ async def submit_declaration(
 
 
 @router.post(
-    f"{_PATH}/withdraw", response_model=DeclarationOut, summary="Withdraw a submitted declaration"
+    f"{_PATH}/withdraw",
+    response_model=DeclarationOut,
+    summary="Withdraw a submitted declaration",
+    responses=_conflict(
+        "The declaration is not submitted (the message names its status)" + _IDEMPOTENCY
+    ),
 )
 async def withdraw_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
