@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
+from solarapi.idempotency.openapi import document_idempotency
 
 _ERRORS = {
     "400": "Invalid parameters or body (`validation`)",
@@ -105,6 +106,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 operation["security"] = [{"bearer": []}]
                 plan = required_plan(method.upper(), relative)
                 operation["x-required-plan"] = plan.value
+                if method == "post":
+                    document_idempotency(operation)
                 operation["description"] = (
                     operation.get("description", "") + f"\n\nRequires the **{plan.value}** plan."
                 ).strip()
