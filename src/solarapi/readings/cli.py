@@ -2,9 +2,194 @@
 
 from __future__ import annotations
 
+import asyncio
+import csv
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO
+
 import typer
+
+if TYPE_CHECKING:
+    from solarapi.config import Settings
+    from solarapi.readings.service import ReadingIn
+
+readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
+
+BATCH = 10_000
+HEADERS = (["timestamp", "energy_wh"], ["timestamp", "energy_wh", "power_w"])
+
+
+class CsvRowError(Exception):
+    """A row of the file is unusable; the message names its line."""
+
+
+@dataclass
+class ImportTotals:
+    received: int = 0
+    inserted: int = 0
+    updated: int = 0
+    batches: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _number(cell: str, column: str, line: int) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise CsvRowError(f"line {line}: {column}: '{cell}' is not a number") from None
+
+
+def read_batches(
+    stream: TextIO, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[tuple[list[int], list[ReadingIn]]]:
+    """Batches of (line numbers, ReadingIn) from a CSV with header
+    `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
+    from solarapi.readings.service import ReadingIn
+
+    def counted() -> Iterator[str]:
+        for text in stream:
+            if on_bytes is not None:
+                on_bytes(len(text.encode()))
+            yield text
+
+    reader = csv.reader(counted())
+    header = next(reader, None)
+    if header is None or [cell.strip().lower() for cell in header] not in HEADERS:
+        raise CsvRowError(
+            "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
+        )
+    width = len(header)
+    lines: list[int] = []
+    items: list[ReadingIn] = []
+    for row in reader:
+        line = reader.line_num
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != width:
+            raise CsvRowError(f"line {line}: expected {width} columns, got {len(row)}")
+        power_cell = row[2].strip() if width == 3 else ""
+        items.append(
+            ReadingIn(
+                row[0].strip(),
+                _number(row[1].strip(), "energy_wh", line),
+                _number(power_cell, "power_w", line) if power_cell else None,
+            )
+        )
+        lines.append(line)
+        if len(items) == BATCH:
+            yield lines, items
+            lines, items = [], []
+    if items:
+        yield lines, items
+
+
+async def import_file(settings: Settings, system_id: str, path: Path) -> ImportTotals:
+    """Stream `path` into the system in batches of 10,000, one transaction per batch."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.errors import ApiError
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.readings.service import ReadingRejected, upload_readings
+    from solarapi.systems import repository as systems_repo
+
+    totals = ImportTotals()
+    engine = create_oneshot_engine(settings)
+    maker = sessionmaker_for(engine)
+    columns = (
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[rows]:,} rows"),
+        TimeRemainingColumn(),
+    )
+    try:
+        async with maker() as session:
+            if await systems_repo.get(session, system_id) is None:
+                raise CsvRowError(f"no system with id '{system_id}'")
+        with (
+            path.open(newline="", encoding="utf-8") as stream,
+            Progress(*columns, transient=True) as progress,
+        ):
+            task = progress.add_task("import", total=os.fstat(stream.fileno()).st_size, rows=0)
+            batches = read_batches(stream, lambda size: progress.advance(task, size))
+            for lines, items in batches:
+                async with maker() as session, session.begin():
+                    system = await systems_repo.get(session, system_id, for_update=True)
+                    if system is None:
+                        raise CsvRowError(f"no system with id '{system_id}'")
+                    try:
+                        result = await upload_readings(session, system, items, utcnow())
+                    except ReadingRejected as exc:
+                        raise CsvRowError(
+                            f"line {lines[exc.index]}: {exc.field}: {exc.problem}"
+                        ) from None
+                    except ApiError as exc:
+                        raise CsvRowError(exc.message) from None
+                totals.received += result.received
+                totals.inserted += result.inserted
+                totals.updated += result.updated
+                totals.batches += 1
+                progress.update(task, rows=totals.received)
+    except CsvRowError as exc:
+        totals.errors.append(str(exc))
+    finally:
+        await engine.dispose()
+    return totals
+
+
+@readings_app.command("import")
+def import_command(
+    system_id: Annotated[str, typer.Argument(help="sys_… id of a metered system")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV with header timestamp,energy_wh[,power_w]; timestamps RFC 3339 with zone",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+) -> None:
+    """Import 15-minute readings, streamed in batches of 10,000 through the same validation
+    and upsert as the API. Each batch is all or nothing; an error stops the import, names
+    the line, and keeps the batches before it."""
+    from solarapi.cli import _print_json, _settings
+
+    started = time.perf_counter()
+    totals = asyncio.run(import_file(_settings(), system_id, file))
+    elapsed = time.perf_counter() - started
+    summary = {
+        "system_id": system_id,
+        "received": totals.received,
+        "inserted": totals.inserted,
+        "updated": totals.updated,
+        "batches": totals.batches,
+        "seconds": round(elapsed, 2),
+        "error": totals.errors[0] if totals.errors else None,
+    }
+    if as_json:
+        _print_json(summary)
+    else:
+        typer.echo(
+            f"{totals.received:,} readings imported into {system_id} in {totals.batches} "
+            f"batch(es): {totals.inserted:,} inserted, {totals.updated:,} updated "
+            f"({elapsed:.1f} s)"
+        )
+    if totals.errors:
+        typer.echo(
+            f"error: {totals.errors[0]} (nothing of that batch was stored; "
+            f"{totals.received:,} readings before it were)",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to `app`."""
-    return None
+    app.add_typer(readings_app, name="readings")

@@ -1,0 +1,88 @@
+"""`solarapi readings import` as an operator runs it: a real subprocess on each database."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from solarapi.config import Settings
+from tests.support import Tenant, client_for, run_cli
+from tests.systems.factories import create_system, iso
+
+
+def _env(app: FastAPI) -> dict[str, str]:
+    settings: Settings = app.state.settings
+    return {
+        "SOLARAPI_DATA_DIR": str(settings.data_dir),
+        "SOLARAPI_DATABASE_URL": settings.database_url,
+        "SOLARAPI_SECRET_KEY": settings.secret_key,
+    }
+
+
+def _csv(path: Path, rows: list[str], header: str = "timestamp,energy_wh,power_w") -> Path:
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+async def _day(client: object, system_id: str, start: datetime, days: int) -> dict[str, object]:
+    response = await client.get(  # type: ignore[attr-defined]
+        f"/api/v1/systems/{system_id}/readings",
+        params={"from": iso(start), "to": iso(start + timedelta(days=days)), "interval": "1M"},
+    )
+    totals: dict[str, object] = response.json()["meta"]["totals"]
+    return totals
+
+
+async def test_import_streams_batches_and_summarises(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    rows = [
+        f"{iso(start + timedelta(minutes=15 * i))},{i % 5}.5,{'' if i % 2 else 100}"
+        for i in range(25_000)
+    ]
+    path = _csv(tmp_path / "year.csv", rows)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client, capacity_kwp=50))["id"]
+        result = run_cli(_env(app), "readings", "import", system_id, str(path), "--json")
+        again = run_cli(_env(app), "readings", "import", system_id, str(path), "--json")
+        totals = await _day(client, system_id, start, 300)
+    summary = json.loads(result.stdout)
+    assert summary["received"] == 25_000
+    assert summary["inserted"] == 25_000
+    assert summary["batches"] == 3
+    assert summary["error"] is None
+    assert json.loads(again.stdout)["updated"] == 25_000
+    assert totals["samples"] == 25_000
+    assert totals["energy_wh"] == sum(i % 5 + 0.5 for i in range(25_000))
+    assert totals["power_max_w"] == 100.0
+
+
+async def test_bad_row_names_its_line_and_keeps_earlier_batches(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    rows = [f"{iso(start + timedelta(minutes=15 * i))},1" for i in range(12_000)]
+    rows[10_500] = f"{iso(start + timedelta(minutes=15 * 10_500))},-3"
+    path = _csv(tmp_path / "bad.csv", rows, header="timestamp,energy_wh")
+    text_row = _csv(tmp_path / "text.csv", [f"{iso(start)},lots"], header="timestamp,energy_wh")
+    bad_header = _csv(tmp_path / "header.csv", [f"{iso(start)},1"], header="time,wh")
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        failed = run_cli(_env(app), "readings", "import", system_id, str(path), check=False)
+        text = run_cli(_env(app), "readings", "import", system_id, str(text_row), check=False)
+        header = run_cli(_env(app), "readings", "import", system_id, str(bad_header), check=False)
+        unknown = run_cli(_env(app), "readings", "import", "sys_nope", str(text_row), check=False)
+        totals = await _day(client, system_id, start, 200)
+    assert failed.returncode == 1
+    # Line 1 is the header, so item 10,500 is on line 10,502.
+    assert "line 10502: energy_wh: must be ≥ 0" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert totals["samples"] == 10_000  # the first batch only
+    assert text.returncode == 1
+    assert "line 2: energy_wh: 'lots' is not a number" in text.stderr
+    assert "line 1: the header must be" in header.stderr
+    assert "no system with id 'sys_nope'" in unknown.stderr
