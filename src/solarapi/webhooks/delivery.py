@@ -28,10 +28,9 @@ import httpx
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from solarapi.config import Settings
 from solarapi.events import repository as events_repository
 from solarapi.events.service import event_object
-from solarapi.jobs.queue import enqueue, lease_held
+from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
 from solarapi.kit.timefmt import format_timestamp, utcnow
 from solarapi.models.webhooks import Event, WebhookDelivery, WebhookEndpoint
@@ -63,14 +62,6 @@ def retry_delay(next_attempt: int) -> timedelta:
     """How long to wait before `next_attempt` (2…10), with jitter."""
     base = RETRY_DELAYS[next_attempt - 1]
     return timedelta(seconds=base * random.uniform(1 - JITTER, 1 + JITTER))
-
-
-def settings_of(maker: async_sessionmaker[AsyncSession]) -> Settings:
-    """The settings the sessionmaker was made with (see `db.sessionmaker_for`), else the
-    environment's — which is what a `solarapi worker` process runs with anyway."""
-    info = maker.kw.get("info") or {}
-    settings = info.get("settings")
-    return settings if isinstance(settings, Settings) else Settings()
 
 
 async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:
