@@ -8,6 +8,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -140,20 +141,22 @@ def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
     """A real `solarapi serve` process; yields its base URL."""
     port = free_port()
     full_env = {**os.environ, **env}
+    # A file, not a pipe: nobody reads the pipe while the server runs, and a server that
+    # logs one JSON line per request would block once the pipe's 64 KiB buffer is full.
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     proc = subprocess.Popen(
         [sys.executable, "-m", "solarapi", "serve", "--port", str(port), *args],
         env=full_env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(
-                    f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-                )
+                stderr.seek(0)
+                raise RuntimeError(f"server exited: {stderr.read().decode(errors='replace')}")
             try:
                 httpx.get(f"{base}/api/v1/health", timeout=1)
                 break
@@ -169,8 +172,7 @@ def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
-        if proc.stderr is not None:
-            proc.stderr.close()  # else an unclosed-file ResourceWarning fails the test run
+        stderr.close()
 
 
 def run_cli(

@@ -1,0 +1,270 @@
+"""Real `solarapi serve` processes: Redis limits exact across processes, fail-open when
+Redis dies, the multi-worker guard, JSON request logs and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import asyncpg
+import httpx
+import orjson
+import pytest
+from sqlalchemy.engine import make_url
+
+from solarapi.config import Settings
+from solarapi.kit.plans import Environment, Plan
+from tests.conftest import TEST_SECRET
+from tests.foundation.conftest import running_app, settings_like
+from tests.support import (
+    REDIS_URL,
+    Tenant,
+    TestClock,
+    client_for,
+    free_port,
+    make_tenant,
+    need_service,
+    redis_available,
+    run_cli,
+    running_server,
+)
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+
+@pytest.fixture
+def pg_env(postgres_settings: Settings, tmp_path: Path) -> dict[str, str]:
+    return {
+        "SOLARAPI_DATABASE_URL": postgres_settings.database_url,
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_DATA_DIR": str(tmp_path),
+        "SOLARAPI_JOB_RUNNER": "external",
+        "SOLARAPI_REDIS_URL": "",
+    }
+
+
+async def _tenant(settings: Settings, plan: Plan) -> Tenant:
+    async with running_app(settings) as app:
+        return await make_tenant(app, plan)
+
+
+async def _burst(base: str, key: str, count: int) -> list[int]:
+    limits = httpx.Limits(max_connections=count, max_keepalive_connections=count)
+    async with httpx.AsyncClient(
+        base_url=base, headers={"Authorization": f"Bearer {key}"}, limits=limits, timeout=60
+    ) as client:
+        responses = await asyncio.gather(*(client.get("/api/v1/account") for _ in range(count)))
+    return [r.status_code for r in responses]
+
+
+async def test_redis_limits_are_exact_across_two_processes(
+    postgres_settings: Settings, pg_env: dict[str, str]
+) -> None:
+    need_service("Redis", redis_available())
+    env = {**pg_env, "SOLARAPI_REDIS_URL": REDIS_URL}
+    with running_server(env) as first, running_server(env) as second:
+        for _attempt in range(3):
+            tenant = await _tenant(postgres_settings, Plan.ENTERPRISE)  # 300 a minute
+            minute = int(time.time() // 60)
+            one, two = await asyncio.gather(
+                _burst(first, tenant.live, 200), _burst(second, tenant.live, 200)
+            )
+            # A burst that straddled a minute boundary was counted in two windows: again.
+            if int(time.time() // 60) == minute:
+                break
+        async with httpx.AsyncClient(base_url=first) as client:
+            health = (await client.get("/api/v1/health")).json()
+    statuses = one + two
+    assert statuses.count(200) == 300, sorted(set(statuses))
+    assert statuses.count(429) == 100
+    # Both processes served and refused some: the count really is shared.
+    assert 0 < one.count(200) < 200 or 0 < two.count(200) < 200
+    assert health["checks"]["rate_limiter"] == "ok"
+
+
+@contextmanager
+def own_redis(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A private redis-server (the shared one on 6379 must stay up for everyone)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        need_service("redis-server binary", False)
+    proc = subprocess.Popen(
+        [
+            str(binary),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with __import__("socket").create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_fail_open_when_redis_dies_and_recovery(settings: Settings, clock: TestClock) -> None:
+    port = free_port()
+    with own_redis(port) as redis_proc:
+        limited = settings_like(settings, redis_url=f"redis://127.0.0.1:{port}/0")
+        async with running_app(limited, clock) as app:
+            tenant = await make_tenant(app, Plan.PRO)
+            async with client_for(app, tenant.live) as client:
+                assert (await client.get("/api/v1/health")).json()["status"] == "ok"
+                assert (await client.get("/api/v1/account")).status_code == 200
+
+                redis_proc.terminate()
+                redis_proc.wait(10)
+                started = time.monotonic()
+                during = await client.get("/api/v1/account")
+                assert time.monotonic() - started < 2
+                assert during.status_code == 200
+                assert "x-ratelimit-limit" in during.headers
+                health = await client.get("/api/v1/health")
+                assert health.status_code == 200
+                assert health.json()["status"] == "degraded"
+                assert health.json()["checks"] == {"database": "ok", "rate_limiter": "degraded"}
+                # Per-process fallback counters still hold the plan's limit.
+                clock.pinned = float(int(time.time()) // 60 * 60 + 70)
+                statuses = [(await client.get("/api/v1/account")).status_code for _ in range(61)]
+                assert statuses.count(200) == 60
+                assert statuses[-1] == 429
+                clock.pinned = None
+
+                with own_redis(port):
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline:
+                        body = (await client.get("/api/v1/health")).json()
+                        if body["status"] == "ok":
+                            break
+                        await asyncio.sleep(0.2)
+                    assert body["status"] == "ok"
+                    await asyncio.sleep(1.1)  # the limiter retries Redis at most once a second
+                    after = await client.get("/api/v1/account")
+                    assert after.status_code == 200
+                    # Counted in the fresh Redis again (it lost everything when it died).
+                    assert after.json()["usage"]["minute"] == 1
+
+
+def test_several_workers_without_redis_are_refused(pg_env: dict[str, str]) -> None:
+    result = run_cli(pg_env, "serve", "--workers", "2", "--port", str(free_port()), check=False)
+    assert result.returncode == 2
+    assert "--workers > 1 needs SOLARAPI_REDIS_URL" in result.stderr
+    assert "per worker" in result.stderr
+
+
+@contextmanager
+def _server_process(
+    env: dict[str, str],
+) -> Iterator[tuple[subprocess.Popen[bytes], str, IO[bytes]]]:
+    port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, "server exited"
+            try:
+                httpx.get(f"{base}/api/v1/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        yield proc, base, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        log.close()
+
+
+def _log_lines(log: IO[bytes]) -> list[dict[str, object]]:
+    log.seek(0)
+    return [orjson.loads(line) for line in log.read().splitlines() if line.startswith(b"{")]
+
+
+async def _lock_api_keys(dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    url = make_url(dsn)
+    conn = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, database=url.database
+    )
+    try:
+        async with conn.transaction():
+            await conn.execute("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE")
+            yield conn
+    finally:
+        await conn.close()
+
+
+async def test_sigterm_finishes_the_in_flight_request_and_logs_json(
+    postgres_settings: Settings, pg_env: dict[str, str]
+) -> None:
+    tenant = await _tenant(postgres_settings, Plan.PRO)
+    with _server_process(pg_env) as (proc, base, log):
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            # Hold the request inside authentication with a table lock, so it is in flight
+            # when the server is told to stop.
+            locker = _lock_api_keys(postgres_settings.database_url)
+            await locker.__anext__()
+            in_flight = asyncio.create_task(
+                client.get(
+                    "/api/v1/account",
+                    headers={
+                        "Authorization": f"Bearer {tenant.live}",
+                        "X-Request-Id": "inflight-1",
+                    },
+                )
+            )
+            await asyncio.sleep(0.5)
+            assert not in_flight.done()
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(1.0)
+            assert proc.poll() is None, "the server quit with a request in flight"
+            assert not in_flight.done()
+            await locker.aclose()  # commits the lock's transaction
+            response = await in_flight
+        assert response.status_code == 200
+        assert response.json()["id"] == tenant.account_id
+        # uvicorn re-raises the captured SIGTERM once it has drained, so the exit status
+        # says "terminated by SIGTERM" rather than 0; either way it stopped by itself.
+        assert await asyncio.to_thread(proc.wait, 20) in (0, -signal.SIGTERM)
+        lines = _log_lines(log)
+    request = next(line for line in lines if line.get("request_id") == "inflight-1")
+    assert request["msg"] == "request"
+    assert request["status"] == 200
+    assert request["route"] == "/api/v1/account"
+    assert request["latency_ms"] >= 1000  # type: ignore[operator]
+    assert request["key_id"] == tenant.key_ids[Environment.LIVE]
+    raw = b"\n".join(orjson.dumps(line) for line in lines)
+    assert tenant.live.encode() not in raw
+    assert b"password" not in raw.lower()
