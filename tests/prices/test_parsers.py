@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solarapi.prices.cache import expand_to_quarters
 from solarapi.prices.csvfile import parse_price_csv
 from solarapi.prices.imports import PriceFileError, PriceRow, read_price_file
-from solarapi.prices.service import bucket_means, expand_to_quarters
+from solarapi.prices.service import bucket_means
 from tests.prices.helpers import DATA
 
 

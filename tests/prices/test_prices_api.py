@@ -253,6 +253,16 @@ async def test_finer_over_coarser_keeps_the_uncovered_rest(
         ("2024-02-10T10:00:00+00:00", 3600, 7.0),
         ("2024-02-10T11:00:00+00:00", 3600, 8.0),
     ]
+    # The API answers from a cache of quarter-hour prices: the import must invalidate it.
+    again = await get_prices(
+        app,
+        pro.live,
+        zone="BE",
+        interval="15m",
+        **{"from": "2024-02-10T10:00:00Z"},
+        to="2024-02-10T12:00:00Z",
+    )
+    assert [item["price_eur_per_mwh"] for item in again.json()["data"]] == [7.0] * 4 + [8.0] * 4
 
 
 async def test_no_price_is_null_and_negative_prices_stay(app: FastAPI, pro: Tenant) -> None:

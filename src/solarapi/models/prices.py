@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Float, Integer, String
+from sqlalchemy import BigInteger, CheckConstraint, Float, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.models.base import Base, UtcDateTime
@@ -31,3 +31,14 @@ class MarketPrice(Base):
     price_eur_per_mwh: Mapped[float] = mapped_column(Float(precision=53))
     source: Mapped[str] = mapped_column(String(10))
     imported_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class MarketPriceZone(Base):
+    """One row per zone that has prices: `version` grows with every import, so readers in
+    any process can tell with one primary-key lookup whether their cached prices are stale."""
+
+    __tablename__ = "market_price_zones"
+
+    zone: Mapped[str] = mapped_column(String(16), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

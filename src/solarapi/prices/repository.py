@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -10,13 +11,13 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BigInteger, ColumnElement, Table, delete, func, insert, select
+from sqlalchemy import BigInteger, ColumnElement, Table, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from solarapi.models.prices import MarketPrice
+from solarapi.models.prices import MarketPrice, MarketPriceZone
 from solarapi.prices.imports import PriceRow, PriceSource
 
 IntArray = npt.NDArray[np.int64]
@@ -57,13 +58,18 @@ def _utc(epoch: int) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
+SOURCE_CODES: dict[str, int] = {"entsoe": 1, "csv": 2, "simulated": 3}  # 0 = no price
+
+
 @dataclass(frozen=True, slots=True)
 class StoredPrices:
-    """Stored price periods of one zone, sorted by start: [starts[i], starts[i] + resolution_s[i])."""
+    """Stored price periods of one zone, sorted by start: [starts[i], starts[i] + resolution_s[i]).
+    `sources` holds `SOURCE_CODES` values."""
 
     starts: IntArray
     resolution_s: IntArray
     prices: FloatArray
+    sources: npt.NDArray[np.int8]
 
 
 async def read_prices(session: AsyncSession, zone: str, start_s: int, end_s: int) -> StoredPrices:
@@ -74,6 +80,7 @@ async def read_prices(session: AsyncSession, zone: str, start_s: int, end_s: int
             epoch_seconds(table.c.start),
             table.c.resolution_s,
             table.c.price_eur_per_mwh,
+            table.c.source,
         )
         .where(
             table.c.zone == zone,
@@ -83,38 +90,43 @@ async def read_prices(session: AsyncSession, zone: str, start_s: int, end_s: int
         .order_by(table.c.start)
     )
     rows = (await session.execute(query)).all()
-    if not rows:
-        empty = np.empty(0, dtype=np.int64)
-        return StoredPrices(empty, empty, np.empty(0, dtype=np.float64))
-    starts, resolutions, prices = zip(*rows, strict=True)
+    count = len(rows)
     stored = StoredPrices(
-        np.fromiter(starts, dtype=np.int64, count=len(rows)),
-        np.fromiter(resolutions, dtype=np.int64, count=len(rows)),
-        np.fromiter(prices, dtype=np.float64, count=len(rows)),
+        np.fromiter((row[0] for row in rows), dtype=np.int64, count=count),
+        np.fromiter((row[1] for row in rows), dtype=np.int64, count=count),
+        np.fromiter((row[2] for row in rows), dtype=np.float64, count=count),
+        np.fromiter((SOURCE_CODES[row[3]] for row in rows), dtype=np.int8, count=count),
     )
     reaches = stored.starts + stored.resolution_s > start_s
     if reaches.all():
         return stored
     return StoredPrices(
-        stored.starts[reaches], stored.resolution_s[reaches], stored.prices[reaches]
+        stored.starts[reaches],
+        stored.resolution_s[reaches],
+        stored.prices[reaches],
+        stored.sources[reaches],
     )
 
 
-async def source_coverage(
-    session: AsyncSession, zone: str, start_s: int, end_s: int
-) -> dict[str, int]:
-    """Seconds of [start_s, end_s) (roughly: whole periods) covered per source."""
-    table = _TABLE
-    query = (
-        select(table.c.source, func.sum(table.c.resolution_s))
-        .where(
-            table.c.zone == zone,
-            table.c.start > _utc(start_s - LONGEST_PERIOD_S),
-            table.c.start < _utc(end_s),
+async def zone_version(session: AsyncSession, zone: str) -> int:
+    """The zone's import counter; 0 when it never had prices."""
+    query = select(MarketPriceZone.version).where(MarketPriceZone.zone == zone)
+    return int((await session.execute(query)).scalar_one_or_none() or 0)
+
+
+async def bump_zone_version(session: AsyncSession, zone: str, now: datetime) -> None:
+    """Give the zone a new version. Random rather than counted: a version read from a
+    transaction that then rolled back can never come back with other prices."""
+    version = secrets.randbits(62) + 1
+    result = await session.execute(
+        update(MarketPriceZone)
+        .where(MarketPriceZone.zone == zone)
+        .values(version=version, updated_at=now)
+    )
+    if not getattr(result, "rowcount", 0):
+        await session.execute(
+            insert(MarketPriceZone).values(zone=zone, version=version, updated_at=now)
         )
-        .group_by(table.c.source)
-    )
-    return {source: int(seconds) for source, seconds in (await session.execute(query)).all()}
 
 
 async def overlapping_rows(

@@ -29,10 +29,12 @@ from solarapi.kit.grid import (
 )
 from solarapi.kit.plans import Environment
 from solarapi.prices import repository
+from solarapi.prices.cache import quarter_prices
 from solarapi.prices.imports import QUARTER_S, ParsedPrices, PriceRow, PriceSource
 from solarapi.prices.zones import ZONES, Zone
 
 PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
+_SOURCE_NAMES: dict[int, str] = {code: name for name, code in repository.SOURCE_CODES.items()}
 
 
 def find_zone(code: str | None) -> Zone:
@@ -105,6 +107,7 @@ async def import_prices(session: AsyncSession, parsed: ParsedPrices, now: dateti
         ]
         await repository.insert_rows(session, zone, remainders, _source(old_source), now)
     stored = await repository.insert_rows(session, zone, rows, parsed.source, now)
+    await repository.bump_zone_version(session, zone, now)
     return ImportResult(
         zone=zone,
         source=parsed.source,
@@ -137,30 +140,11 @@ def _spans(rows: list[PriceRow]) -> list[tuple[int, int]]:
 # --- the quarter-hour price series ----------------------------------------------------------
 
 
-def expand_to_quarters(
-    starts: IntArray, resolution_s: IntArray, prices: FloatArray, start_s: int, end_s: int
-) -> FloatArray:
-    """Price per quarter-hour of [start_s, end_s) (both on the 15-minute grid); NaN where
-    no period covers it. A period covers each quarter-hour inside it with its own price."""
-    count = (end_s - start_s) // QUARTER_S
-    quarters = np.full(count, np.nan)
-    if len(starts) == 0:
-        return quarters
-    per_period = resolution_s // QUARTER_S
-    first_slot = np.repeat((starts - start_s) // QUARTER_S, per_period)
-    offsets = np.arange(int(per_period.sum())) - np.repeat(
-        np.cumsum(per_period) - per_period, per_period
-    )
-    slots = first_slot + offsets
-    inside = (slots >= 0) & (slots < count)
-    quarters[slots[inside]] = np.repeat(prices, per_period)[inside]
-    return quarters
-
-
 async def quarter_hour_prices(
     session: AsyncSession, environment: Environment, zone: Zone, start_s: int, end_s: int
 ) -> tuple[FloatArray, str | None]:
-    """Prices per quarter-hour of [start_s, end_s) for `environment`, and their source.
+    """Prices per quarter-hour of [start_s, end_s) for `environment`, and their source: the
+    one covering most of the range (None without any price).
 
     Live prices are the imported ones; the sandbox gets the simulated model's.
     """
@@ -168,13 +152,11 @@ async def quarter_hour_prices(
         raise ValueError("quarter-hour prices need a range on the 15-minute grid")
     if environment is Environment.TEST:
         return simulated_quarter_prices(zone, start_s, end_s), "simulated"
-    stored = await repository.read_prices(session, zone.code, start_s, end_s)
-    quarters = expand_to_quarters(stored.starts, stored.resolution_s, stored.prices, start_s, end_s)
-    source: str | None = None
-    if len(stored.starts):
-        coverage = await repository.source_coverage(session, zone.code, start_s, end_s)
-        source = max(coverage, key=lambda name: coverage[name]) if coverage else None
-    return quarters, source
+    quarters = await quarter_prices(session, zone.code, start_s, end_s)
+    counts = np.bincount(quarters.sources, minlength=max(_SOURCE_NAMES) + 1)
+    counts[0] = 0
+    source = _SOURCE_NAMES[int(counts.argmax())] if counts.any() else None
+    return quarters.prices, source
 
 
 def simulated_quarter_prices(zone: Zone, start_s: int, end_s: int) -> FloatArray:

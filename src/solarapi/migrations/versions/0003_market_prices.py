@@ -4,7 +4,8 @@ Revision ID: 0003_market_prices
 Revises: 0002_systems_readings
 Create Date: 2026-11-21
 
-One row per published day-ahead price period of a bidding zone, keyed by (zone, start).
+One row per published day-ahead price period of a bidding zone, keyed by (zone, start), and
+one version counter per zone that every import bumps (readers cache by it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ def upgrade() -> None:
         sa.CheckConstraint("resolution_s IN (900, 1800, 3600)", name="resolution"),
         sa.CheckConstraint("source IN ('entsoe', 'csv', 'simulated')", name="source"),
     )
+    op.create_table(
+        "market_price_zones",
+        sa.Column("zone", sa.String(16), primary_key=True),
+        sa.Column("version", sa.BigInteger(), nullable=False),
+        sa.Column("updated_at", UtcDateTime(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("market_price_zones")
     op.drop_table("market_prices")

@@ -1,0 +1,205 @@
+"""Benchmark: a year of `1h` prices for one zone and a year of `1d` market value for one
+system, through HTTP against a real `solarapi serve`, on SQLite and on PostgreSQL.
+
+    .venv/bin/python bench/prices/bench_prices.py [--backend sqlite|postgres|both] [--runs 40]
+
+Setup (not timed): a fresh database, one Enterprise account, a year of NL prices (hourly
+before 2025-10-01, quarter-hourly after, as the market published them), one system in NL
+with a year of 15-minute readings uploaded through the API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from solarapi.config import Settings
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
+from solarapi.migrate import upgrade
+from solarapi.prices.imports import ParsedPrices, PriceRow
+from solarapi.prices.service import import_prices
+from solarapi.prices.zones import ZONES
+
+SECRET = "bench-secret-key-that-is-long-enough-0123456789"
+PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+YEAR_START = datetime(2025, 3, 1, tzinfo=UTC)
+YEAR_END = datetime(2026, 3, 1, tzinfo=UTC)
+SWITCH = datetime(2025, 9, 30, 22, tzinfo=UTC)  # first 15-minute day-ahead delivery day
+
+
+def price_rows() -> list[PriceRow]:
+    rows: list[PriceRow] = []
+    t = int(YEAR_START.timestamp())
+    end = int(YEAR_END.timestamp())
+    switch = int(SWITCH.timestamp())
+    while t < end:
+        step = 3600 if t < switch else 900
+        hour = (t % 86400) / 3600
+        day = t // 86400
+        price = (
+            80
+            + 30 * math.sin((hour - 7) / 24 * 2 * math.pi)
+            - 60 * math.exp(-((hour - 12) ** 2) / 6)
+        )
+        price += 15 * math.cos(day / 365 * 2 * math.pi)
+        rows.append(PriceRow(t, step, round(price, 2)))
+        t += step
+    return rows
+
+
+async def setup(settings: Settings) -> tuple[str, str]:
+    """Prices and an account; returns the Enterprise live key and the account id."""
+    from solarapi.accounts.service import create_account
+    from solarapi.auth.service import create_key
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+
+    engine = create_oneshot_engine(settings)
+    async with sessionmaker_for(engine)() as session, session.begin():
+        await import_prices(session, ParsedPrices(ZONES["NL"], "entsoe", price_rows()), utcnow())
+        created = await create_account(
+            session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
+            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
+        )  # fmt: skip
+        _, key = await create_key(
+            session, account_id=created.account.id, name="bench", environment=Environment.LIVE,
+            secret=settings.effective_secret_key, now=utcnow(),
+        )  # fmt: skip
+    await engine.dispose()
+    return key.key, created.account.id
+
+
+def upload_readings(client: httpx.Client) -> str:
+    created = client.post(
+        "/api/v1/systems",
+        json={
+            "name": "Bench roof", "capacity_kwp": 8.0, "market_zone": "NL",
+            "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
+        },
+    )  # fmt: skip
+    created.raise_for_status()
+    system_id = str(created.json()["id"])
+    start, end = int(YEAR_START.timestamp()), int(YEAR_END.timestamp())
+    batch: list[dict[str, object]] = []
+    for t in range(start, end, 900):
+        hour = (t % 86400) / 3600
+        energy = max(0.0, 1500 * math.sin((hour - 4) / 16 * math.pi)) if 4 <= hour <= 20 else 0.0
+        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        batch.append({"timestamp": stamp, "energy_wh": round(energy, 1)})
+        if len(batch) == 10_000:
+            client.post(
+                f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
+            ).raise_for_status()
+            batch = []
+    if batch:
+        client.post(
+            f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
+        ).raise_for_status()
+    return system_id
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def timed(client: httpx.Client, url: str, params: dict[str, str], runs: int) -> list[float]:
+    for _ in range(3):  # warm-up
+        client.get(url, params=params).raise_for_status()
+    times: list[float] = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        response = client.get(url, params=params)
+        response.raise_for_status()
+        _ = response.content
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def run_backend(backend: str, runs: int) -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"bench-prices-{backend}-"))
+    env = {
+        "SOLARAPI_DATA_DIR": str(data_dir),
+        "SOLARAPI_SECRET_KEY": SECRET,
+        "SOLARAPI_JOB_RUNNER": "external",
+    }
+    db_name = None
+    if backend == "postgres":
+        db_name = f"bench_prices_{uuid.uuid4().hex[:8]}"
+        subprocess.run(["psql", PG_ADMIN, "-qc", f'CREATE DATABASE "{db_name}"'], check=True)
+        env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
+    settings = Settings(
+        data_dir=data_dir, secret_key=SECRET, database_url=env.get("SOLARAPI_DATABASE_URL", "")
+    )
+    upgrade(settings)
+    key, _ = asyncio.run(setup(settings))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
+        env={**os.environ, **env, "SOLARAPI_LOG_LEVEL": "WARNING"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/api/v1/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+            system_id = upload_readings(client)
+            year = {"from": "2025-03-01T00:00:00Z", "to": "2026-03-01T00:00:00Z"}
+            cases = [
+                ("a year of 1h prices (8,760 buckets)", "/api/v1/market-prices", {**year, "zone": "NL", "interval": "1h"}),
+                ("a year of 1d market value (365 buckets)", f"/api/v1/systems/{system_id}/market-value", {**year, "interval": "1d"}),
+            ]  # fmt: skip
+            for label, url, params in cases:
+                for encoding in ("gzip", "identity"):
+                    client.headers["Accept-Encoding"] = encoding
+                    times = timed(client, url, params, runs)
+                    print(
+                        f"{backend:8} {label:42} {encoding:8} median {statistics.median(times):6.1f} ms"
+                        f"  p95 {sorted(times)[int(len(times) * 0.95) - 1]:6.1f} ms  (n={runs})"
+                    )
+    finally:
+        server.terminate()
+        server.wait(10)
+        if db_name:
+            subprocess.run(
+                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
+                check=False,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args()
+    for backend in ("sqlite", "postgres") if args.backend == "both" else (args.backend,):
+        run_backend(backend, args.runs)
+
+
+if __name__ == "__main__":
+    main()
