@@ -1,0 +1,218 @@
+"""Benchmark: declaration create (1 month, 1 year), submit and list through HTTP against a
+real `solarapi serve`, on SQLite and on PostgreSQL.
+
+    .venv/bin/python bench/declarations/bench_declarations.py [--backend sqlite|postgres|both]
+                                                             [--runs 30]
+
+Setup (not timed): a fresh database, one Enterprise account with one live key per measured
+case (each key has its own 300/minute window), one Amsterdam system with a year of 15-minute
+readings uploaded through the API. Every timed create computes the metered energy and
+coverage from the readings, takes the system's declaration lock and checks the overlap rule;
+the declaration is deleted again (untimed) so the next create does not overlap it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import httpx
+
+from solarapi.config import Settings
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
+from solarapi.migrate import upgrade
+
+SECRET = "bench-secret-key-that-is-long-enough-0123456789"
+PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+YEAR_START = datetime(2024, 12, 31, 23, tzinfo=UTC)  # 2025-01-01 00:00 in Amsterdam
+YEAR_END = datetime(2025, 12, 31, 23, tzinfo=UTC)
+CASES = ("create, 1 month", "create, 1 year", "submit, 1 month", "list, first 50")
+
+
+async def make_keys(settings: Settings, count: int) -> list[str]:
+    from solarapi.accounts.service import create_account
+    from solarapi.auth.service import create_key
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+
+    engine = create_oneshot_engine(settings)
+    keys: list[str] = []
+    async with sessionmaker_for(engine)() as session, session.begin():
+        created = await create_account(
+            session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
+            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
+        )  # fmt: skip
+        for i in range(count):
+            _, key = await create_key(
+                session, account_id=created.account.id, name=f"bench {i}",
+                environment=Environment.LIVE, secret=settings.effective_secret_key, now=utcnow(),
+            )  # fmt: skip
+            keys.append(key.key)
+    await engine.dispose()
+    return keys
+
+
+def make_system_with_a_year(client: httpx.Client) -> str:
+    created = client.post(
+        "/api/v1/systems",
+        json={
+            "name": "Bench roof", "capacity_kwp": 8.0,
+            "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
+        },
+    )  # fmt: skip
+    created.raise_for_status()
+    system_id = str(created.json()["id"])
+    batch: list[dict[str, object]] = []
+    for t in range(int(YEAR_START.timestamp()), int(YEAR_END.timestamp()), 900):
+        hour = (t % 86400) / 3600
+        energy = max(0.0, 1500 * math.sin((hour - 4) / 16 * math.pi)) if 4 <= hour <= 20 else 0.0
+        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        batch.append({"timestamp": stamp, "energy_wh": round(energy, 1)})
+        if len(batch) == 10_000:
+            client.post(
+                f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
+            ).raise_for_status()
+            batch = []
+    if batch:
+        client.post(
+            f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
+        ).raise_for_status()
+    return system_id
+
+
+def timed(action: Callable[[], httpx.Response], expect: int) -> tuple[float, httpx.Response]:
+    began = time.perf_counter()
+    response = action()
+    _ = response.content
+    elapsed = (time.perf_counter() - began) * 1000
+    if response.status_code != expect:
+        raise RuntimeError(f"{response.status_code}: {response.text}")
+    return elapsed, response
+
+
+def measure(client: httpx.Client, case: str, system_id: str, runs: int) -> list[float]:
+    month = {"period_start": "2025-05-01", "period_end": "2025-05-31"}
+    year = {"period_start": "2025-01-01", "period_end": "2025-12-31"}
+    body = {"system_id": system_id, "type": "guarantee_of_origin"}
+    times: list[float] = []
+    if case == "list, first 50":
+        listed = client.get("/api/v1/declarations").json()["pagination"]["total"]
+        for m in range(60 if listed < 60 else 0):
+            day = f"2025-{m // 28 + 1:02d}-{m % 28 + 1:02d}"
+            client.post(
+                "/api/v1/declarations",
+                json={**body, "type": "feed_in", "period_start": day, "period_end": day},
+            ).raise_for_status()
+        for _ in range(runs):
+            times.append(timed(partial(client.get, "/api/v1/declarations"), 200)[0])
+        return times
+    for _ in range(runs):
+        if case.startswith("create"):
+            period = month if case == "create, 1 month" else year
+            elapsed, created = timed(
+                partial(client.post, "/api/v1/declarations", json={**body, **period}), 201
+            )
+            times.append(elapsed)
+            client.delete(f"/api/v1/declarations/{created.json()['id']}").raise_for_status()
+        else:
+            draft = client.post(
+                "/api/v1/declarations", json={**body, "type": "production_subsidy", **month}
+            )
+            draft.raise_for_status()
+            path = f"/api/v1/declarations/{draft.json()['id']}"
+            times.append(timed(partial(client.post, f"{path}/submit"), 200)[0])
+            client.post(f"{path}/withdraw").raise_for_status()
+    return times
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_backend(backend: str, runs: int) -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix=f"bench-declarations-{backend}-"))
+    env = {
+        "SOLARAPI_DATA_DIR": str(data_dir),
+        "SOLARAPI_SECRET_KEY": SECRET,
+        "SOLARAPI_JOB_RUNNER": "external",
+    }
+    db_name = None
+    if backend == "postgres":
+        db_name = f"bench_declarations_{uuid.uuid4().hex[:8]}"
+        subprocess.run(["psql", PG_ADMIN, "-qc", f'CREATE DATABASE "{db_name}"'], check=True)
+        env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
+    settings = Settings(
+        data_dir=data_dir, secret_key=SECRET, database_url=env.get("SOLARAPI_DATABASE_URL", "")
+    )
+    upgrade(settings)
+    keys = asyncio.run(make_keys(settings, 1 + len(CASES)))
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
+        env={**os.environ, **env, "SOLARAPI_LOG_LEVEL": "WARNING"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/api/v1/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
+        ) as setup:
+            system_id = make_system_with_a_year(setup)
+        for case, key in zip(CASES, keys[1:], strict=True):
+            with httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            ) as client:
+                measure(client, case, system_id, 3)  # warm-up
+                times = sorted(measure(client, case, system_id, runs))
+                print(
+                    f"{backend:8} {case:18} median {statistics.median(times):6.1f} ms"
+                    f"  p95 {times[max(0, math.ceil(len(times) * 0.95) - 1)]:6.1f} ms  (n={runs})",
+                    flush=True,
+                )
+    finally:
+        server.terminate()
+        server.wait(10)
+        if db_name:
+            subprocess.run(
+                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
+                check=False,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    for backend in ("sqlite", "postgres") if args.backend == "both" else (args.backend,):
+        run_backend(backend, args.runs)
+
+
+if __name__ == "__main__":
+    main()
