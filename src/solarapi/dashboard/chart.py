@@ -249,19 +249,34 @@ def _x_labels(
     slot: float,
     base_y: float,
 ) -> list[str]:
-    if not points:
-        return []
-    every = max(1, math.ceil(len(points) / layout.max_labels))
     parts: list[str] = []
-    for i in range(0, len(points), every):
+    for i in label_indices(points, interval, tz, layout.max_labels):
         x = layout.left + (i + 0.5) * slot
-        label = bucket_label(points[i].start, interval, tz)
-        if interval not in BAR_INTERVALS and i > 0:
-            previous = points[i - every].start.astimezone(tz).date()
-            if points[i].start.astimezone(tz).date() != previous:
-                label = bucket_label(points[i].start, "1d", tz)
+        local = points[i].start.astimezone(tz)
+        at_midnight = local.hour == 0 and local.minute == 0
+        label = bucket_label(points[i].start, "1d" if at_midnight else interval, tz)
         parts.append(
             f'<text x="{x:.1f}" y="{base_y + layout.font_size + 8}" text-anchor="middle">'
             f"{escape(label)}</text>"
         )
     return parts
+
+
+def label_indices(
+    points: Sequence[ChartPoint], interval: str, tz: ZoneInfo, max_labels: int
+) -> list[int]:
+    """Which buckets get an x-axis label: round local hours (every 1, 2, 3, 6 or 12 h) or
+    midnights for the short intervals, evenly spaced buckets for calendar ones."""
+    if not points:
+        return []
+    if interval not in BAR_INTERVALS:
+        local = [p.start.astimezone(tz) for p in points]
+        for hours in (1, 2, 3, 6, 12):
+            chosen = [i for i, t in enumerate(local) if t.minute == 0 and t.hour % hours == 0]
+            if 2 <= len(chosen) <= max_labels:
+                return chosen
+        midnights = [i for i, t in enumerate(local) if t.hour == 0 and t.minute == 0]
+        if midnights:
+            return midnights[:: math.ceil(len(midnights) / max_labels)]
+    every = max(1, math.ceil(len(points) / max_labels))
+    return list(range(0, len(points), every))

@@ -29,7 +29,7 @@ async def find_session(
     ).first()
     if row is None:
         return None
-    web_session, user, account = row.tuple()
+    web_session, user, account = row
     return web_session, user, account
 
 

@@ -48,7 +48,8 @@ _CONTENT_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; ch
 
 
 def _throttle(request: Request) -> LoginThrottle:
-    return LoginThrottle(request.app.state.limiter, request.app.state.settings.effective_secret_key)
+    state = request.app.state
+    return LoginThrottle(state.limiter, state.settings.effective_secret_key, state.clock)
 
 
 def _notice(request: Request) -> str | None:

@@ -67,7 +67,7 @@ async def sign_up(
     now: datetime,
 ) -> str:
     """Create an account with its first user and log them in; returns the session token."""
-    blocked = await throttle.signup_attempt(ip, now.timestamp())
+    blocked = await throttle.signup_attempt(ip)
     if blocked is not None:
         raise FormRejected(
             f"Too many sign-ups from your network. Try again in {blocked.minutes} minutes.", 429
@@ -96,7 +96,7 @@ async def log_in(
     now: datetime,
 ) -> str:
     """Check the password (same work for unknown e-mails) and start a session."""
-    blocked = await throttle.login_blocked(email, ip, now.timestamp())
+    blocked = await throttle.login_blocked(email, ip)
     if blocked is not None:
         raise FormRejected(
             f"Too many failed log-ins for this e-mail or from your network. Try again in "
@@ -105,7 +105,7 @@ async def log_in(
         )
     user = await check_login(session, email=email, password=password[:1024])
     if user is None:
-        await throttle.login_failed(email, ip, now.timestamp())
+        await throttle.login_failed(email, ip)
         raise FormRejected(LOGIN_FAILED, 400)
     return await start_session(session, user_id=user.id, secret=secret, now=now)
 

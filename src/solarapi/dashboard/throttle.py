@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from solarapi.ratelimit.base import RateLimiter, Window
@@ -37,11 +38,14 @@ def _email_bucket(secret: bytes, email: str) -> str:
 
 
 class LoginThrottle:
-    def __init__(self, limiter: RateLimiter, secret: bytes) -> None:
+    def __init__(self, limiter: RateLimiter, secret: bytes, clock: Callable[[], float]) -> None:
+        # The app's injectable clock, the same one the API's windows use.
         self._limiter = limiter
         self._secret = secret
+        self._clock = clock
 
-    async def login_blocked(self, email: str, ip: str, now: float) -> Throttled | None:
+    async def login_blocked(self, email: str, ip: str) -> Throttled | None:
+        now = self._clock()
         for bucket, window in (
             (_email_bucket(self._secret, email), LOGIN_PER_EMAIL),
             (f"login-ip:{ip}", LOGIN_PER_IP),
@@ -51,11 +55,13 @@ class LoginThrottle:
                 return Throttled(decision.retry_after)
         return None
 
-    async def login_failed(self, email: str, ip: str, now: float) -> None:
+    async def login_failed(self, email: str, ip: str) -> None:
+        now = self._clock()
         await self._limiter.hit(_email_bucket(self._secret, email), (LOGIN_PER_EMAIL,), now)
         await self._limiter.hit(f"login-ip:{ip}", (LOGIN_PER_IP,), now)
 
-    async def signup_attempt(self, ip: str, now: float) -> Throttled | None:
+    async def signup_attempt(self, ip: str) -> Throttled | None:
         """Count a sign-up attempt; Throttled once the IP has used its window."""
+        now = self._clock()
         decision = await self._limiter.hit(f"signup-ip:{ip}", (SIGNUP_PER_IP,), now)
         return None if decision.allowed else Throttled(decision.retry_after)
