@@ -107,11 +107,13 @@ def _include_routers(app: FastAPI) -> None:
 
 
 def _install_docs(app: FastAPI) -> None:
-    from swagger_ui_bundle import swagger_ui_path
+    from importlib.resources import files
 
-    app.mount(
-        f"{API_PREFIX}/docs/assets", StaticFiles(directory=swagger_ui_path), name="swagger-assets"
-    )
+    # Swagger UI 5 (OpenAPI 3.1 support) as shipped inside the fastapi-swagger wheel: served
+    # from the installed package, never a CDN. (swagger-ui-bundle stops at Swagger UI 4,
+    # which refuses to render an OpenAPI 3.1 document.)
+    assets = str(files("fastapi_swagger") / "resources")
+    app.mount(f"{API_PREFIX}/docs/assets", StaticFiles(directory=assets), name="swagger-assets")
     table: RouteTable = app.state.route_table
     table.add(f"{API_PREFIX}/docs/assets/{{path:path}}", {"GET", "HEAD"})
     table.add(f"{API_PREFIX}/openapi.json", {"GET"})

@@ -43,7 +43,45 @@ _HEADERS: dict[str, dict[str, Any]] = {
         "description": 'IETF draft: the windows, e.g. "minute";q=60;w=60',
         "schema": {"type": "string"},
     },
+    "X-RateLimit-Limit-Minute": {
+        "description": "Limit of the minute window",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Remaining-Minute": {
+        "description": "Requests left in the minute window",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Limit-Day": {
+        "description": "Limit of the day window (keys only)",
+        "schema": {"type": "integer"},
+    },
+    "X-RateLimit-Remaining-Day": {
+        "description": "Requests left in the day window (keys only)",
+        "schema": {"type": "integer"},
+    },
     "RateLimit": {"description": 'IETF draft: "minute";r=41;t=17', "schema": {"type": "string"}},
+}
+
+# Headers that only some error responses carry.
+_ERROR_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
+    "401": {"WWW-Authenticate": {"description": "Always `Bearer`", "schema": {"type": "string"}}},
+    "429": {
+        "Retry-After": {
+            "description": "Seconds until the binding window resets (≥ 1)",
+            "schema": {"type": "integer"},
+        }
+    },
+    "503": {
+        "Retry-After": {
+            "description": "Seconds to wait before retrying",
+            "schema": {"type": "integer"},
+        }
+    },
+}
+
+_BODY_ERRORS = {
+    "413": "Body over the size limit (`payload_too_large`)",
+    "415": "Body that is not `application/json` (`unsupported_media_type`)",
 }
 
 
@@ -111,7 +149,10 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                 operation["description"] = (
                     operation.get("description", "") + f"\n\nRequires the **{plan.value}** plan."
                 ).strip()
-            for status, text in _ERRORS.items():
+            errors = dict(_ERRORS)
+            if "requestBody" in operation:
+                errors.update(_BODY_ERRORS)
+            for status, text in errors.items():
                 if public and status in ("401", "403"):
                     continue
                 responses.setdefault(
@@ -123,7 +164,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
                         },
                     },
                 )
-            for response in responses.values():
-                response.setdefault("headers", {}).update(header_refs)
+            for status, response in responses.items():
+                headers = response.setdefault("headers", {})
+                headers.update(header_refs)
+                headers.update(_ERROR_HEADERS.get(status, {}))
     app.openapi_schema = schema
     return schema
