@@ -344,8 +344,38 @@ async def upload_readings(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
             "cannot be uploaded; create a system with data_source 'metered' to upload"
         )
+    updated = await store_series(session, system, starts, energy, power)
+    lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
+    result = UploadResult(len(items), len(items) - updated, updated)
+    await record_event(
+        session,
+        account_id=system.account_id,
+        environment=system.environment,
+        event_type="readings.uploaded",
+        data={
+            "system_id": system.id,
+            **result.to_api(),
+            "from": format_timestamp(datetime.fromtimestamp(lo_s, UTC)),
+            "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
+        },
+    )
+    return result
+
+
+async def store_series(
+    session: AsyncSession,
+    system: System,
+    starts: IntArray,
+    energy_wh: FloatArray,
+    power_w: FloatArray,
+) -> int:
+    """Upsert already-validated quarter-hours (unique, aligned, plausible), refresh the rollups
+    and the system's first/last reading; returns how many timestamps already had a reading.
+    `upload_readings` validates before calling it; demo data and benchmarks call it directly."""
+    if len(starts) == 0:
+        return 0
     existing = await repository.existing_starts(session, system.id, starts)
-    await repository.upsert_readings(session, system.id, starts, energy, power)
+    await repository.upsert_readings(session, system.id, starts, energy_wh, power_w)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     await refresh_rollups(session, system, lo_s, hi_s)
     first = datetime.fromtimestamp(lo_s, UTC)
@@ -355,20 +385,7 @@ async def upload_readings(
     if system.last_reading_at is None or last > system.last_reading_at:
         system.last_reading_at = last
     await session.flush()
-    result = UploadResult(len(items), len(items) - len(existing), len(existing))
-    await record_event(
-        session,
-        account_id=system.account_id,
-        environment=system.environment,
-        event_type="readings.uploaded",
-        data={
-            "system_id": system.id,
-            **result.to_api(),
-            "from": format_timestamp(first),
-            "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
-        },
-    )
-    return result
+    return len(existing)
 
 
 # --- rollups -----------------------------------------------------------------------------------

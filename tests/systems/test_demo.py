@@ -1,0 +1,61 @@
+"""Demo data: two live metered systems with a year of readings and visible gaps, idempotent."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fastapi import FastAPI
+from sqlalchemy import func, select
+
+from solarapi.kit.plans import Plan
+from solarapi.models.readings import Reading
+from solarapi.models.systems import System
+from solarapi.systems.demo import GAPS, add_demo_data
+from tests.support import Tenant, client_for
+
+
+async def test_demo_data_is_a_year_with_gaps_and_idempotent(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    now = datetime.now(UTC)
+    for _ in range(2):
+        async with app.state.sessionmaker() as session, session.begin():
+            await add_demo_data(session, enterprise.account_id, Plan.ENTERPRISE, now)
+    async with app.state.sessionmaker() as session:
+        systems = (
+            await session.scalars(select(System).where(System.account_id == enterprise.account_id))
+        ).all()
+        counts = [
+            await session.scalar(
+                select(func.count()).select_from(Reading).where(Reading.system_id == system.id)
+            )
+            for system in systems
+        ]
+    assert sorted(system.name for system in systems) == ["Barn Freiburg", "Rooftop Haarlem"]
+    assert {(s.environment, s.data_source) for s in systems} == {("live", "metered")}
+    missing = sum(int(hours * 4) for _, hours in GAPS)  # every gap is whole quarter-hours
+    assert counts == [365 * 96 - missing] * 2
+    haarlem = next(system for system in systems if system.name == "Rooftop Haarlem")
+    gap_day = now - timedelta(days=200)
+    async with client_for(app, enterprise.live) as client:
+        year = (
+            await client.get(
+                f"/api/v1/systems/{haarlem.id}/readings",
+                params={
+                    "from": (now - timedelta(days=364)).strftime("%Y-%m-%dT00:00:00Z"),
+                    "interval": "1M",
+                },
+            )
+        ).json()
+        around_gap = (
+            await client.get(
+                f"/api/v1/systems/{haarlem.id}/readings",
+                params={
+                    "from": gap_day.strftime("%Y-%m-%dT%H:00:00Z"),
+                    "to": (gap_day + timedelta(hours=12)).strftime("%Y-%m-%dT%H:00:00Z"),
+                },
+            )
+        ).json()
+    # Plausible for 8.4 kWp in the Netherlands: roughly 600 to 1,200 kWh per kWp and year.
+    assert 8.4 * 600_000 < year["meta"]["totals"]["energy_wh"] < 8.4 * 1_200_000
+    assert any(bucket["energy_wh"] is None for bucket in around_gap["data"])
