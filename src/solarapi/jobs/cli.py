@@ -53,7 +53,7 @@ def worker(
 
     async def main() -> None:
         engine = create_engine(settings)
-        maker = sessionmaker_for(engine)
+        maker = sessionmaker_for(engine, settings)
         try:
             if once:
                 ran = await run_pending(maker, worker_id, settings=runner_settings)

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from solarapi.config import Settings
 from solarapi.jobs import repository
 from solarapi.kit.ids import new_id
 from solarapi.kit.timefmt import utcnow
@@ -66,6 +67,14 @@ def current_job() -> JobContext | None:
 
 def set_current_job(context: JobContext | None) -> None:
     _current.set(context)
+
+
+def settings_of(maker: async_sessionmaker[AsyncSession]) -> Settings:
+    """The settings of the app or worker running a handler (`db.sessionmaker_for` puts them on
+    the sessionmaker); the environment's when the sessionmaker carries none."""
+    info = maker.kw.get("info") or {}
+    settings = info.get("settings")
+    return settings if isinstance(settings, Settings) else Settings()
 
 
 def job_handler(kind: str) -> Callable[[JobHandler], JobHandler]:

@@ -229,6 +229,7 @@ async def run_pending(
 ) -> int:
     """Claim and run due jobs one after the other until none is due; returns how many ran.
     For tests, `solarapi worker --once` and cron-style use."""
+    load_handlers()
     settings = settings or RunnerSettings()
     wanted = set(HANDLERS) if kinds is None else set(kinds) & set(HANDLERS)
     await _fail_abandoned(maker, clock())

@@ -2,6 +2,123 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import base64
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Query, Request
+from starlette.responses import FileResponse, Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.config import Settings
+from solarapi.db import SessionDep
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.timefmt import utcnow
+from solarapi.reports import service
+from solarapi.reports.schemas import ReportCreate, ReportList, ReportOut
+
+router = APIRouter(tags=["Reports"])
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+@router.post(
+    "/reports",
+    status_code=202,
+    response_model=ReportOut,
+    summary="Request a report",
+    description="Validates the parameters, queues the report and answers at once with status "
+    "`queued`; poll the report (`Location`) until it is `completed`, then download it.",
+    responses={202: {"headers": {"Location": {"schema": {"type": "string"}}}}},
+)
+async def create_report(
+    body: ReportCreate, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    now = utcnow()
+    report = await service.create_report(session, principal, body, now)
+    return OrjsonResponse(
+        service.report_to_api(report, now),
+        status_code=202,
+        headers={"Location": f"/api/v1/reports/{report.id}"},
+    )
+
+
+@router.get(
+    "/reports",
+    response_model=ReportList,
+    summary="List reports",
+    description="Newest first: ordered by `created_at`, then `id` (descending).",
+)
+async def list_reports(
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    page: PageDep,
+    status: Annotated[str | None, Query(description="queued, running, completed or failed")] = None,
+    type: Annotated[
+        str | None, Query(description="production, market_value or declarations")
+    ] = None,
+) -> Response:
+    reports, total = await service.list_reports(
+        session, principal, status=status, report_type=type, page=page
+    )
+    now = utcnow()
+    return page_response(
+        request, [service.report_to_api(report, now) for report in reports], total, page
+    )
+
+
+@router.get("/reports/{report_id}", response_model=ReportOut, summary="Get a report")
+async def get_report(report_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    report = await service.get_report(session, principal, report_id)
+    return OrjsonResponse(service.report_to_api(report, utcnow()))
+
+
+@router.delete(
+    "/reports/{report_id}",
+    status_code=204,
+    summary="Delete a report",
+    description="Deletes the report and its file; a queued or running report is cancelled.",
+)
+async def delete_report(
+    request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    await service.delete_report(
+        session, principal, report_id, _settings(request).effective_reports_dir
+    )
+    return Response(status_code=204)
+
+
+@router.get(
+    "/reports/{report_id}/download",
+    summary="Download a completed report",
+    description="The file (`text/csv` or `application/pdf`) as an attachment. 409 while the "
+    "report is not completed; 404 once it has expired (7 days after completion).",
+    responses={
+        200: {
+            "content": {"text/csv": {}, "application/pdf": {}},
+            "description": "The report file",
+        }
+    },
+    response_class=Response,
+)
+async def download_report(
+    request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    found = await service.download(
+        session, principal, report_id, _settings(request).effective_reports_dir, utcnow()
+    )
+    digest = base64.b64encode(bytes.fromhex(found.sha256)).decode()
+    return FileResponse(
+        found.path,
+        media_type=found.content_type,
+        filename=found.filename,
+        headers={
+            # RFC 9530: lets a client verify the file it received.
+            "Repr-Digest": f"sha-256=:{digest}:",
+            "Cache-Control": "private, no-store",
+        },
+    )

@@ -1,0 +1,207 @@
+"""Report generation on the job runner, its failure hook and the clean-up of expired files.
+(Imported by `jobs.runner.load_handlers`.)
+
+An attempt: mark the report running → read the data → render the file off the event loop
+(CPU-bound; the API keeps serving in embedded mode) → in one transaction, check the job is
+still ours and mark the report completed with the file's size and SHA-256, plus the
+`report.completed` event. A killed attempt leaves at most an unreferenced file of its own
+name (`<report>-<attempt>.<ext>`), which is removed by the next attempt's success path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from solarapi.auth.principal import Principal
+from solarapi.events.service import record_event
+from solarapi.jobs.queue import (
+    current_job,
+    job_failure_handler,
+    job_handler,
+    lease_held,
+    periodic_task,
+    settings_of,
+)
+from solarapi.jobs.runner import ABANDONED_ERROR
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
+from solarapi.models.reports import Report
+from solarapi.reports import repository
+from solarapi.reports.content import ReportContent, ReportContext, ReportFailed, build
+from solarapi.reports.csvfile import write_csv
+from solarapi.reports.pdffile import write_pdf
+from solarapi.reports.service import (
+    CONTENT_TYPES,
+    JOB_KIND,
+    JOB_MAX_ATTEMPTS,
+    RETENTION,
+    report_to_api,
+)
+
+log = logging.getLogger("solarapi.reports")
+
+
+def job_principal(report: Report, account_name: str, plan: str) -> Principal:
+    """The report's owner as the source services expect a caller: the same tenancy checks
+    apply to a report as to the requests it stands for."""
+    return Principal(
+        account_id=report.account_id,
+        account_name=account_name,
+        plan=Plan(plan),
+        environment=Environment(report.environment),
+        key_id=f"report:{report.id}",
+        key_name="report generator",
+        key_display="",
+        key_created_at=report.created_at,
+        key_last_used_at=None,
+    )
+
+
+def render(content: ReportContent, report_format: str, path: Path, now: datetime) -> None:
+    if report_format == "csv":
+        write_csv(content, path)
+    else:
+        write_pdf(content, path, now)
+
+
+def write_file(
+    content: ReportContent, report_format: str, directory: Path, name: str, now: datetime
+) -> tuple[int, str]:
+    """Render into a temporary file, fsync, then rename: a file under its final name is
+    always complete. Returns (size, sha256)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / name
+    partial = directory / f".{name}.partial"
+    try:
+        render(content, report_format, partial, now)
+        digest = hashlib.sha256()
+        with partial.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+            os.fsync(handle.fileno())
+        size = partial.stat().st_size
+        os.replace(partial, final)
+    finally:
+        partial.unlink(missing_ok=True)
+    return size, digest.hexdigest()
+
+
+@job_handler(JOB_KIND)
+async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    report_id = str(payload["report_id"])
+    directory = settings_of(maker).effective_reports_dir
+    job = current_job()
+    attempt = job.attempt if job is not None else 1
+    now = utcnow()
+    async with maker() as session, session.begin():
+        report = await repository.mark_running(session, report_id, now)
+        if report is None:
+            return  # deleted (cancelled) or already finished by an earlier attempt
+        account = await repository.get_account(session, report.account_id)
+        if account is None:
+            return  # the account is gone; its reports went with it
+        principal = job_principal(report, account.name, account.plan)
+    # Reading runs outside the write above: on SQLite a long transaction that has written
+    # would hold the database's one write lock for the whole read.
+    async with maker() as session:
+        content = await build(session, ReportContext(report, account.name, principal, now))
+
+    name = f"{report.id}-{attempt}.{report.format}"
+    size, sha256 = await asyncio.to_thread(write_file, content, report.format, directory, name, now)
+    completed = False
+    try:
+        async with maker() as session, session.begin():
+            if not await lease_held(session):
+                log.warning("report %s: job lost its lease; discarding %s", report_id, name)
+                return
+            finished_at = utcnow()
+            completed = await repository.mark_completed(
+                session,
+                report_id,
+                now=finished_at,
+                expires_at=finished_at + RETENTION,
+                file_name=name,
+                content_type=CONTENT_TYPES[report.format],
+                size_bytes=size,
+                sha256=sha256,
+            )
+            if completed:
+                done = await repository.get(session, report_id)
+                assert done is not None
+                await record_event(
+                    session,
+                    account_id=done.account_id,
+                    environment=done.environment,
+                    event_type="report.completed",
+                    data=report_to_api(done, finished_at),
+                )
+    finally:
+        if not completed:
+            (directory / name).unlink(missing_ok=True)
+    if completed:
+        # Files of earlier, interrupted attempts of this report.
+        for earlier in range(1, attempt):
+            (directory / f"{report_id}-{earlier}.{report.format}").unlink(missing_ok=True)
+
+
+def client_error(error: str, report_id: str) -> str:
+    """What the report shows: our own message for a report that cannot be made as asked;
+    nothing internal (exception names, SQL) for anything else."""
+    prefix = f"{ReportFailed.__name__}: "
+    if error.startswith(prefix):
+        return error[len(prefix) :]
+    if error == ABANDONED_ERROR:
+        return (
+            f"generation was interrupted {JOB_MAX_ATTEMPTS} times (the worker stopped); "
+            "request the report again"
+        )
+    return (
+        f"the report could not be generated because of an internal error ({JOB_MAX_ATTEMPTS} "
+        f"attempts); request it again, or contact support quoting {report_id}"
+    )
+
+
+@job_failure_handler(JOB_KIND)
+async def report_failed(session: AsyncSession, payload: dict[str, Any], error: str) -> None:
+    report_id = str(payload["report_id"])
+    if await repository.mark_failed(session, report_id, client_error(error, report_id)):
+        report = await repository.get(session, report_id)
+        assert report is not None
+        await record_event(
+            session,
+            account_id=report.account_id,
+            environment=report.environment,
+            event_type="report.failed",
+            data=report_to_api(report, utcnow()),
+        )
+
+
+async def remove_expired_files(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
+    """Delete the files of reports past `expires_at`; the report rows stay (they show the
+    report existed and when it expired). Idempotent, so several runners may race."""
+    directory = settings_of(maker).effective_reports_dir
+    removed = 0
+    while True:
+        async with maker() as session, session.begin():
+            batch = await repository.expired_with_files(session, now)
+            for report_id, file_name in batch:
+                (directory / file_name).unlink(missing_ok=True)
+                await repository.forget_file(session, report_id, now)
+        removed += len(batch)
+        if len(batch) < 500:
+            return removed
+
+
+@periodic_task("reports.remove_expired_files", every_seconds=600)
+async def _remove_expired(maker: async_sessionmaker[AsyncSession], now: datetime) -> None:
+    count = await remove_expired_files(maker, now)
+    if count:
+        log.info("removed %d expired report file(s)", count)

@@ -1,0 +1,307 @@
+"""PDF files: a real document laid out with reportlab (title block, chart, tables, "page X of
+Y" on every page), with the chart drawn by matplotlib.
+
+Why reportlab and not matplotlib's PdfPages: reportlab flows text and tables across as many
+pages as the period needs (repeating table headers), keeps the text real and searchable, and
+lays out hundreds of table pages in a few seconds; PdfPages would draw every table page as a
+figure by hand. matplotlib draws the chart (a PNG at print resolution) through its
+object-oriented API, which is safe off the main thread, where the runner renders.
+
+The font is DejaVu Sans from matplotlib's own data files, so names in any Latin, Greek or
+Cyrillic script print correctly without a font download.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
+from matplotlib.figure import Figure
+from reportlab.lib import colors
+from reportlab.lib.enums import TA_RIGHT
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle
+from reportlab.lib.units import mm
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen.canvas import Canvas
+from reportlab.platypus import (
+    Flowable,
+    Image,
+    KeepTogether,
+    Paragraph,
+    SimpleDocTemplate,
+    Spacer,
+    Table,
+    TableStyle,
+)
+
+from solarapi.reports.content import Cell, Chart, ReportContent
+from solarapi.reports.content import Table as ContentTable
+
+FONT = "DejaVuSans"
+FONT_BOLD = "DejaVuSans-Bold"
+MARGIN = 16 * mm
+PAGE_WIDTH, PAGE_HEIGHT = A4
+FRAME_WIDTH = PAGE_WIDTH - 2 * MARGIN
+ROW_HEIGHT = 11.5
+# reportlab pads cells 6 pt left and right; a little more so measured text never touches.
+CELL_PADDING = 14.0
+MAX_CELL_CHARS = 48
+ACCENT = colors.HexColor("#b45309")
+GRID = colors.HexColor("#d6d3d1")
+ZEBRA = colors.HexColor("#f5f5f4")
+
+_fonts_lock = threading.Lock()
+_fonts_ready = False
+
+
+def _register_fonts() -> None:
+    global _fonts_ready
+    with _fonts_lock:
+        if _fonts_ready:
+            return
+        fonts = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+        pdfmetrics.registerFont(TTFont(FONT, str(fonts / "DejaVuSans.ttf")))
+        pdfmetrics.registerFont(TTFont(FONT_BOLD, str(fonts / "DejaVuSans-Bold.ttf")))
+        _fonts_ready = True
+
+
+def _styles() -> dict[str, ParagraphStyle]:
+    return {
+        "title": ParagraphStyle("title", fontName=FONT_BOLD, fontSize=20, leading=24,
+                                spaceAfter=4 * mm, textColor=colors.HexColor("#1c1917")),
+        "h2": ParagraphStyle("h2", fontName=FONT_BOLD, fontSize=12, leading=15,
+                             spaceBefore=5 * mm, spaceAfter=2 * mm),
+        "th": ParagraphStyle("th", fontName=FONT_BOLD, fontSize=7.5, leading=9),
+        "th_right": ParagraphStyle("th_right", fontName=FONT_BOLD, fontSize=7.5, leading=9,
+                                   alignment=TA_RIGHT),
+        "body": ParagraphStyle("body", fontName=FONT, fontSize=8.5, leading=11),
+        "note": ParagraphStyle("note", fontName=FONT, fontSize=7.5, leading=10,
+                               textColor=colors.HexColor("#57534e"), spaceBefore=1 * mm),
+    }  # fmt: skip
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _text(value: Cell) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        return f"{value:,.3f}"
+    if len(value) > MAX_CELL_CHARS:
+        return value[: MAX_CELL_CHARS - 1] + "…"
+    return value
+
+
+def _chart_png(chart: Chart) -> bytes:
+    figure = Figure(figsize=(7.2, 3.0), dpi=200)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    values = [math.nan if value is None else value for value in chart.y]
+    if chart.x and any(value is not None for value in chart.y):
+        positions = date2num(chart.x)  # type: ignore[no-untyped-call]
+        edge = 0.3 if len(chart.x) < 200 else 0.0
+        axes.bar(positions, values, width=chart.bar_days, color="#f59e0b",
+                 edgecolor="#b45309", linewidth=edge)  # fmt: skip
+        locator = AutoDateLocator()  # type: ignore[no-untyped-call]
+        axes.xaxis.set_major_locator(locator)
+        axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    else:
+        axes.text(0.5, 0.5, "No data in this period", ha="center", va="center",
+                  transform=axes.transAxes, color="#57534e")  # fmt: skip
+        axes.set_xticks([])
+    axes.set_title(chart.title, fontsize=9)
+    axes.set_ylabel(chart.ylabel, fontsize=8)
+    axes.tick_params(labelsize=7)
+    axes.grid(axis="y", color="#e7e5e4", linewidth=0.5)
+    axes.set_axisbelow(True)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _col_widths(texts: list[list[str]], headers: list[str]) -> list[float]:
+    """Widths from the measured text of the first rows (headers may wrap, but never below
+    their longest word), scaled to the frame."""
+    sample = texts[:200]
+    natural: list[float] = []
+    least: list[float] = []
+    for col, header in enumerate(headers):
+        cells = max((pdfmetrics.stringWidth(row[col], FONT, 7.5) for row in sample), default=0)
+        word = max(pdfmetrics.stringWidth(part, FONT_BOLD, 7.5) for part in header.split())
+        natural.append(max(cells, word) + CELL_PADDING)
+        least.append(word + CELL_PADDING)
+    if sum(natural) <= FRAME_WIDTH:
+        scale = FRAME_WIDTH / sum(natural)
+        return [width * scale for width in natural]
+    # Too wide: take the excess from the columns' room above their longest header word.
+    room = [width - floor for width, floor in zip(natural, least, strict=True)]
+    excess = min(sum(natural) - FRAME_WIDTH, sum(room))
+    return [
+        width - excess * slack / sum(room) if sum(room) else width
+        for width, slack in zip(natural, room, strict=True)
+    ]
+
+
+def _table_flowables(table: ContentTable, styles: dict[str, ParagraphStyle]) -> list[Flowable]:
+    heading = Paragraph(_escape(table.title), styles["h2"])
+    if not table.rows:
+        return [KeepTogether([heading, Paragraph("No rows.", styles["body"])])]
+    texts = [[_text(value) for value in row] for row in table.rows]
+    widths = _col_widths(texts, table.columns)
+    numeric = [
+        any(isinstance(row[col], int | float) for row in table.rows[:200])
+        for col in range(len(table.columns))
+    ]
+    headers = [
+        Paragraph(_escape(name), styles["th_right" if is_number else "th"])
+        for name, is_number in zip(table.columns, numeric, strict=True)
+    ]
+    commands: list[Any] = [
+        ("FONT", (0, 1), (-1, -1), FONT, 7.5),
+        ("LINEBELOW", (0, 0), (-1, 0), 0.8, ACCENT),
+        ("LINEBELOW", (0, 1), (-1, -1), 0.25, GRID),
+        ("TOPPADDING", (0, 0), (-1, -1), 1.6),
+        ("BOTTOMPADDING", (0, 0), (-1, -1), 1.6),
+        ("VALIGN", (0, 0), (-1, -1), "BOTTOM"),
+    ]
+    for col, is_number in enumerate(numeric):
+        if is_number:
+            commands.append(("ALIGN", (col, 1), (col, -1), "RIGHT"))
+    header_height = (
+        max(
+            _lines(name, width - CELL_PADDING)
+            for name, width in zip(table.columns, widths, strict=True)
+        )
+        * 9
+        + 4
+    )
+    body = Table(
+        [headers, *texts],
+        colWidths=widths,
+        # Fixed heights: reportlab then splits a long table page by page without measuring
+        # every remaining cell again (which made an 18,000-row table take minutes).
+        rowHeights=[header_height] + [ROW_HEIGHT] * len(texts),
+        repeatRows=1,
+        style=TableStyle(commands),
+    )
+    # The heading stays with the first rows (the table splits there if it must).
+    return [KeepTogether([heading, body], maxHeight=PAGE_HEIGHT / 3)]
+
+
+def _lines(text: str, width: float) -> int:
+    """Lines a bold header needs at `width` (greedy word wrap, as reportlab wraps)."""
+    lines, current = 1, 0.0
+    space = pdfmetrics.stringWidth(" ", FONT_BOLD, 7.5)
+    for word in text.split():
+        word_width = pdfmetrics.stringWidth(word, FONT_BOLD, 7.5)
+        if current and current + space + word_width > width:
+            lines += 1
+            current = word_width
+        else:
+            current += (space if current else 0) + word_width
+    return lines
+
+
+def _canvas_class(footer_left: str) -> type[Canvas]:
+    class NumberedCanvas(Canvas):
+        """Draws "Page X of Y" once the page count is known: pages are kept until save()."""
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            self._saved_pages: list[dict[str, object]] = []
+
+        def showPage(self) -> None:
+            self._saved_pages.append(dict(self.__dict__))
+            self._startPage()  # type: ignore[attr-defined]
+
+        def save(self) -> None:
+            total = len(self._saved_pages)
+            for state in self._saved_pages:
+                self.__dict__.update(state)
+                self._footer(total)
+                super().showPage()
+            super().save()
+
+        def _footer(self, total: int) -> None:
+            self.saveState()
+            self.setFont(FONT, 7)
+            self.setFillColor(colors.HexColor("#57534e"))
+            self.setStrokeColor(GRID)
+            self.line(MARGIN, 12 * mm, PAGE_WIDTH - MARGIN, 12 * mm)
+            self.drawString(MARGIN, 8 * mm, footer_left)
+            self.drawRightString(
+                PAGE_WIDTH - MARGIN, 8 * mm, f"Page {self.getPageNumber()} of {total}"
+            )
+            self.restoreState()
+
+    return NumberedCanvas
+
+
+def write_pdf(content: ReportContent, path: Path, generated_at: datetime) -> None:
+    _register_fonts()
+    styles = _styles()
+    report_id = dict(content.facts).get("Report", "")
+    story: list[Flowable] = [Paragraph(_escape(content.title), styles["title"])]
+    facts = Table(
+        # Paragraphs, so long values (many system names) wrap instead of being cut.
+        [[name, Paragraph(_escape(value), styles["body"])] for name, value in content.facts],
+        colWidths=[32 * mm, FRAME_WIDTH - 32 * mm],
+        style=TableStyle(
+            [
+                ("FONT", (0, 0), (0, -1), FONT_BOLD, 8.5),
+                ("FONT", (1, 0), (1, -1), FONT, 8.5),
+                ("TOPPADDING", (0, 0), (-1, -1), 1.5),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ]
+        ),
+        hAlign="LEFT",
+    )
+    story += [facts, Spacer(1, 5 * mm)]
+    if content.chart is not None:
+        story.append(
+            Image(
+                io.BytesIO(_chart_png(content.chart)),
+                width=FRAME_WIDTH,
+                height=FRAME_WIDTH * 3.0 / 7.2,
+            )
+        )
+    story += [Paragraph(_escape(note), styles["note"]) for note in content.notes]
+    for table in content.tables:
+        story.extend(_table_flowables(table, styles))
+    document = SimpleDocTemplate(
+        str(path),
+        pagesize=A4,
+        leftMargin=MARGIN,
+        rightMargin=MARGIN,
+        topMargin=MARGIN,
+        bottomMargin=18 * mm,
+        title=f"{content.title} {report_id}",
+        author="Solar Energy Platform API",
+        subject=content.title,
+        creator="solarapi",
+        invariant=False,
+    )
+    footer = f"{content.title} · {report_id} · generated {generated_at:%Y-%m-%d %H:%M} UTC"
+    document.build(story, canvasmaker=_canvas_class(footer))

@@ -1,0 +1,184 @@
+"""Production reports: the CSV matches the readings endpoint row for row; the PDF is a real
+multi-page document with a title block, a chart, tables and page numbers."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pypdf
+import pypdfium2
+from fastapi import FastAPI
+
+from tests.reports.helpers import (
+    JUNE_1,
+    completed,
+    create_report,
+    make_system,
+    number,
+    parse_csv,
+    upload_readings,
+)
+from tests.support import ROOT, Tenant, client_for
+
+ARTIFACTS = ROOT / "test-artifacts" / "reports"
+
+
+def render_first_page(pdf: bytes, name: str) -> Path:
+    """Page 1 as a PNG, for a person to look at (and for the test to check it is not blank)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    document = pypdfium2.PdfDocument(pdf)
+    try:
+        image = document[0].render(scale=1.5).to_pil()
+        path = ARTIFACTS / name
+        image.save(path)
+        # Not a blank page: enough dark pixels (text) and orange ones (the chart's bars).
+        rgb = np.asarray(image.convert("RGB")).astype(int)
+        r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+        dark = int(((r < 90) & (g < 90) & (b < 90)).sum())
+        orange = int(((r > 200) & (g > 120) & (g < 190) & (b < 60)).sum())
+        assert dark > 2000, f"page 1 of {name} has almost no text"
+        assert orange > 2000, f"page 1 of {name} has no chart bars"
+    finally:
+        document.close()
+    return path
+
+
+async def test_production_csv_matches_the_readings_endpoint(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        amsterdam = await make_system(client, "Dak Haarlem", "Europe/Amsterdam", 10.0)
+        sydney = await make_system(client, '=Roof "Bondi", NSW', "Australia/Sydney", 5.0)
+        await upload_readings(client, amsterdam, JUNE_1, 96 * 3, skip={100, 101, 102})
+        await upload_readings(client, sydney, JUNE_1, 96 * 2)
+        params = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-04T00:00:00Z", "interval": "1d"}
+        report = await create_report(
+            client,
+            type="production",
+            format="csv",
+            system_ids=[amsterdam["id"], sydney["id"]],
+            **params,
+        )
+        assert report["status"] == "queued"
+        assert report["file"] is None
+        assert report["download_url"] is None
+        assert report["parameters"] == {
+            "system_ids": [amsterdam["id"], sydney["id"]],
+            "from": "2025-06-01T00:00:00Z",
+            "to": "2025-06-04T00:00:00Z",
+            "interval": "1d",
+        }
+        early = await client.get(f"/api/v1/reports/{report['id']}/download")
+        assert early.status_code == 409
+        assert early.json()["code"] == "conflict"
+        assert "queued" in early.json()["error"]
+
+        done = await completed(client, app, report["id"])
+        assert done["download_url"] == f"/api/v1/reports/{report['id']}/download"
+        assert done["started_at"] is not None
+        assert done["completed_at"] is not None
+        response = await client.get(done["download_url"])
+        expected = {
+            system["id"]: (
+                await client.get(f"/api/v1/systems/{system['id']}/readings", params=params)
+            ).json()["data"]
+            for system in (amsterdam, sydney)
+        }
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/csv; charset=utf-8"
+    disposition = response.headers["content-disposition"]
+    assert disposition.startswith("attachment;")
+    assert f"{report['id']}.csv" in disposition
+    assert done["file"]["content_type"] == "text/csv; charset=utf-8"
+    assert done["file"]["size_bytes"] == len(response.content)
+    assert done["file"]["sha256"] == hashlib.sha256(response.content).hexdigest()
+
+    # RFC 4180: CRLF line ends; the name with a comma and quotes is quoted, quotes doubled,
+    # and its leading "=" neutralised against spreadsheet formulas.
+    assert response.content.count(b"\r\n") == len(response.content.splitlines())
+    assert b'"\'=Roof ""Bondi"", NSW"' in response.content
+    rows = parse_csv(response.content)
+    header = response.content.split(b"\r\n", 1)[0].decode()
+    assert header == (
+        "system_id,system_name,timezone,bucket_start_utc,bucket_end_utc,period_local,"
+        "energy_wh,power_avg_w,power_max_w,samples,expected_samples,coverage_ratio"
+    )
+    for system_id, buckets in expected.items():
+        mine = [row for row in rows if row["system_id"] == system_id]
+        assert len(mine) == len(buckets)
+        for row, bucket in zip(mine, buckets, strict=True):
+            assert row["bucket_start_utc"] == bucket["start"]
+            assert row["bucket_end_utc"] == bucket["end"]
+            assert number(row["energy_wh"]) == bucket["energy_wh"]
+            assert number(row["power_avg_w"]) == bucket["power_avg_w"]
+            assert number(row["power_max_w"]) == bucket["power_max_w"]
+            assert int(row["samples"]) == bucket["samples"]
+            assert int(row["expected_samples"]) == bucket["expected_samples"]
+    # The API's numbers are themselves right: Sydney's local days, gaps stay empty.
+    sydney_rows = [row for row in rows if row["system_id"] == sydney["id"]]
+    assert sydney_rows[0]["bucket_start_utc"] == "2025-05-31T14:00:00Z"
+    assert sydney_rows[0]["period_local"] == "2025-06-01"
+    assert sydney_rows[-1]["energy_wh"] == ""  # no readings uploaded for that local day
+    assert sydney_rows[-1]["coverage_ratio"] == "0.0"
+    amsterdam_rows = [row for row in rows if row["system_id"] == amsterdam["id"]]
+    assert amsterdam_rows[1]["samples"] == str(96 - 3)
+
+
+async def test_production_pdf_is_a_multi_page_document(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        first = await make_system(client, "Zonnepark Flevoland", "Europe/Amsterdam", 900.0)
+        second = await make_system(client, "Dach Köln-Süd", "Europe/Berlin", 12.0)
+        await upload_readings(client, first, JUNE_1, 96 * 7)
+        await upload_readings(client, second, JUNE_1, 96 * 7)
+        report = await create_report(
+            client,
+            type="production",
+            format="pdf",
+            system_ids=[first["id"], second["id"]],
+            from_="2025-06-01T00:00:00Z",
+            to="2025-06-08T00:00:00Z",
+            interval="1h",
+        )
+        done = await completed(client, app, report["id"])
+        response = await client.get(done["download_url"])
+        readings = (
+            await client.get(
+                f"/api/v1/systems/{first['id']}/readings",
+                params={"from": "2025-06-01T00:00:00Z", "to": "2025-06-08T00:00:00Z",
+                        "interval": "1h"},
+            )
+        ).json()  # fmt: skip
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/pdf"
+    assert response.headers["content-disposition"].startswith("attachment;")
+    assert response.content.startswith(b"%PDF-")
+    assert done["file"]["sha256"] == hashlib.sha256(response.content).hexdigest()
+
+    pdf = pypdf.PdfReader(io.BytesIO(response.content))
+    pages = len(pdf.pages)
+    # 2 systems × 168 hourly buckets, plus the all-systems table: several pages of tables.
+    assert pages >= 8
+    first_page = pdf.pages[0].extract_text()
+    assert "Production report" in first_page
+    assert "Test enterprise" in first_page  # the account's name
+    assert enterprise.account_id in first_page
+    assert "Zonnepark Flevoland" in first_page
+    assert "Dach Köln-Süd" in first_page  # a non-ASCII name survives
+    assert "2025-06-01 00:00 UTC to 2025-06-08 00:00 UTC" in first_page
+    assert "Generated at" in first_page
+    assert f"Page 1 of {pages}" in first_page
+    last_page = pdf.pages[-1].extract_text()
+    assert f"Page {pages} of {pages}" in last_page
+    text = "\n".join(page.extract_text() for page in pdf.pages)
+    # The summary row of the big park shows its total in kWh, as the API computes it in Wh.
+    total_kwh = readings["meta"]["totals"]["energy_wh"] / 1000
+    assert f"{total_kwh:,.3f}" in text
+    # Every hourly bucket of a system's detail table is there.
+    assert len(re.findall(r"2025-06-0[1-7] \d\d:00 UTC", text)) >= 3 * 168
+    render_first_page(response.content, "production-1h-two-systems.png")
