@@ -1,0 +1,276 @@
+"""The physical model behind simulated systems: 15-minute AC energy from pvlib and synthetic weather.
+
+Chain, per sample (all pvlib except the weather): NREL SPA solar position → Ineichen clear sky
+with pvlib's monthly Linke turbidity climatology → Hay–Davies plane-of-array transposition for
+the system's tilt and azimuth, with an ASHRAE incidence-angle loss on the beam → × the clear-sky
+index of the synthetic weather (`weather.py`) → SAPM cell temperature → PVWatts DC with its
+standard system losses → PVWatts inverter, clipping at `inverter_capacity_kw`.
+
+Sampling: each quarter-hour is sampled at the midpoints of its three 5-minute thirds and its
+energy is the mean of those AC powers × 0.25 h. One midpoint sample per quarter-hour would be
+a third of the work but gets two things visibly wrong: the quarter-hour in which the sun rises
+or sets (all or nothing instead of a ramp), and clipping, which is non-linear — the mean of
+clipped powers is less than the clipped mean when clouds pass. `power_w` is that same mean AC
+power, so `energy_wh = power_w × 0.25 h` holds exactly for every simulated reading.
+
+Results are cached per system parameters and UTC month in a bounded LRU (`cache.py`): a cold
+month costs tens of milliseconds, a warm one a slice.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pvlib
+
+from solarapi.sandbox.cache import BoundedCache
+from solarapi.sandbox.weather import weather_at
+
+QUARTER_S = 900
+# Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
+SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
+# A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
+MAX_CACHED_MONTHS = 960
+# Systems at or above this size are taken to be open-rack (ground parks, racked flat roofs);
+# smaller ones flush roof mounts, which run hotter. The API has no mounting field.
+OPEN_RACK_FROM_KWP = 100.0
+# pvlib's PVWatts loss model with its defaults, except shading and availability (a sandbox
+# system is unshaded and never down): soiling, mismatch, wiring, connections, LID, nameplate.
+SYSTEM_LOSSES_PCT = float(
+    pvlib.pvsystem.pvwatts_losses(
+        soiling=2,
+        shading=0,
+        snow=0,
+        mismatch=2,
+        wiring=2,
+        connections=0.5,
+        lid=1.5,
+        nameplate_rating=1,
+        age=0,
+        availability=0,
+    )
+)
+GAMMA_PDC = -0.0037  # PVWatts' default power temperature coefficient (standard modules), 1/°C
+INVERTER_EFFICIENCY = 0.96  # PVWatts' nominal inverter efficiency
+WIND_SPEED_MS = 2.0
+ALBEDO = 0.2
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class PvParams:
+    system_id: str
+    latitude: float
+    longitude: float
+    timezone: str
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    tilt_deg: float
+    azimuth_deg: float
+
+
+@dataclass(frozen=True)
+class SimulatedSeries:
+    """Simulated readings: quarter-hour starts (epoch seconds) with their energy and mean power."""
+
+    starts: IntArray
+    energy_wh: FloatArray
+    power_w: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+
+_months: BoundedCache[tuple[PvParams, int, int], FloatArray] = BoundedCache(MAX_CACHED_MONTHS)
+
+
+def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSeries:
+    """Simulated readings for every quarter-hour in [start, end); pure and deterministic.
+
+    `start` and `end` are aware datetimes on the 15-minute grid. Night quarter-hours are 0.0.
+    The caller clips `end` to the last whole quarter-hour before now.
+    """
+    start_s = _grid_seconds(start, "start")
+    end_s = _grid_seconds(end, "end")
+    if end_s < start_s:
+        raise ValueError("end must not be before start")
+    starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    if starts.size == 0:
+        empty = np.zeros(0, dtype=np.float64)
+        return SimulatedSeries(starts, empty, empty.copy())
+
+    pieces: list[FloatArray] = []
+    for month_start_s, month_end_s, year, month in _utc_months(start_s, end_s):
+        energy = _month_energy(params, year, month, month_start_s, month_end_s)
+        lo = (max(start_s, month_start_s) - month_start_s) // QUARTER_S
+        hi = (min(end_s, month_end_s) - month_start_s) // QUARTER_S
+        pieces.append(energy[lo:hi])
+    energy_wh = np.concatenate(pieces) if len(pieces) > 1 else pieces[0].copy()
+    return SimulatedSeries(starts, energy_wh, energy_wh * (3600 / QUARTER_S))
+
+
+def clear_cache() -> None:
+    """Forget every cached month (benchmarks use it to measure cold runs)."""
+    _months.clear()
+
+
+def _grid_seconds(value: datetime, name: str) -> int:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be an aware datetime")
+    seconds = value.astimezone(UTC).timestamp()
+    if seconds % QUARTER_S != 0:
+        raise ValueError(f"{name} must lie on the 15-minute grid; got {value.isoformat()}")
+    return int(seconds)
+
+
+def _utc_months(start_s: int, end_s: int) -> list[tuple[int, int, int, int]]:
+    """(month start, month end, year, month) of every UTC month overlapping [start_s, end_s)."""
+    current = datetime.fromtimestamp(start_s, UTC).replace(day=1, hour=0, minute=0, second=0)
+    months = []
+    while int(current.timestamp()) < end_s:
+        following = (
+            current.replace(year=current.year + 1, month=1)
+            if current.month == 12
+            else current.replace(month=current.month + 1)
+        )
+        months.append(
+            (int(current.timestamp()), int(following.timestamp()), current.year, current.month)
+        )
+        current = following
+    return months
+
+
+def _month_energy(
+    params: PvParams, year: int, month: int, month_start_s: int, month_end_s: int
+) -> FloatArray:
+    key = (params, year, month)
+    cached = _months.get(key)
+    if cached is not None:
+        return cached
+    starts = np.arange(month_start_s, month_end_s, QUARTER_S, dtype=np.int64)
+    energy = quarter_hour_energy(params, starts)
+    energy.flags.writeable = False  # shared by every caller through the cache
+    _months.put(key, energy)
+    return energy
+
+
+def quarter_hour_energy(params: PvParams, starts: IntArray) -> FloatArray:
+    """AC energy (Wh) of each quarter-hour starting at `starts` (epoch seconds), uncached."""
+    samples = (starts[:, None] + SAMPLE_OFFSETS_S[None, :]).ravel()
+    power = ac_power(params, samples)
+    energy: FloatArray = power.reshape(-1, SAMPLE_OFFSETS_S.size).mean(axis=1) * (QUARTER_S / 3600)
+    return energy
+
+
+def ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
+    """Instantaneous AC power (W) at each sample time, weather included."""
+    # pvlib divides by cos(zenith) and the like below the horizon; those samples are cleaned
+    # to 0 W afterwards, so the warnings are noise (and the test suite turns warnings to errors).
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _ac_power(params, utc_seconds)
+
+
+def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
+    times = pd.DatetimeIndex(pd.to_datetime(utc_seconds, unit="s", utc=True)).as_unit("ns")
+    local_seconds = (
+        times.tz_convert(params.timezone).tz_localize(None).as_unit("s").asi8.astype(np.int64)
+    )
+    altitude = _altitude(params.latitude, params.longitude)
+
+    solar = pvlib.solarposition.get_solarposition(
+        times, params.latitude, params.longitude, altitude=altitude, method="nrel_numpy"
+    )
+    apparent_zenith = solar["apparent_zenith"].to_numpy()
+    zenith = solar["zenith"].to_numpy()
+    solar_azimuth = solar["azimuth"].to_numpy()
+    airmass_relative = pvlib.atmosphere.get_relative_airmass(apparent_zenith)
+    airmass_absolute = pvlib.atmosphere.get_absolute_airmass(
+        airmass_relative, pvlib.atmosphere.alt2pres(altitude)
+    )
+    day_of_year = times.day_of_year.to_numpy()
+    dni_extra = np.asarray(pvlib.irradiance.get_extra_radiation(day_of_year), dtype=np.float64)
+    turbidity = _linke_turbidity(params.latitude, params.longitude)[day_of_year - 1]
+    weather = weather_at(
+        params.system_id, params.latitude, params.longitude, utc_seconds, local_seconds
+    )
+    clear = pvlib.clearsky.ineichen(
+        apparent_zenith, airmass_absolute, turbidity, altitude=altitude, dni_extra=dni_extra
+    )
+    # Clouds act on global horizontal irradiance; Erbs then splits the cloudy GHI into beam and
+    # diffuse. Scaling the tilted irradiance directly would keep a clear day's beam gain on
+    # overcast winter days, when a south roof really sees little more than the horizontal.
+    ghi = _clean(clear["ghi"]) * weather.clear_sky_index
+    split = pvlib.irradiance.erbs(ghi, zenith, day_of_year)
+    poa = pvlib.irradiance.get_total_irradiance(
+        params.tilt_deg,
+        params.azimuth_deg,
+        apparent_zenith,
+        solar_azimuth,
+        _clean(split["dni"]),
+        ghi,
+        _clean(split["dhi"]),
+        dni_extra=dni_extra,
+        airmass=airmass_relative,
+        albedo=ALBEDO,
+        model="haydavies",
+    )
+    aoi = pvlib.irradiance.aoi(params.tilt_deg, params.azimuth_deg, zenith, solar_azimuth)
+    beam_iam = pvlib.iam.ashrae(aoi)
+    effective = _clean(poa["poa_direct"]) * _clean(beam_iam) + _clean(poa["poa_diffuse"])
+    poa_global = _clean(poa["poa_global"])
+
+    mount = (
+        "open_rack_glass_glass"
+        if params.capacity_kwp >= OPEN_RACK_FROM_KWP
+        else "close_mount_glass_glass"
+    )
+    temperature_params = pvlib.temperature.TEMPERATURE_MODEL_PARAMETERS["sapm"][mount]
+    temp_cell = pvlib.temperature.sapm_cell(
+        poa_global, weather.temp_air_c, WIND_SPEED_MS, **temperature_params
+    )
+    dc = pvlib.pvsystem.pvwatts_dc(
+        effective, temp_cell, params.capacity_kwp * 1000.0, GAMMA_PDC
+    ) * (1 - SYSTEM_LOSSES_PCT / 100)
+    if params.inverter_capacity_kw is None:
+        # "No inverter limit": an inverter twice the array's size never clips, and PVWatts'
+        # efficiency curve is flat within 1 % above a tenth of its rating.
+        dc_rating_w = 2 * params.capacity_kwp * 1000.0
+    else:
+        # PVWatts rates the inverter by its DC input: AC limit = η_nom × pdc0.
+        dc_rating_w = params.inverter_capacity_kw * 1000.0 / INVERTER_EFFICIENCY
+    ac = pvlib.inverter.pvwatts(np.maximum(_clean(dc), 0.0), dc_rating_w, INVERTER_EFFICIENCY)
+    return np.maximum(_clean(ac), 0.0)
+
+
+def _clean(values: object) -> FloatArray:
+    """pvlib answers NaN below the horizon in some steps; the sun is simply not there: 0 W."""
+    return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+@functools.lru_cache(maxsize=512)
+def _altitude(latitude: float, longitude: float) -> float:
+    # pvlib ships a global elevation grid; below sea level (polders) counts as sea level.
+    return max(0.0, float(pvlib.location.lookup_altitude(latitude, longitude)))
+
+
+@functools.lru_cache(maxsize=512)
+def _linke_turbidity(latitude: float, longitude: float) -> FloatArray:
+    """The site's Linke turbidity for each day of the year (366 values), from pvlib's climatology."""
+    days = pd.date_range("2024-01-01 12:00", periods=366, freq="D", tz="UTC")
+    with warnings.catch_warnings():
+        # pvlib 0.16 reads DatetimeIndex.dayofyear, which pandas 3 deprecates; harmless here.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        values = pvlib.clearsky.lookup_linke_turbidity(
+            days, latitude, longitude, interp_turbidity=True
+        )
+    result = np.asarray(values, dtype=np.float64)
+    result.flags.writeable = False
+    return result

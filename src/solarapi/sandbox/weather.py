@@ -1,0 +1,182 @@
+"""Deterministic synthetic weather for the sandbox: a clear-sky index and an air temperature.
+
+Everything here is a pure function of (seed key, local date, time), so any range can be
+computed on its own, in any process, and gives the same numbers. Randomness comes from
+BLAKE2b of a text key — never Python's `hash()`, which is salted per process — fed to numpy's
+PCG64 bit generator; normals are made from its uniforms with the Box–Muller transform, because
+numpy documents the bit stream as stable but not its normal-distribution algorithms.
+
+The climatology is deliberately coarse (a function of latitude and season, not site data):
+it is there so that summer beats winter by a plausible factor and a year's yield lands in a
+realistic range, not to forecast any real place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# Sub-daily resolution of the cloud process: five minutes, three samples per quarter-hour.
+STEP_S = 300
+# Enough steps for the longest local day (25 h on a DST fall-back day), indexed by wall clock.
+STEPS_PER_DAY = 24 * 3600 // STEP_S
+# Day-to-day persistence: the daily cloud anomaly is a moving average of this many days'
+# innovations with geometric weights, i.e. a truncated AR(1) with lag-1 correlation 0.3
+# (observed daily clearness indices in Europe correlate at about 0.3–0.5 from one day to the
+# next). A moving average, unlike a true AR(1), needs no history before the requested range.
+PERSISTENCE = 0.3
+PERSISTENCE_DAYS = 8
+_WEIGHTS = PERSISTENCE ** np.arange(PERSISTENCE_DAYS, dtype=np.float64)
+_WEIGHTS /= math.sqrt(float(np.sum(_WEIGHTS**2)))
+# Intra-day cloud structure: AR(1) on the 5-minute grid with a correlation time of ~30 min.
+INTRADAY_PHI = math.exp(-STEP_S / 1800)
+# The daily clear-sky index lives in [LOW, HIGH]: an overcast day still lets through ~12 % of
+# clear-sky irradiance; above 1.0 is the slight enhancement of a bright, haze-free day.
+INDEX_LOW = 0.12
+INDEX_HIGH = 1.02
+# Spread of the daily index on the logit scale (daily standard deviation ≈ 0.14 at a mean of
+# 0.45). Wider gives a wilder climate, but also months so far from their mean that a Dutch
+# June/December ratio leaves the plausible 4–10 band for some system ids; 0.6 keeps it within
+# ~4.5–8.5 over hundreds of ids while grey and brilliant days both occur.
+LOGIT_SPREAD = 0.6
+
+
+def _uniforms(key: str, count: int) -> FloatArray:
+    seed = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=16).digest(), "big")
+    generator = np.random.Generator(np.random.PCG64(seed))
+    # random() maps 53 bits to [0, 1); keep away from 0 so the logarithm stays finite.
+    values: FloatArray = np.clip(generator.random(count), 1e-300, 1.0)
+    return values
+
+
+def _normals(key: str, count: int) -> FloatArray:
+    """`count` independent standard normals (Box–Muller on seeded uniforms)."""
+    pairs = (count + 1) // 2
+    uniforms = _uniforms(key, 2 * pairs)
+    radius = np.sqrt(-2.0 * np.log(uniforms[:pairs]))
+    angle = 2.0 * np.pi * uniforms[pairs:]
+    normals: FloatArray = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])
+    return normals[:count]
+
+
+def mean_clear_sky_index(latitude: float, day_of_year: IntArray) -> FloatArray:
+    """Climatological mean of the daily clear-sky index (measured ÷ clear-sky irradiance).
+
+    Roughly: ~0.7 in the subtropics, ~0.55 in north-western Europe, cloudier in winter at
+    high latitudes; the seasonal swing grows with latitude and flips with the hemisphere.
+    """
+    lat = abs(latitude)
+    annual = float(
+        np.interp(lat, [0, 15, 30, 40, 50, 60, 90], [0.62, 0.7, 0.74, 0.7, 0.61, 0.54, 0.5])
+    )
+    swing = float(np.interp(lat, [0, 20, 35, 50, 90], [0.02, 0.03, 0.06, 0.08, 0.1]))
+    # Cloudiest around the winter solstice of the hemisphere (day 355 north, day 172 south).
+    winter_day = 355 if latitude >= 0 else 172
+    phase = 2 * np.pi * (day_of_year.astype(np.float64) - winter_day) / 365.25
+    result: FloatArray = annual - swing * np.cos(phase)
+    return result
+
+
+def _day_key(seed_key: str, day: int, kind: str) -> str:
+    # The day as a proleptic ordinal written out, so the key does not depend on any epoch choice.
+    return f"solarapi-sandbox|{kind}|{seed_key}|{day}"
+
+
+def daily_anomaly(seed_key: str, days: IntArray) -> FloatArray:
+    """Standard-normal daily weather anomaly with day-to-day persistence, per ordinal day."""
+    first = int(days.min()) - (PERSISTENCE_DAYS - 1)
+    last = int(days.max())
+    innovations = np.array(
+        [_normals(_day_key(seed_key, d, "day"), 1)[0] for d in range(first, last + 1)]
+    )
+    # anomaly[d] = Σ_k w_k · innovation[d - k]
+    smoothed = np.convolve(innovations, _WEIGHTS, mode="valid")
+    result: FloatArray = smoothed[days - (first + PERSISTENCE_DAYS - 1)]
+    return result
+
+
+def daily_clear_sky_index(
+    seed_key: str, latitude: float, days: IntArray, day_of_year: IntArray
+) -> FloatArray:
+    """The day's mean clear-sky index: the persistent anomaly on a logit-normal scale.
+
+    Logit-normal keeps the index inside [INDEX_LOW, INDEX_HIGH] with no clipping pile-up at
+    the ends, and its median is the climatological mean.
+    """
+    mean = (mean_clear_sky_index(latitude, day_of_year) - INDEX_LOW) / (INDEX_HIGH - INDEX_LOW)
+    logit = np.log(mean / (1 - mean)) + LOGIT_SPREAD * daily_anomaly(seed_key, days)
+    result: FloatArray = INDEX_LOW + (INDEX_HIGH - INDEX_LOW) / (1 + np.exp(-logit))
+    return result
+
+
+def intraday_noise(seed_key: str, day: int) -> FloatArray:
+    """Unit-variance AR(1) cloud noise on the day's 5-minute wall-clock grid (300 steps)."""
+    innovations = _normals(_day_key(seed_key, day, "intraday"), STEPS_PER_DAY + 12).tolist()
+    scale = math.sqrt(1 - INTRADAY_PHI**2)
+    # noise[i] = φ·noise[i-1] + √(1-φ²)·innovation[i], started from the stationary distribution.
+    noise = [innovations[0]]
+    for innovation in innovations[1:]:
+        noise.append(INTRADAY_PHI * noise[-1] + scale * innovation)
+    return np.array(noise, dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class Weather:
+    """Per sample: the clear-sky index (multiplies clear-sky irradiance) and the air temperature."""
+
+    clear_sky_index: FloatArray
+    temp_air_c: FloatArray
+
+
+def weather_at(
+    seed_key: str,
+    latitude: float,
+    longitude: float,
+    utc_seconds: IntArray,
+    local_seconds: IntArray,
+) -> Weather:
+    """Weather at sample times given in UTC and in local wall-clock epoch seconds.
+
+    The weather day is the local calendar day, so a day's clouds do not jump at UTC midnight
+    in the middle of an Australian morning.
+    """
+    local_day = local_seconds // 86400  # days since 1970-01-01 (local wall clock)
+    step = (local_seconds - local_day * 86400) // STEP_S
+    unique_days, inverse = np.unique(local_day, return_inverse=True)
+    ordinal = unique_days + 719163  # date(1970, 1, 1).toordinal()
+    day_of_year = np.array([_day_of_year(int(o)) for o in ordinal], dtype=np.int64)
+    day_index = daily_clear_sky_index(seed_key, latitude, ordinal, day_of_year)
+    day_anomaly = daily_anomaly(seed_key, ordinal)
+
+    # Broken clouds vary most on middling days; clear and fully overcast days are steady.
+    unsettled = 4 * np.clip(day_index, 0, 1) * (1 - np.clip(day_index, 0, 1))
+    spread = 0.05 + 0.35 * unsettled
+    noise = np.empty(local_seconds.shape, dtype=np.float64)
+    for i, ordinal_day in enumerate(ordinal):
+        mask = inverse == i
+        noise[mask] = intraday_noise(seed_key, int(ordinal_day))[step[mask]]
+    index = np.clip(day_index[inverse] + spread[inverse] * noise, 0.03, 1.12)
+
+    # Air temperature: latitude mean, seasonal swing, a diurnal cycle peaking at 15:00 solar
+    # time that is wider on clear days, and the day's anomaly (bright summer days are warmer).
+    lat = abs(latitude)
+    annual_c = 30.0 - 0.38 * lat
+    seasonal_c = max(1.0, 0.2 * lat - 2.0)
+    warmest_day = 201 if latitude >= 0 else 19
+    season = np.cos(2 * np.pi * (day_of_year[inverse] - warmest_day) / 365.25)
+    solar_hour = np.mod(utc_seconds / 3600.0 + longitude / 15.0, 24.0)
+    diurnal = (1.5 + 4.5 * day_index[inverse]) * np.cos(2 * np.pi * (solar_hour - 15.0) / 24.0)
+    temp_air = annual_c + seasonal_c * season + diurnal + 2.0 * day_anomaly[inverse]
+    return Weather(clear_sky_index=index, temp_air_c=temp_air)
+
+
+def _day_of_year(ordinal: int) -> int:
+    return date.fromordinal(ordinal).timetuple().tm_yday
