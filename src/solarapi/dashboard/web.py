@@ -128,7 +128,7 @@ def with_security_headers(response: Response, *, private: bool = True) -> Respon
         response.headers.setdefault(name, value)
     if private:
         # Pages show account data (and once, a key): never store them in any cache.
-        response.headers["Cache-Control"] = "no-store"
+        response.headers.setdefault("Cache-Control", "no-store")
     return response
 
 

@@ -1,0 +1,209 @@
+"""Overview and system pages show the numbers the API returns, on both databases."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import update
+
+from solarapi.models.systems import System
+from tests.dashboard.helpers import browser_for, log_in
+from tests.support import Tenant, client_for
+
+AMS = ZoneInfo("Europe/Amsterdam")
+_ROW = re.compile(r'<tr data-start="([^"]+)" data-energy-wh="([^"]*)">')
+
+
+async def _system_with_readings(api: httpx.AsyncClient, days: int = 3) -> str:
+    created = await api.post(
+        "/api/v1/systems",
+        json={
+            "name": "Dak Haarlem",
+            "capacity_kwp": 6.0,
+            "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
+        },
+    )
+    assert created.status_code == 201, created.text
+    system_id: str = created.json()["id"]
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    now -= timedelta(minutes=now.minute % 15)
+    readings: list[dict[str, Any]] = []
+    at = now - timedelta(days=days)
+    index = 0
+    while at + timedelta(minutes=15) <= now:
+        index += 1
+        if index % 11:  # leave gaps
+            readings.append(
+                {
+                    "timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "energy_wh": round(37.5 + (index * 7.3) % 400, 2),
+                    "power_w": float(index % 1500),
+                }
+            )
+        at += timedelta(minutes=15)
+    upload = await api.post(f"/api/v1/systems/{system_id}/readings", json={"readings": readings})
+    assert upload.status_code == 200, upload.text
+    return system_id
+
+
+def _table(page: httpx.Response) -> list[tuple[str, float | None]]:
+    return [(start, float(v) if v else None) for start, v in _ROW.findall(page.text)]
+
+
+async def test_system_page_shows_the_readings_endpoint_numbers(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        system_id = await _system_with_readings(api)
+        await log_in(client, enterprise.email, enterprise.password)
+        today = datetime.now(AMS).date()
+        cases = [
+            ({}, 7, "1d"),
+            (
+                {"from": str(today - timedelta(days=1)), "to": str(today), "interval": "1h"},
+                None,
+                "1h",
+            ),
+            ({"from": str(today), "to": str(today), "interval": "15m"}, None, "15m"),
+            (
+                {"from": str(today - timedelta(days=40)), "to": str(today), "interval": "1M"},
+                None,
+                "1M",
+            ),
+        ]
+        for params, expected_count, interval in cases:
+            page = await client.get(f"/systems/{system_id}", params=params)
+            assert page.status_code == 200, (params, page.text[:300])
+            query = re.search(r'id="api-query">GET ([^<]+)</code>', page.text)
+            assert query
+            response = await api.get(query.group(1).replace("&amp;", "&"))
+            assert response.status_code == 200
+            body = response.json()
+            assert body["meta"]["interval"] == interval
+            rows = _table(page)
+            assert rows == [(item["start"], item["energy_wh"]) for item in body["data"]]
+            if expected_count:
+                assert len(rows) == expected_count
+            assert any(value for _, value in rows)
+            total = re.search(r'id="total-energy" data-energy-wh="([^"]*)"', page.text)
+            assert total
+            assert float(total.group(1)) == body["meta"]["totals"]["energy_wh"]
+            shape = "rect" if interval in ("1d", "1M") else "polyline"
+            assert f'<{shape} class="{"bar" if shape == "rect" else "line"}"' in page.text
+
+
+async def test_overview_shows_todays_energy_from_the_summary(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        system_id = await _system_with_readings(api, days=2)
+        summary = (await api.get(f"/api/v1/systems/{system_id}/summary")).json()
+        await log_in(client, enterprise.email, enterprise.password)
+        live = await client.get("/overview")
+        sandbox = await client.get("/overview?env=test")
+    card = re.search(rf'id="system-{system_id}">.*?</section>', live.text, re.S)
+    assert card
+    today = re.search(r'class="big energy-today" data-energy-wh="([^"]*)"', card.group(0))
+    assert today
+    expected = summary["energy_today_wh"]
+    assert (float(today.group(1)) if today.group(1) else None) == expected
+    last = summary["last_reading_at"]
+    assert last is not None
+    shown = f"{last[:10]} {last[11:16]} UTC"
+    assert shown in card.group(0)
+    # A live system is not in the sandbox view.
+    assert system_id not in sandbox.text
+
+
+async def test_sandbox_systems_show_in_the_sandbox_view_only(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.test) as sandbox_api, browser_for(app) as client:
+        created = await sandbox_api.post(
+            "/api/v1/systems",
+            json={
+                "name": "Sandbox roof",
+                "capacity_kwp": 4.0,
+                "location": {
+                    "latitude": -33.87,
+                    "longitude": 151.2,
+                    "timezone": "Australia/Sydney",
+                },
+            },
+        )
+        assert created.status_code == 201, created.text
+        system_id = created.json()["id"]
+        await log_in(client, enterprise.email, enterprise.password)
+        sandbox = await client.get("/overview?env=test")
+        live = await client.get("/overview")
+        page = await client.get(f"/systems/{system_id}")
+    assert f'id="system-{system_id}"' in sandbox.text
+    assert system_id not in live.text
+    assert page.status_code == 200
+    assert "Sandbox</span>" in page.text
+
+
+async def test_another_accounts_system_is_not_found(
+    app: FastAPI, enterprise: Tenant, pro: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        created = await api.post(
+            "/api/v1/systems",
+            json={
+                "name": "Private",
+                "capacity_kwp": 3.0,
+                "location": {"latitude": 50.0, "longitude": 5.0, "timezone": "Europe/Brussels"},
+            },
+        )
+        system_id = created.json()["id"]
+        await log_in(client, pro.email, pro.password)
+        page = await client.get(f"/systems/{system_id}")
+    assert page.status_code == 404
+    assert "Private" not in page.text
+
+
+async def test_bad_ranges_are_explained_on_the_page(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        system_id = await _system_with_readings(api, days=1)
+        await log_in(client, enterprise.email, enterprise.password)
+        reversed_range = await client.get(
+            f"/systems/{system_id}", params={"from": "2025-06-10", "to": "2025-06-01"}
+        )
+        bad_interval = await client.get(f"/systems/{system_id}", params={"interval": "2x"})
+        too_long = await client.get(
+            f"/systems/{system_id}",
+            params={"from": "2020-01-01", "to": "2025-12-31", "interval": "15m"},
+        )
+        bad_date = await client.get(f"/systems/{system_id}", params={"from": "yesterday"})
+    for page, text in (
+        (reversed_range, "The first day must not be after the last day."),
+        (bad_interval, "Interval must be one of 15m, 30m, 1h, 1d, 1w, 1M"),
+        (too_long, "more than the 10,000 allowed"),
+        (bad_date, "is not a date in the form YYYY-MM-DD"),
+    ):
+        assert page.status_code == 400
+        assert text in page.text.replace("&#39;", "'")
+        assert 'id="chart-error"' in page.text
+
+
+async def test_an_unexpected_failure_is_an_html_500_page(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        system_id = await _system_with_readings(api, days=1)
+        # A time zone the database should never hold: the page cannot be drawn.
+        async with app.state.sessionmaker() as session, session.begin():
+            await session.execute(
+                update(System).where(System.id == system_id).values(timezone="Mars/Olympus_Mons")
+            )
+        await log_in(client, enterprise.email, enterprise.password)
+        page = await client.get(f"/systems/{system_id}")
+    assert page.status_code == 500
+    assert page.headers["content-type"].startswith("text/html")
+    assert "Something went wrong" in page.text
+    assert page.headers["x-request-id"] in page.text
+    assert "Traceback" not in page.text
+    assert page.headers["x-frame-options"] == "DENY"
