@@ -21,7 +21,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
-from sqlalchemy import distinct, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.grid import FloatArray, IntArray, local_date, local_midnight
@@ -41,7 +41,9 @@ QUARTER_HOUR_MARKET_FROM = int(datetime(2025, 9, 30, 22, tzinfo=UTC).timestamp()
 async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now: datetime) -> None:
     zones = (
         await session.execute(
-            select(distinct(System.market_zone)).where(
+            select(System.market_zone)
+            .distinct()
+            .where(
                 System.account_id == account_id,
                 System.environment == "live",
                 System.market_zone.is_not(None),
