@@ -213,6 +213,8 @@ async def test_period_validation(app: FastAPI, enterprise: Tenant) -> None:
             ({"period_end": 20250501}, "period_end"),
             ({"type": "green"}, "type"),
             ({"energy_wh": -1}, "energy_wh"),
+            ({"energy_wh": "12"}, "energy_wh"),
+            ({"period_start": "2024-05-01"}, "days"),
             ({"owner": "me"}, "owner"),
         ]
         for fields, word in cases:

@@ -31,6 +31,15 @@ def test_before_today_is_judged_in_the_systems_zone() -> None:
         validate_period(_system("Europe/Amsterdam"), date(2025, 5, 2), date(2025, 5, 1), NOW)
 
 
+def test_period_length_and_age_are_bounded() -> None:
+    amsterdam = _system("Europe/Amsterdam")
+    validate_period(amsterdam, date(2024, 1, 1), date(2024, 12, 31), NOW)  # 366 days
+    with pytest.raises(ValidationFailed, match="367 days"):
+        validate_period(amsterdam, date(2024, 1, 1), date(2025, 1, 1), NOW)
+    with pytest.raises(ValidationFailed, match="1970-01-01"):
+        validate_period(_system("Asia/Tokyo"), date(1, 1, 1), date(1, 1, 2), NOW)
+
+
 @pytest.mark.parametrize(
     ("timezone", "first", "last", "start", "end"),
     [

@@ -26,7 +26,8 @@ LocalDate = Annotated[
     BeforeValidator(_local_date),
     WithJsonSchema({"type": "string", "format": "date", "example": "2025-05-01"}),
 ]
-EnergyWh = Annotated[float, Field(ge=0, allow_inf_nan=False, le=1e15)]
+# Strict: a JSON string where a number belongs is a client bug to report, not to coerce.
+EnergyWh = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False, le=1e15)]
 Reference = Annotated[str, Field(min_length=1, max_length=100)]
 
 

@@ -40,6 +40,10 @@ from solarapi.models.systems import System
 # submitted: the statement would rest on too much missing data.
 MIN_SUBMIT_COVERAGE = 0.95
 WH_PER_MWH = 1_000_000
+# Bounds the work of one request (and keeps calendar arithmetic far from datetime's limits);
+# a longer statement is split into several declarations.
+MAX_PERIOD_DAYS = 366
+EARLIEST_DAY = date(1970, 1, 1)
 OPERATOR = "operator"
 SANDBOX = "sandbox"
 
@@ -124,6 +128,17 @@ def validate_period(system: System, period_start: date, period_end: date, now: d
         raise ValidationFailed(
             f"period_start ({period_start.isoformat()}) must not be after period_end "
             f"({period_end.isoformat()})"
+        )
+    if period_start < EARLIEST_DAY:
+        raise ValidationFailed(
+            f"period_start must not be before {EARLIEST_DAY.isoformat()}; "
+            f"got {period_start.isoformat()}"
+        )
+    days = (period_end - period_start).days + 1
+    if days > MAX_PERIOD_DAYS:
+        raise ValidationFailed(
+            f"the period spans {days} days, more than the {MAX_PERIOD_DAYS} allowed; split it "
+            "into several declarations"
         )
     today = local_today(system, now)
     if period_end >= today:
