@@ -13,14 +13,14 @@ import ipaddress
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
-from starlette.routing import compile_path
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from solarapi.auth.principal import Principal
@@ -68,6 +68,23 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
+    """Every endpoint with its full path, through routers included into routers.
+
+    Recent FastAPI keeps an included router as one lazy entry (`original_router` plus an
+    include context carrying the prefix) instead of copying its routes, so a flat walk over
+    `router.routes` would miss them and the gateway would answer 404 for real endpoints.
+    """
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield prefix + route.path, route
+            continue
+        original = getattr(route, "original_router", None)
+        if isinstance(original, APIRouter):
+            context = getattr(route, "include_context", None)
+            yield from iter_routes(original.routes, prefix + str(getattr(context, "prefix", "")))
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RouteMatch:
     """`template` is set when the path exists; `allowed` is False when the method does not."""
@@ -113,9 +130,8 @@ class RouteTable:
         self._groups.setdefault(self._group(template), []).append((regex, template, methods))
 
     def add_router(self, router: APIRouter, prefix: str) -> None:
-        for route in router.routes:
-            if isinstance(route, APIRoute):
-                self.add(prefix + route.path, set(route.methods or ()))
+        for path, route in iter_routes(router.routes, prefix):
+            self.add(path, set(route.methods or ()))
 
     @property
     def templates(self) -> dict[str, frozenset[str]]:

@@ -1,0 +1,156 @@
+"""The OpenAPI document and the interactive docs: complete, public, no CDN."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from solarapi.auth.scopes import API_PREFIX, required_plan
+from solarapi.gateway import iter_routes
+from tests.support import client_for, need_service, run_cli, running_server
+
+COMMON_HEADERS = {
+    "X-Request-Id",
+    "API-Version",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "RateLimit-Policy",
+    "RateLimit",
+}
+
+
+async def test_document_describes_every_endpoint(app: FastAPI) -> None:
+    async with client_for(app, ip="10.210.0.1") as client:
+        response = await client.get("/api/v1/openapi.json")
+        again = await client.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    # Public, but counted in the caller's anonymous window.
+    assert response.headers["x-ratelimit-limit"] == "60"
+    assert (
+        int(again.headers["x-ratelimit-remaining"])
+        == int(response.headers["x-ratelimit-remaining"]) - 1
+    )
+    doc = response.json()
+    assert doc["openapi"] == "3.1.0"
+    paths = doc["paths"]
+    routes = [
+        (path, route)
+        for path, route in iter_routes(app.router.routes)
+        if path.startswith(API_PREFIX) and route.include_in_schema
+    ]
+    assert len(routes) >= 2
+    for path, route in routes:
+        assert path in paths, path
+        for method in route.methods or ():
+            operation = paths[path][method.lower()]
+            relative = path[len(API_PREFIX) :]
+            responses = operation["responses"]
+            assert "422" not in responses, path
+            for status, body in responses.items():
+                assert set(body.get("headers", {})) >= COMMON_HEADERS, (path, status)
+            if relative == "/health":
+                assert "security" not in operation
+                continue
+            assert operation["security"] == [{"bearer": []}]
+            assert operation["x-required-plan"] == required_plan(method, relative).value
+            for status in ("401", "403", "429", "500", "503"):
+                ref = responses[status]["content"]["application/json"]["schema"]["$ref"]
+                assert ref == "#/components/schemas/Error", (path, status)
+            assert "Retry-After" in responses["429"]["headers"]
+            assert "WWW-Authenticate" in responses["401"]["headers"]
+            if "requestBody" in operation:
+                assert {"413", "415"} <= set(responses)
+
+
+async def test_error_schema_and_headers_are_components(app: FastAPI) -> None:
+    async with client_for(app) as client:
+        doc = (await client.get("/api/v1/openapi.json")).json()
+    error = doc["components"]["schemas"]["Error"]
+    assert error["required"] == ["error", "code"]
+    assert error["additionalProperties"] is False
+    assert set(error["properties"]) == {"error", "code"}
+    assert set(error["properties"]["code"]["enum"]) == {
+        "unauthorized",
+        "forbidden",
+        "rate_limit",
+        "not_found",
+        "validation",
+        "server_error",
+        "method_not_allowed",
+        "conflict",
+        "payload_too_large",
+        "unsupported_media_type",
+        "unavailable",
+    }
+    assert set(doc["components"]["headers"]) >= COMMON_HEADERS
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert "secret" in doc["info"]["description"].lower()
+
+
+async def test_docs_page_uses_packaged_assets_only(app: FastAPI) -> None:
+    async with client_for(app) as client:
+        page = await client.get("/api/v1/docs")
+        assert page.status_code == 200
+        html = page.text
+        urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", html)
+        assert urls
+        for url in urls:
+            assert url.startswith("/api/v1/"), url
+        assert "cdn" not in html.lower()
+        assert "//" not in "".join(urls)
+        bundle = await client.get("/api/v1/docs/assets/swagger-ui-bundle.js")
+        css = await client.get("/api/v1/docs/assets/swagger-ui.css")
+        missing = await client.get("/api/v1/docs/assets/nope.js")
+    assert "/api/v1/docs/assets/swagger-ui-bundle.js" in urls
+    assert "/api/v1/openapi.json" in html
+    packaged = Path(str(files("fastapi_swagger") / "resources"))
+    assert bundle.status_code == 200
+    assert bundle.content == (packaged / "swagger-ui-bundle.js").read_bytes()
+    assert "javascript" in bundle.headers["content-type"]
+    assert css.status_code == 200
+    assert missing.status_code == 404
+    assert set(missing.json()) == {"error", "code"}
+
+
+def test_cli_prints_the_same_document(tmp_path: Path) -> None:
+    result = run_cli({"SOLARAPI_DATA_DIR": str(tmp_path), "SOLARAPI_REDIS_URL": ""}, "openapi")
+    import orjson
+
+    doc = orjson.loads(result.stdout)
+    assert doc["openapi"] == "3.1.0"
+    assert "/api/v1/account" in doc["paths"]
+
+
+@pytest.mark.browser
+def test_docs_render_in_a_browser_without_outside_requests(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium")
+    need_service("chromium", chromium is not None)
+    from playwright.sync_api import sync_playwright
+
+    env = {"SOLARAPI_DATA_DIR": str(tmp_path), "SOLARAPI_REDIS_URL": ""}
+    run_cli(env, "migrate")
+    with running_server(env) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            outside: list[str] = []
+            page.on(
+                "request",
+                lambda request: (
+                    outside.append(request.url) if not request.url.startswith(base) else None
+                ),
+            )
+            page.goto(f"{base}/api/v1/docs")
+            page.get_by_text("/api/v1/account", exact=True).first.wait_for(timeout=20_000)
+            text = page.inner_text("body")
+        finally:
+            browser.close()
+    assert outside == []
+    assert "Unable to render" not in text
+    assert "Solar Energy Platform API" in text
