@@ -21,7 +21,7 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +127,8 @@ async def _generate(report_format: str) -> dict[str, object]:
     async with maker() as session:
         done = await fetch(session, principal, report.id)
     await engine.dispose()
-    assert ran >= 1 and done.status == "completed", (ran, done.status, done.error)
+    if done.status != "completed":
+        raise SystemExit(f"report not completed ({ran} job(s) ran): {done.status} {done.error}")
     return {
         "format": report_format,
         "seconds": round(seconds, 2),
