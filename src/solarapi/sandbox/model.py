@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import warnings
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -30,9 +30,9 @@ import pandas as pd
 import pvlib
 
 from solarapi.sandbox.cache import BoundedCache
+from solarapi.sandbox.grid import QUARTER_S, grid_seconds, utc_months
 from solarapi.sandbox.weather import weather_at
 
-QUARTER_S = 900
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
@@ -98,8 +98,8 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
     `start` and `end` are aware datetimes on the 15-minute grid. Night quarter-hours are 0.0.
     The caller clips `end` to the last whole quarter-hour before now.
     """
-    start_s = _grid_seconds(start, "start")
-    end_s = _grid_seconds(end, "end")
+    start_s = grid_seconds(start, "start")
+    end_s = grid_seconds(end, "end")
     if end_s < start_s:
         raise ValueError("end must not be before start")
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
@@ -108,7 +108,7 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
         return SimulatedSeries(starts, empty, empty.copy())
 
     pieces: list[FloatArray] = []
-    for month_start_s, month_end_s, year, month in _utc_months(start_s, end_s):
+    for month_start_s, month_end_s, year, month in utc_months(start_s, end_s):
         energy = _month_energy(params, year, month, month_start_s, month_end_s)
         lo = (max(start_s, month_start_s) - month_start_s) // QUARTER_S
         hi = (min(end_s, month_end_s) - month_start_s) // QUARTER_S
@@ -120,32 +120,6 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
 def clear_cache() -> None:
     """Forget every cached month (benchmarks use it to measure cold runs)."""
     _months.clear()
-
-
-def _grid_seconds(value: datetime, name: str) -> int:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{name} must be an aware datetime")
-    seconds = value.astimezone(UTC).timestamp()
-    if seconds % QUARTER_S != 0:
-        raise ValueError(f"{name} must lie on the 15-minute grid; got {value.isoformat()}")
-    return int(seconds)
-
-
-def _utc_months(start_s: int, end_s: int) -> list[tuple[int, int, int, int]]:
-    """(month start, month end, year, month) of every UTC month overlapping [start_s, end_s)."""
-    current = datetime.fromtimestamp(start_s, UTC).replace(day=1, hour=0, minute=0, second=0)
-    months = []
-    while int(current.timestamp()) < end_s:
-        following = (
-            current.replace(year=current.year + 1, month=1)
-            if current.month == 12
-            else current.replace(month=current.month + 1)
-        )
-        months.append(
-            (int(current.timestamp()), int(following.timestamp()), current.year, current.month)
-        )
-        current = following
-    return months
 
 
 def _month_energy(
