@@ -9,20 +9,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict
+from starlette.responses import Response
 
 from solarapi.app import create_app
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
 from solarapi.errors import ApiError, Conflict, Forbidden, NotFound, ValidationFailed
+from solarapi.kit.pagination import PageDep, page_response
 from solarapi.logs import JsonFormatter
 from tests.support import TestClock
 
 PROBE_BOOM = f"{API_PREFIX}/_probe/boom"
 PROBE_ECHO = f"{API_PREFIX}/_probe/echo"
 PROBE_RAISE = f"{API_PREFIX}/_probe/raise/{{code}}"
+PROBE_ITEMS = f"{API_PREFIX}/_probe/items"
 PROBE_BODY_LIMIT = 4096
+PROBE_ITEM_COUNT = 137
 
 
 def settings_like(settings: Settings, **changes: Any) -> Settings:
@@ -64,6 +68,14 @@ def add_probe_routes(app: FastAPI) -> None:
         }
         raise errors[code](f"probe {code}")
 
+    @app.get(PROBE_ITEMS)
+    async def items(request: Request, page: PageDep) -> Response:
+        every = [{"id": f"item_{n:03d}"} for n in range(PROBE_ITEM_COUNT)]
+        return page_response(
+            request, every[page.offset : page.offset + page.limit], len(every), page
+        )
+
+    app.state.route_table.add(PROBE_ITEMS, {"GET"})
     app.state.route_table.add(PROBE_BOOM, {"GET"})
     app.state.route_table.add(PROBE_ECHO, {"POST"})
     app.state.route_table.add(PROBE_RAISE, {"GET"})

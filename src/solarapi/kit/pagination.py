@@ -15,11 +15,11 @@ from solarapi.kit.jsonresp import OrjsonResponse
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
+# Far past the end of any list, and small enough that the page echoed in the envelope and
+# its OFFSET stay within 64-bit integers (and JavaScript's exact integers).
+MAX_PAGE = 1_000_000_000
 # ASCII digits only: int() would also take "+5", " 5", "5_0" and non-Latin digits.
 _DIGITS = re.compile(r"[0-9]{1,1000}")
-# Both databases keep OFFSET in a signed 64-bit integer; any page this far out is past the
-# end of every list, so the offset is capped instead of overflowing into a 500.
-_MAX_OFFSET = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,26 +29,26 @@ class PageParams:
 
     @property
     def offset(self) -> int:
-        return min((self.page - 1) * self.limit, _MAX_OFFSET)
+        return (self.page - 1) * self.limit
 
 
-def _parse_positive(name: str, raw: str | None, default: int, upper: int | None) -> int:
+def _parse_positive(name: str, raw: str | None, default: int, upper: int) -> int:
     if raw is None or raw == "":
         return default
     value = int(raw) if _DIGITS.fullmatch(raw) else 0
-    bad = value < 1 or (upper is not None and value > upper)
-    if bad:
-        bounds = f"between 1 and {upper}" if upper is not None else "at least 1"
-        raise ValidationFailed(f"{name} must be an integer {bounds}; got '{raw}'")
+    if not 1 <= value <= upper:
+        raise ValidationFailed(f"{name} must be an integer between 1 and {upper}; got '{raw}'")
     return value
 
 
 def page_params(
-    page: Annotated[str | None, Query(description="Page number, ≥ 1 (default 1)")] = None,
+    page: Annotated[
+        str | None, Query(description="Page number, 1–1,000,000,000 (default 1)")
+    ] = None,
     limit: Annotated[str | None, Query(description="Items per page, 1–100 (default 50)")] = None,
 ) -> PageParams:
     return PageParams(
-        page=_parse_positive("page", page, 1, None),
+        page=_parse_positive("page", page, 1, MAX_PAGE),
         limit=_parse_positive("limit", limit, DEFAULT_LIMIT, MAX_LIMIT),
     )
 
