@@ -73,7 +73,9 @@ def create_app(
     # responses too.
     app.add_middleware(IdempotencyMiddleware)  # inside the gateway: needs its principal
     app.add_middleware(ApiGateway)
-    app.add_middleware(GZipMiddleware, minimum_size=1000)
+    # Level 4, not Starlette's 9: on a year of hourly JSON (780 KB) level 9 takes ~90 ms for
+    # a 9 % smaller body, level 4 ~4 ms for the size of level 6 (bench/prices/README.md).
+    app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=4)
     return app
 
 
