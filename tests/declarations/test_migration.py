@@ -60,7 +60,7 @@ async def _tables(settings: Settings) -> set[str]:
 
 
 async def _admin(sql: str) -> None:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     url = make_url(POSTGRES_ADMIN_URL)
     conn = await asyncpg.connect(

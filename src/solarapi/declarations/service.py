@@ -149,12 +149,11 @@ def validate_period(system: System, period_start: date, period_end: date, now: d
         )
 
 
-def validate_energy(energy_wh: float, metering: Metering, declaration_type: str) -> None:
-    assert metering.energy_wh is not None
-    if energy_wh > metering.energy_wh:
+def validate_energy(energy_wh: float, metered_energy_wh: float, declaration_type: str) -> None:
+    if energy_wh > metered_energy_wh:
         raise ValidationFailed(
             f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period "
-            f"({metering.energy_wh:g} Wh); a {declaration_type} declaration may state at "
+            f"({metered_energy_wh:g} Wh); a {declaration_type} declaration may state at "
             f"most what was metered"
         )
 
@@ -166,10 +165,6 @@ def require_readings(metering: Metering, period_start: date, period_end: date) -
             "upload the system's readings before declaring its production"
         )
     return metering.energy_wh
-
-
-def _round3(value: float) -> float:
-    return round(value, 3)
 
 
 # --- presentation ---------------------------------------------------------------------------
@@ -408,10 +403,9 @@ async def create_declaration(
     system = await _owned_system(session, caller, body.system_id)
     validate_period(system, body.period_start, body.period_end, now)
     metering = await measure_period(session, system, body.period_start, body.period_end, now)
-    metered = _round3(require_readings(metering, body.period_start, body.period_end))
-    metering = Metering(metered, metering.samples, metering.expected_samples)
+    metered = require_readings(metering, body.period_start, body.period_end)
     energy_wh = metered if body.energy_wh is None else body.energy_wh
-    validate_energy(energy_wh, metering, body.type)
+    validate_energy(energy_wh, metered, body.type)
 
     await repository.lock_system_declarations(session, system.id)
     await _check_overlap(
@@ -472,13 +466,12 @@ async def update_declaration(
     period_end: date = changes.get("period_end", declaration.period_end)
     validate_period(system, period_start, period_end, now)
     metering = await measure_period(session, system, period_start, period_end, now)
-    metered = _round3(require_readings(metering, period_start, period_end))
-    metering = Metering(metered, metering.samples, metering.expected_samples)
+    metered = require_readings(metering, period_start, period_end)
     if "energy_wh" in changes:
         energy_wh = metered if changes["energy_wh"] is None else float(changes["energy_wh"])
     else:
         energy_wh = declaration.energy_wh
-    validate_energy(energy_wh, metering, declaration.type)
+    validate_energy(energy_wh, metered, declaration.type)
 
     declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
     await _check_overlap(
@@ -526,7 +519,7 @@ async def submit_declaration(
     metering = await measure_period(
         session, system, declaration.period_start, declaration.period_end, now
     )
-    metered = _round3(require_readings(metering, declaration.period_start, declaration.period_end))
+    metered = require_readings(metering, declaration.period_start, declaration.period_end)
     if metering.coverage < MIN_SUBMIT_COVERAGE:
         raise Conflict(
             f"coverage is {metering.coverage:.3f}: only {metering.samples} of "
