@@ -47,6 +47,7 @@ class Chart:
     x: list[datetime]
     y: list[float | None]
     bar_days: float
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -322,6 +323,7 @@ async def _production(
         keys,
         [_kwh(per_bucket[key].energy_wh) for key in keys],
         _bar_days(interval),
+        [_label(key, interval) for key in keys],
     )
     content.tables.append(
         Table(
@@ -472,6 +474,7 @@ async def _market_value(
         keys,
         [per_bucket[key].value_eur for key in keys],
         _bar_days(interval),
+        [_label(key, interval) for key in keys],
     )
     content.tables.append(
         Table(
@@ -631,6 +634,7 @@ async def _declarations(
         chart_x,
         chart_y,
         _declaration_bar_days(context),
+        [f"{x:%Y-%m-%d}" for x in chart_x],
     )
     content.tables.append(
         Table(

@@ -53,6 +53,7 @@ MARGIN = 16 * mm
 PAGE_WIDTH, PAGE_HEIGHT = A4
 FRAME_WIDTH = PAGE_WIDTH - 2 * MARGIN
 ROW_HEIGHT = 11.5
+FEW_BARS = 14
 # reportlab pads cells 6 pt left and right; a little more so measured text never touches.
 CELL_PADDING = 14.0
 MAX_CELL_CHARS = 48
@@ -124,9 +125,13 @@ def _chart_png(chart: Chart) -> bytes:
         edge = 0.3 if len(chart.x) < 200 else 0.0
         axes.bar(positions, values, width=chart.bar_days, color="#f59e0b",
                  edgecolor="#b45309", linewidth=edge)  # fmt: skip
-        locator = AutoDateLocator()  # type: ignore[no-untyped-call]
-        axes.xaxis.set_major_locator(locator)
-        axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+        if len(chart.labels) == len(chart.x) <= FEW_BARS:
+            # Few bars: label each one with its period, not with clock times between them.
+            axes.set_xticks(list(positions), chart.labels, rotation=30 if len(chart.x) > 6 else 0)
+        else:
+            locator = AutoDateLocator()  # type: ignore[no-untyped-call]
+            axes.xaxis.set_major_locator(locator)
+            axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     else:
         axes.text(0.5, 0.5, "No data in this period", ha="center", va="center",
                   transform=axes.transAxes, color="#57534e")  # fmt: skip
