@@ -93,13 +93,20 @@ def render_chart(
     points: Sequence[ChartPoint], interval: str, tz: ZoneInfo, *, title: str
 ) -> Markup:
     """Both variants of the chart, as markup to place in a <figure>."""
+    # Labels and data attributes are the same in both variants: build them once.
+    marks = [_mark(point, interval, tz) for point in points]
     return Markup("").join(
-        _render(points, interval, tz, layout, title) for layout in (WIDE, NARROW)
+        _render(points, marks, interval, tz, layout, title) for layout in (WIDE, NARROW)
     )
 
 
 def _render(
-    points: Sequence[ChartPoint], interval: str, tz: ZoneInfo, layout: Layout, title: str
+    points: Sequence[ChartPoint],
+    marks: Sequence[tuple[str, Markup]],
+    interval: str,
+    tz: ZoneInfo,
+    layout: Layout,
+    title: str,
 ) -> Markup:
     scale = energy_scale([p.energy_wh for p in points])
     plot_w = layout.width - layout.left - layout.right
@@ -132,9 +139,9 @@ def _render(
         )
     parts.append(f'<text x="4" y="{layout.font_size}" class="unit">{scale.unit}</text>')
     if interval in BAR_INTERVALS:
-        parts.extend(_bars(points, interval, tz, layout, slot, base_y, y_of))
+        parts.extend(_bars(points, marks, layout, slot, base_y, y_of))
     else:
-        parts.extend(_line(points, interval, tz, layout, slot, base_y, y_of))
+        parts.extend(_line(points, marks, layout, slot, base_y, y_of))
     parts.append(
         f'<line class="axis" x1="{layout.left}" x2="{layout.width - layout.right}" '
         f'y1="{base_y}" y2="{base_y}"/>'
@@ -151,17 +158,14 @@ def _mark(point: ChartPoint, interval: str, tz: ZoneInfo) -> tuple[str, Markup]:
         f"{bucket_label(point.start, interval, tz, long=True)}: {format_energy(point.energy_wh)}"
     )
     energy = "" if point.energy_wh is None else repr(point.energy_wh)
-    attrs = (
-        f'data-start="{point.start:%Y-%m-%dT%H:%M:%SZ}" data-energy-wh="{energy}" '
-        f'data-label="{label}"'
-    )
+    start = point.start.isoformat().replace("+00:00", "Z")
+    attrs = f'data-start="{start}" data-energy-wh="{energy}" data-label="{label}"'
     return attrs, label
 
 
 def _bars(
     points: Sequence[ChartPoint],
-    interval: str,
-    tz: ZoneInfo,
+    marks: Sequence[tuple[str, Markup]],
     layout: Layout,
     slot: float,
     base_y: float,
@@ -172,7 +176,7 @@ def _bars(
     width = max(slot - gap, 0.5)
     for i, point in enumerate(points):
         x = layout.left + i * slot + gap / 2
-        attrs, label = _mark(point, interval, tz)
+        attrs, label = marks[i]
         if point.energy_wh is None:
             parts.append(
                 f'<rect class="gap" x="{x:.2f}" y="{base_y - 4}" width="{width:.2f}" height="4" '
@@ -189,8 +193,7 @@ def _bars(
 
 def _line(
     points: Sequence[ChartPoint],
-    interval: str,
-    tz: ZoneInfo,
+    marks: Sequence[tuple[str, Markup]],
     layout: Layout,
     slot: float,
     base_y: float,
@@ -223,7 +226,7 @@ def _line(
     for i, point in enumerate(points):
         if point.energy_wh is None:
             x = layout.left + i * slot
-            attrs, label = _mark(point, interval, tz)
+            attrs, label = marks[i]
             parts.append(
                 f'<rect class="gap" x="{x:.2f}" y="{base_y - 4}" width="{max(slot, 0.5):.2f}" '
                 f'height="4" {attrs}><title>{label}</title></rect>'
@@ -233,7 +236,7 @@ def _line(
         if point.energy_wh is None:
             continue
         x = layout.left + i * slot
-        attrs, label = _mark(point, interval, tz)
+        attrs, label = marks[i]
         parts.append(
             f'<rect class="point" x="{x:.2f}" y="{layout.top}" width="{max(slot, 0.5):.2f}" '
             f'height="{base_y - layout.top:.2f}" {attrs}><title>{label}</title></rect>'
