@@ -213,15 +213,18 @@ def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
     dc = pvlib.pvsystem.pvwatts_dc(
         effective, temp_cell, params.capacity_kwp * 1000.0, GAMMA_PDC
     ) * (1 - SYSTEM_LOSSES_PCT / 100)
+    dc = np.maximum(_clean(dc), 0.0)
     if params.inverter_capacity_kw is None:
-        # "No inverter limit": an inverter twice the array's size never clips, and PVWatts'
-        # efficiency curve is flat within 1 % above a tenth of its rating.
-        dc_rating_w = 2 * params.capacity_kwp * 1000.0
+        # No inverter limit: PVWatts' efficiency curve for an inverter matched to the array,
+        # without its clipping — above its rating the curve is flat at η_nom, so that is used.
+        dc_rating_w = params.capacity_kwp * 1000.0
+        ac = _clean(pvlib.inverter.pvwatts(dc, dc_rating_w, INVERTER_EFFICIENCY))
+        ac = np.where(dc >= dc_rating_w, dc * INVERTER_EFFICIENCY, ac)
     else:
         # PVWatts rates the inverter by its DC input: AC limit = η_nom × pdc0.
         dc_rating_w = params.inverter_capacity_kw * 1000.0 / INVERTER_EFFICIENCY
-    ac = pvlib.inverter.pvwatts(np.maximum(_clean(dc), 0.0), dc_rating_w, INVERTER_EFFICIENCY)
-    return np.maximum(_clean(ac), 0.0)
+        ac = _clean(pvlib.inverter.pvwatts(dc, dc_rating_w, INVERTER_EFFICIENCY))
+    return np.maximum(ac, 0.0)
 
 
 def _clean(values: object) -> FloatArray:

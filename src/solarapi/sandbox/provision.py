@@ -1,13 +1,124 @@
 """Creating an account's simulated sandbox systems on its first sandbox request.
-(Owned by the sandbox issue.)"""
+
+Called by `auth.service.authenticate` while `accounts.sandbox_provisioned_at` is null, in the
+gateway's own transaction (committed before the endpoint runs, so the first request already
+sees the systems). Idempotent and race-safe: only the transaction whose conditional UPDATE
+claimed the account creates systems.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.events.service import record_event
+from solarapi.kit.ids import new_id
+from solarapi.kit.plans import Environment
+from solarapi.models.systems import System
+from solarapi.sandbox.repository import claim_provisioning
+from solarapi.systems import repository as systems_repository
+from solarapi.systems.service import system_to_api
+
+# Simulated history starts this many whole years before the year of provisioning, so a new
+# sandbox already has complete past years to aggregate, declare and report on.
+HISTORY_YEARS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSystem:
+    name: str
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    tilt_deg: float
+    azimuth_deg: float
+    market_zone: str | None
+
+
+# Chosen to exercise time zones, hemispheres and clipping (contract section 9).
+SANDBOX_SYSTEMS: tuple[SandboxSystem, ...] = (
+    # A typical Dutch terraced-house roof: south, 35°, inverter a little under the array.
+    SandboxSystem(
+        name="Residential roof Utrecht (sandbox)",
+        latitude=52.0907,
+        longitude=5.1214,
+        timezone="Europe/Amsterdam",
+        country="NL",
+        capacity_kwp=8.0,
+        inverter_capacity_kw=7.0,
+        tilt_deg=35.0,
+        azimuth_deg=180.0,
+        market_zone="NL",
+    ),
+    # A ground-mounted park with a DC/AC ratio of 1.25: it clips at 600 kW on bright days.
+    SandboxSystem(
+        name="Solar park Brandenburg (sandbox)",
+        latitude=52.2500,
+        longitude=13.6000,
+        timezone="Europe/Berlin",
+        country="DE",
+        capacity_kwp=750.0,
+        inverter_capacity_kw=600.0,
+        tilt_deg=20.0,
+        azimuth_deg=180.0,
+        market_zone="DE-LU",
+    ),
+    # The common Australian 6.6 kWp / 5 kW install, facing north (the equator), no market zone.
+    SandboxSystem(
+        name="Residential roof Sydney (sandbox)",
+        latitude=-33.8688,
+        longitude=151.2093,
+        timezone="Australia/Sydney",
+        country="AU",
+        capacity_kwp=6.6,
+        inverter_capacity_kw=5.0,
+        tilt_deg=20.0,
+        azimuth_deg=0.0,
+        market_zone=None,
+    ),
+)
 
 
 async def ensure_sandbox(session: AsyncSession, account_id: str, now: datetime) -> None:
     """Idempotent and safe under concurrent first requests: provisions at most once."""
-    return None
+    if not await claim_provisioning(session, account_id, now):
+        return
+    installed_on = date(now.year - HISTORY_YEARS, 1, 1)
+    for order, spec in enumerate(SANDBOX_SYSTEMS):
+        # A microsecond apart, so the list endpoint (created_at, id) shows them in this order.
+        created_at = now + timedelta(microseconds=order)
+        system = System(
+            id=new_id("sys"),
+            account_id=account_id,
+            environment=Environment.TEST.value,
+            name=spec.name,
+            status="active",
+            data_source="simulated",
+            capacity_kwp=spec.capacity_kwp,
+            inverter_capacity_kw=spec.inverter_capacity_kw,
+            latitude=spec.latitude,
+            longitude=spec.longitude,
+            timezone=spec.timezone,
+            country=spec.country,
+            tilt_deg=spec.tilt_deg,
+            azimuth_deg=spec.azimuth_deg,
+            market_zone=spec.market_zone,
+            installed_on=installed_on,
+            first_reading_at=None,
+            last_reading_at=None,
+            created_at=created_at,
+            updated_at=created_at,
+        )
+        await systems_repository.add(session, system)
+        await record_event(
+            session,
+            account_id=account_id,
+            environment=Environment.TEST.value,
+            event_type="system.created",
+            data=system_to_api(system),
+        )
