@@ -131,7 +131,7 @@ def timed(client: httpx.Client, url: str, params: dict[str, str], runs: int) -> 
     return times
 
 
-def run_backend(backend: str, runs: int) -> None:
+def run_backend(backend: str, runs: int, keep: bool = False) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix=f"bench-prices-{backend}-"))
     env = {
         "SOLARAPI_DATA_DIR": str(data_dir),
@@ -185,7 +185,11 @@ def run_backend(backend: str, runs: int) -> None:
     finally:
         server.terminate()
         server.wait(10)
-        if db_name:
+        if keep:
+            print(
+                f"kept: SOLARAPI_DATA_DIR={data_dir} SOLARAPI_DATABASE_URL={env.get('SOLARAPI_DATABASE_URL', '')}"
+            )
+        elif db_name:
             subprocess.run(
                 ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
                 check=False,
@@ -196,9 +200,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--keep", action="store_true", help="keep the databases for profiling")
     args = parser.parse_args()
     for backend in ("sqlite", "postgres") if args.backend == "both" else (args.backend,):
-        run_backend(backend, args.runs)
+        run_backend(backend, args.runs, args.keep)
 
 
 if __name__ == "__main__":
