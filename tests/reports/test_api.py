@@ -307,3 +307,35 @@ async def test_a_crashing_generator_is_retried_then_fails(
     assert job.last_error == "MemoryError: renderer ran out of memory"
     leftovers = list(app.state.settings.effective_reports_dir.glob(f"*{report['id']}*"))
     assert leftovers == []
+
+
+async def test_completion_and_failure_are_recorded_as_events(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    from sqlalchemy import select
+
+    from solarapi.models.webhooks import Event
+
+    async with client_for(app, enterprise.live) as client:
+        system = await one_system(client)
+        good = await create_report(client, type="production", format="csv", **PERIOD)
+        shown = await completed(client, app, good["id"])
+        bad = await create_report(client, type="production", format="csv", **PERIOD)
+        assert (await client.delete(f"/api/v1/systems/{system['id']}")).status_code == 204
+        await run_report_jobs(app)
+        failed = (await client.get(f"/api/v1/reports/{bad['id']}")).json()
+    async with app.state.sessionmaker() as session:
+        events = (
+            await session.scalars(
+                select(Event)
+                .where(Event.account_id == enterprise.account_id, Event.type.like("report.%"))
+                .order_by(Event.created_at)
+            )
+        ).all()
+    assert [(event.type, event.data["id"]) for event in events] == [
+        ("report.completed", good["id"]),
+        ("report.failed", bad["id"]),
+    ]
+    assert events[0].data == shown  # the report object as the API shows it
+    assert events[0].environment == "live"
+    assert events[1].data["error"] == failed["error"]
