@@ -183,3 +183,42 @@ async def test_system_without_zone_is_409_and_others_are_404(
         assert other.json()["code"] == "not_found"
     async with client_for(app, starter.live) as client:
         assert (await client.get(f"/api/v1/systems/{system_id}/market-value")).status_code == 403
+
+
+async def test_sandbox_value_uses_simulated_prices(app: FastAPI, enterprise: Tenant) -> None:
+    from solarapi.sandbox.prices import simulate_prices
+
+    day = {"from": "2025-06-21T00:00:00+02:00", "to": "2025-06-22T00:00:00+02:00"}
+    async with client_for(app, enterprise.test) as client:
+        created = await client.post(
+            "/api/v1/systems",
+            json={
+                "name": "Sandbox roof",
+                "capacity_kwp": 6.0,
+                "market_zone": "NL",
+                "location": {"latitude": 52.1, "longitude": 5.1, "timezone": "Europe/Amsterdam"},
+            },
+        )
+        assert created.status_code == 201, created.text
+        system_id = created.json()["id"]
+        value = (
+            await client.get(
+                f"/api/v1/systems/{system_id}/market-value", params={**day, "interval": "1d"}
+            )
+        ).json()
+        readings = (
+            await client.get(
+                f"/api/v1/systems/{system_id}/readings", params={**day, "interval": "15m"}
+            )
+        ).json()
+    _, prices = simulate_prices(
+        "NL", datetime(2025, 6, 20, 22, tzinfo=UTC), datetime(2025, 6, 21, 22, tzinfo=UTC)
+    )
+    energy = [item["energy_wh"] for item in readings["data"]]
+    assert len(energy) == len(prices) == 96
+    expected = sum(e / 1e6 * p for e, p in zip(energy, prices, strict=True) if e is not None)
+    assert value["meta"]["source"] == "simulated"
+    assert value["data"][0]["value_eur"] == pytest.approx(expected, abs=1e-3)
+    assert value["data"][0]["energy_wh"] == pytest.approx(
+        sum(e for e in energy if e is not None), abs=0.1
+    )

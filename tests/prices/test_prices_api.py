@@ -315,6 +315,13 @@ async def test_sandbox_and_live_differ_in_source(app: FastAPI, pro: Tenant) -> N
     assert sandbox["meta"]["source"] == "simulated"
     assert [item["start"] for item in sandbox["data"]] == [item["start"] for item in live["data"]]
     assert [item["price_eur_per_mwh"] for item in sandbox["data"]] != JUNE_15_NL
+    # The sandbox's hourly buckets are the means of the price model's quarter-hours.
+    from solarapi.sandbox.prices import simulate_prices
+
+    _, model = simulate_prices("NL", utc("2025-06-14T22:00:00Z"), utc("2025-06-15T22:00:00Z"))
+    expected = [sum(model[i * 4 : i * 4 + 4]) / 4 for i in range(24)]
+    got = [item["price_eur_per_mwh"] for item in sandbox["data"]]
+    assert got == [pytest.approx(value, abs=1e-3) for value in expected]
 
 
 def test_every_zone_has_a_valid_time_zone() -> None:
