@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = 10 * 1024 * 1024
     anonymous_per_minute: int = 60
+    # Multiplies every plan's per-minute and per-day limit. For load tests and benchmarks
+    # only, so 429s do not distort the figures; production leaves it at 1.
+    rate_limit_scale: int = Field(default=1, ge=1)
     signup_plan: Plan = Plan.STARTER
     webhooks_allow_loopback: bool = False
     reports_dir: Path | None = None

@@ -342,7 +342,11 @@ class ApiGateway:
             return Forbidden(forbidden_message(principal.plan, method, relative)), template, receive
 
         decision = use(
-            await limiter.hit(f"key:{principal.key_id}", key_windows(principal.plan), now)
+            await limiter.hit(
+                f"key:{principal.key_id}",
+                key_windows(principal.plan, settings.rate_limit_scale),
+                now,
+            )
         )
         scope["state"]["principal"] = principal
         if not decision.allowed:

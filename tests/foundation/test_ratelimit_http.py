@@ -222,3 +222,17 @@ async def test_forwarded_for_only_from_trusted_proxies(app: FastAPI, clock: Test
         second = await client.get(ACCOUNT, headers={"X-Forwarded-For": "198.51.100.21"})
     assert first.headers["x-ratelimit-remaining"] == "59"
     assert second.headers["x-ratelimit-remaining"] == "58"
+
+
+async def test_rate_limit_scale_multiplies_plan_limits(app: FastAPI, clock: TestClock) -> None:
+    from solarapi.kit.plans import Plan
+    from tests.support import make_tenant
+
+    clock.pinned = minute_start() + 1
+    scaled = settings_like(app.state.settings, rate_limit_scale=10)
+    async with running_app(scaled, clock) as bench_app:
+        tenant = await make_tenant(bench_app, Plan.PRO)
+        async with client_for(bench_app, tenant.live) as client:
+            response = await client.get(ACCOUNT)
+    assert response.headers["x-ratelimit-limit-minute"] == "600"
+    assert response.headers["x-ratelimit-limit-day"] == "100000"

@@ -8,9 +8,12 @@ from solarapi.ratelimit.base import Decision, RateLimiter, Window
 from solarapi.ratelimit.memory import MemoryRateLimiter
 
 
-def key_windows(plan: Plan) -> tuple[Window, Window]:
+def key_windows(plan: Plan, scale: int = 1) -> tuple[Window, Window]:
     limits = PLAN_LIMITS[plan]
-    return Window("minute", limits.per_minute, 60), Window("day", limits.per_day, 86_400)
+    return (
+        Window("minute", limits.per_minute * scale, 60),
+        Window("day", limits.per_day * scale, 86_400),
+    )
 
 
 def anonymous_windows(settings: Settings) -> tuple[Window]:
