@@ -257,3 +257,32 @@ async def test_server_errors_are_not_stored(flaky_app: FastAPI) -> None:
     assert retried.json() == {"call": 2}
     assert replayed.headers["idempotent-replayed"] == "true"
     assert replayed.json() == {"call": 2}
+
+
+async def test_oversized_chunked_body_is_refused_without_taking_the_key(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    key = fresh_key()
+    limit = app.state.settings.max_body_bytes
+
+    async def chunks() -> AsyncIterator[bytes]:
+        sent = 0
+        while sent <= limit:
+            yield b" " * 65536
+            sent += 65536
+
+    async with client_for(app, enterprise.live) as client:
+        response = await client.post(
+            "/api/v1/webhooks",
+            content=chunks(),
+            headers={"Idempotency-Key": key, "Content-Type": "application/json"},
+        )
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
+    async with app.state.sessionmaker() as session:
+        stored = await session.scalar(
+            select(func.count())
+            .select_from(IdempotencyRecord)
+            .where(IdempotencyRecord.idempotency_key == key)
+        )
+    assert stored == 0

@@ -79,6 +79,8 @@ class IdempotencyMiddleware:
             return
         try:
             body = await _read_body(receive)
+            if body is None:
+                return  # the client went away mid-body: nothing ran, nothing to answer
         except HTTPException as exc:
             if exc.status_code != 413:
                 raise
@@ -142,16 +144,17 @@ class IdempotencyMiddleware:
         )
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body (it is part of what "the same request" means), or None if the
+    client disconnected before sending all of it."""
     chunks: list[bytes] = []
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break
+            return None
         chunks.append(bytes(message.get("body", b"")))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:
