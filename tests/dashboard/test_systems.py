@@ -165,6 +165,7 @@ async def test_another_accounts_system_is_not_found(
         page = await client.get(f"/systems/{system_id}")
     assert page.status_code == 404
     assert "Private" not in page.text
+    assert "Log out" in page.text  # the error page keeps the logged-in navigation
 
 
 async def test_bad_ranges_are_explained_on_the_page(app: FastAPI, enterprise: Tenant) -> None:

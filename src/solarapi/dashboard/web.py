@@ -177,6 +177,9 @@ def error_page(
     user: WebUser | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> HTMLResponse:
+    if user is None:
+        known = request.scope.get("state", {}).get("web_user")
+        user = known if isinstance(known, WebUser) else None
     response = render(
         request,
         "error.html",
@@ -400,12 +403,15 @@ def _check_origin(request: Request) -> None:
 
 
 async def optional_user(request: Request, session: SessionDep) -> WebUser | None:
-    return await resolve_session(
+    user = await resolve_session(
         session,
         token=request.cookies.get(SESSION_COOKIE),
         secret=_secret(request),
         now=utcnow(),
     )
+    # Kept for error pages, so a logged-in person keeps their navigation on a 404.
+    request.scope.setdefault("state", {})["web_user"] = user
+    return user
 
 
 async def required_user(user: Annotated[WebUser | None, Depends(optional_user)]) -> WebUser:
