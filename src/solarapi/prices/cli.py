@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from solarapi.prices.service import ImportResult
 
 prices_app = typer.Typer(help="Day-ahead market prices (live data).", no_args_is_help=True)
 
@@ -32,10 +35,10 @@ def import_command(
     """
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from solarapi.cli import _print_json, _settings, run_in_session
-    from solarapi.kit.timefmt import format_timestamp, utcnow
+    from solarapi.cli import _settings, run_in_session
+    from solarapi.kit.timefmt import utcnow
     from solarapi.prices.imports import PriceFileError, read_price_file
-    from solarapi.prices.service import ImportResult, import_prices
+    from solarapi.prices.service import import_prices
 
     resolution_s: int | None = None
     if resolution is not None:
@@ -52,7 +55,62 @@ def import_command(
     async def work(session: AsyncSession) -> ImportResult:
         return await import_prices(session, parsed, utcnow())
 
-    result = run_in_session(_settings(), work)
+    _report(run_in_session(_settings(), work), as_json)
+
+
+@prices_app.command("fetch")
+def fetch_command(
+    zone: Annotated[str, typer.Option("--zone", help="Zone code, e.g. NL")],
+    first: Annotated[str, typer.Option("--from", help="First local day of the zone, YYYY-MM-DD")],
+    last: Annotated[
+        str | None, typer.Option("--to", help="Last local day, YYYY-MM-DD (default: --from)")
+    ] = None,
+    url: Annotated[str, typer.Option(help="ENTSO-E API endpoint")] = "",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Fetch day-ahead prices from the ENTSO-E Transparency Platform and import them.
+
+    Needs SOLARAPI_ENTSOE_TOKEN (the platform's security token). Whole local days of the zone,
+    at most 366 per run; they replace stored prices like an import.
+    """
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from solarapi.cli import _settings, run_in_session
+    from solarapi.kit.timefmt import TimestampError, parse_date, utcnow
+    from solarapi.prices.fetch import ENTSOE_API_URL, fetch_day_ahead, local_day_range
+    from solarapi.prices.imports import ParsedPrices, PriceFileError
+    from solarapi.prices.service import import_prices
+    from solarapi.prices.zones import ZONES
+
+    settings = _settings()
+    token = (settings.entsoe_token or "").strip()
+    if not token:
+        typer.echo("error: set SOLARAPI_ENTSOE_TOKEN to the ENTSO-E security token", err=True)
+        raise typer.Exit(2)
+    found = ZONES.get(zone)
+    if found is None:
+        typer.echo(f"error: unknown zone '{zone}'; known zones: {', '.join(ZONES)}", err=True)
+        raise typer.Exit(2)
+    try:
+        first_day = parse_date(first)
+        last_day = parse_date(last) if last else first_day
+        start, end = local_day_range(found, first_day, last_day)
+        document = fetch_day_ahead(found, start, end, token, url or ENTSOE_API_URL)
+    except (TimestampError, PriceFileError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    parsed = ParsedPrices(found, "entsoe", document.rows)
+
+    async def work(session: AsyncSession) -> ImportResult:
+        return await import_prices(session, parsed, utcnow())
+
+    _report(run_in_session(settings, work), as_json)
+
+
+def _report(result: ImportResult, as_json: bool) -> None:
+    from solarapi.cli import _print_json
+    from solarapi.kit.timefmt import format_timestamp
+
     resolutions = [f"PT{seconds // 60}M" for seconds in result.resolutions_s]
     payload: dict[str, object] = {
         "zone": result.zone,
