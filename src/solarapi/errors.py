@@ -142,7 +142,7 @@ def install_error_handlers(app: FastAPI) -> None:
             # Outside the API (the dashboard) errors are HTML pages in the dashboard's look.
             from solarapi.dashboard.web import http_error_page
 
-            return http_error_page(request, exc)
+            return await http_error_page(request, exc)
         if exc.status_code == 404:
             return error_response(404, "not_found", f"No such endpoint: {request.url.path}")
         if exc.status_code == 405:

@@ -89,3 +89,14 @@ async def test_pages_need_a_session(app: FastAPI) -> None:
             assert response.headers["location"].startswith("/login?next=")
         home = await client.get("/")
         assert home.headers["location"] == "/login"
+
+
+async def test_a_logged_in_person_keeps_their_navigation_on_a_404(
+    app: FastAPI, pro: Tenant
+) -> None:
+    async with browser_for(app) as client:
+        await log_in(client, pro.email, pro.password)
+        page = await client.get("/no/such/page")
+    assert page.status_code == 404
+    assert "Log out" in page.text
+    assert 'href="/settings/api"' in page.text

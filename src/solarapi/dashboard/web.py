@@ -196,8 +196,10 @@ def error_page(
     return response
 
 
-def http_error_page(request: Request, exc: StarletteHTTPException) -> Response:
+async def http_error_page(request: Request, exc: StarletteHTTPException) -> Response:
     """Routing errors (404/405) on non-API paths, called by the app's error handler."""
+    if "web_user" not in request.scope.get("state", {}):
+        await _remember_user(request)
     if exc.status_code == 404:
         message = "There is no page at this address. It may have moved, or the link is mistyped."
     elif exc.status_code == 405:
@@ -206,6 +208,22 @@ def http_error_page(request: Request, exc: StarletteHTTPException) -> Response:
         message = str(exc.detail)
     headers = {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
     return error_page(request, exc.status_code, message, headers=headers)
+
+
+async def _remember_user(request: Request) -> None:
+    # An unknown address never ran a dashboard dependency: look the visitor up here so a
+    # logged-in person keeps their navigation on the 404 page. Best effort only.
+    user: WebUser | None = None
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        try:
+            async with request.app.state.sessionmaker() as session, session.begin():
+                user = await resolve_session(
+                    session, token=token, secret=_secret(request), now=utcnow()
+                )
+        except Exception:  # the error page must render even with the database down
+            log.warning("could not look up the session for an error page", exc_info=True)
+    request.scope.setdefault("state", {})["web_user"] = user
 
 
 def redirect(url: str) -> RedirectResponse:
@@ -246,7 +264,7 @@ class DashboardRoute(APIRoute):
             except RequestValidationError:
                 return error_page(request, 400, "Some of the request's parameters are invalid.")
             except StarletteHTTPException as exc:
-                return http_error_page(request, exc)
+                return await http_error_page(request, exc)
             except Exception as exc:
                 request_id = request.scope.get("state", {}).get("request_id", "")
                 if is_database_unavailable(exc):
