@@ -339,3 +339,30 @@ async def test_completion_and_failure_are_recorded_as_events(
     assert events[0].data == shown  # the report object as the API shows it
     assert events[0].environment == "live"
     assert events[1].data["error"] == failed["error"]
+
+
+async def test_orphaned_files_are_removed_after_a_day(app: FastAPI, enterprise: Tenant) -> None:
+    import os
+
+    reports_dir = app.state.settings.effective_reports_dir
+    async with client_for(app, enterprise.live) as client:
+        await one_system(client)
+        report = await create_report(client, type="production", format="csv", **PERIOD)
+        await completed(client, app, report["id"])
+    async with app.state.sessionmaker() as session:
+        kept = reports_dir / (await session.get(Report, report["id"])).file_name  # type: ignore[union-attr, operator]
+    killed = reports_dir / f"{report['id']}-0.csv"  # as left by an attempt killed mid-write
+    partial = reports_dir / f".{report['id']}-9.pdf.partial"
+    fresh = reports_dir / "rpt_01ZZZZZZZZZZZZZZZZZZZZZZZZ-1.csv"
+    for path in (killed, partial, fresh):
+        path.write_bytes(b"x")
+    two_days_ago = (utcnow() - timedelta(days=2)).timestamp()
+    for path in (kept, killed, partial):
+        os.utime(path, (two_days_ago, two_days_ago))
+    removed = await report_jobs.remove_orphan_files(app.state.sessionmaker, utcnow())
+    assert removed >= 2
+    assert kept.is_file()  # a report refers to it
+    assert fresh.is_file()  # too young: an attempt may still be writing it
+    assert not killed.exists()
+    assert not partial.exists()
+    fresh.unlink()

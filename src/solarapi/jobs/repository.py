@@ -223,12 +223,14 @@ async def release(session: AsyncSession, job_id: str, worker_id: str, now: datet
 
 
 async def fail_abandoned(
-    session: AsyncSession, now: datetime, error: str
+    session: AsyncSession, now: datetime, error: str, kinds: Collection[str]
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """Fail running jobs whose worker died on their last attempt; returns (id, kind, payload)."""
+    """Fail running jobs whose worker died on their last attempt; returns (id, kind, payload).
+    Only `kinds` this worker knows, so their failure hooks are there to run."""
     result = await session.execute(
         update(Job)
         .where(
+            Job.kind.in_(list(kinds)),
             Job.status == JobStatus.RUNNING.value,
             Job.lease_expires_at < now,
             Job.attempts >= Job.max_attempts,

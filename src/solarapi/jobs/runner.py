@@ -91,9 +91,13 @@ def describe_error(exc: BaseException) -> str:
     return text[:MAX_ERROR_CHARS]
 
 
-async def _fail_abandoned(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
+async def _fail_abandoned(
+    maker: async_sessionmaker[AsyncSession], now: datetime, kinds: Collection[str]
+) -> int:
+    if not kinds:
+        return 0
     async with maker() as session, session.begin():
-        failed = await repository.fail_abandoned(session, now, ABANDONED_ERROR)
+        failed = await repository.fail_abandoned(session, now, ABANDONED_ERROR, kinds)
         for _job_id, kind, payload in failed:
             hook = FAILURE_HANDLERS.get(kind)
             if hook is not None:
@@ -232,7 +236,7 @@ async def run_pending(
     load_handlers()
     settings = settings or RunnerSettings()
     wanted = set(HANDLERS) if kinds is None else set(kinds) & set(HANDLERS)
-    await _fail_abandoned(maker, clock())
+    await _fail_abandoned(maker, clock(), wanted)
     ran = 0
     while max_jobs is None or ran < max_jobs:
         job = await _claim(maker, worker_id, settings, wanted, clock())
@@ -277,7 +281,7 @@ class JobRunner:
         while not self._stopping.is_set():
             try:
                 if loop.time() >= next_reap:
-                    await _fail_abandoned(self.maker, utcnow())
+                    await _fail_abandoned(self.maker, utcnow(), self._wanted())
                     next_reap = loop.time() + self.settings.lease_seconds / 2
                 await self._run_periodic(loop.time())
                 await self._fill_slots()
@@ -287,8 +291,11 @@ class JobRunner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.poll_seconds)
 
+    def _wanted(self) -> set[str]:
+        return set(HANDLERS) if self.kinds is None else set(self.kinds) & set(HANDLERS)
+
     async def _fill_slots(self) -> None:
-        wanted = set(HANDLERS) if self.kinds is None else set(self.kinds) & set(HANDLERS)
+        wanted = self._wanted()
         while len(self._tasks) < self.concurrency and not self._stopping.is_set():
             job = await _claim(self.maker, self.worker_id, self.settings, wanted, utcnow())
             if job is None:

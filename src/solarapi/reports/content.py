@@ -81,6 +81,11 @@ class ReportContext:
         return Interval(str(self.report.parameters.get("interval", "1d")))
 
     @property
+    def wants_csv(self) -> bool:
+        # Each format gets only the rows it prints: the CSV its flat rows, the PDF its tables.
+        return self.report.format == "csv"
+
+    @property
     def system_ids(self) -> list[str]:
         return [str(item) for item in self.report.parameters["system_ids"]]
 
@@ -256,27 +261,30 @@ async def _production(
             key = _bucket_key(bucket["start"], interval, tz)
             label = _label(key, interval)
             coverage = _coverage(bucket["samples"], bucket["expected_samples"])
-            content.csv_rows.append(
-                [
-                    system.id,
-                    system.name,
-                    system.timezone,
-                    bucket["start"],
-                    bucket["end"],
-                    label,
-                    bucket["energy_wh"],
-                    bucket["power_avg_w"],
-                    bucket["power_max_w"],
-                    bucket["samples"],
-                    bucket["expected_samples"],
-                    coverage,
-                ]
-            )
             shared = per_bucket.setdefault(key, _Bucket())
             shared.energy_wh = _add(shared.energy_wh, bucket["energy_wh"])
             shared.power_max_w = _max(shared.power_max_w, bucket["power_max_w"])
             shared.samples += bucket["samples"]
             shared.expected += bucket["expected_samples"]
+            total_rows += 1
+            if context.wants_csv:
+                content.csv_rows.append(
+                    [
+                        system.id,
+                        system.name,
+                        system.timezone,
+                        bucket["start"],
+                        bucket["end"],
+                        label,
+                        bucket["energy_wh"],
+                        bucket["power_avg_w"],
+                        bucket["power_max_w"],
+                        bucket["samples"],
+                        bucket["expected_samples"],
+                        coverage,
+                    ]
+                )
+                continue
             detail_rows.append(
                 [
                     label,
@@ -287,7 +295,6 @@ async def _production(
                     _pct(coverage),
                 ]
             )
-        total_rows += len(detail_rows)
         totals = body["meta"]["totals"]
         energy = totals["energy_wh"]
         summary.append(
@@ -421,24 +428,27 @@ async def _market_value(
         for bucket in body["data"]:
             key = _bucket_key(bucket["start"], interval, tz)
             label = _label(key, interval)
-            content.csv_rows.append(
-                [
-                    system.id,
-                    system.name,
-                    system.market_zone,
-                    bucket["start"],
-                    bucket["end"],
-                    label,
-                    bucket["energy_wh"],
-                    bucket["price_eur_per_mwh"],
-                    bucket["value_eur"],
-                ]
-            )
             shared = per_bucket.setdefault(key, _Bucket())
             shared.energy_wh = _add(shared.energy_wh, bucket["energy_wh"])
             shared.value_eur = _add(shared.value_eur, bucket["value_eur"])
             if bucket["value_eur"] is not None and bucket["energy_wh"] is not None:
                 shared.priced_energy_wh += bucket["energy_wh"]
+            total_rows += 1
+            if context.wants_csv:
+                content.csv_rows.append(
+                    [
+                        system.id,
+                        system.name,
+                        system.market_zone,
+                        bucket["start"],
+                        bucket["end"],
+                        label,
+                        bucket["energy_wh"],
+                        bucket["price_eur_per_mwh"],
+                        bucket["value_eur"],
+                    ]
+                )
+                continue
             detail_rows.append(
                 [
                     label,
@@ -447,7 +457,6 @@ async def _market_value(
                     bucket["value_eur"],
                 ]
             )
-        total_rows += len(detail_rows)
         totals = body["meta"]["totals"]
         summary.append(
             [

@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import logging
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from solarapi.reports.service import (
 )
 
 log = logging.getLogger("solarapi.reports")
+ORPHAN_AGE = timedelta(days=1)
 
 
 def job_principal(report: Report, account_name: str, plan: str) -> Principal:
@@ -200,8 +201,35 @@ async def remove_expired_files(maker: async_sessionmaker[AsyncSession], now: dat
             return removed
 
 
+async def remove_orphan_files(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
+    """Delete files no report refers to, once they are a day old: left by an attempt that was
+    killed or cancelled while rendering, or by a report deleted in a transaction that then
+    failed. The age keeps files of attempts still running out of reach."""
+    directory = settings_of(maker).effective_reports_dir
+    if not directory.is_dir():
+        return 0
+    cutoff = (now - ORPHAN_AGE).timestamp()
+    old = [
+        entry
+        for entry in directory.iterdir()
+        if entry.is_file() and entry.name.startswith(("rpt_", ".rpt_"))
+        and entry.stat().st_mtime < cutoff
+    ]  # fmt: skip
+    removed = 0
+    for first in range(0, len(old), 500):
+        batch = old[first : first + 500]
+        async with maker() as session:
+            used = await repository.referenced_files(session, [entry.name for entry in batch])
+        for entry in batch:
+            if entry.name not in used:
+                entry.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
 @periodic_task("reports.remove_expired_files", every_seconds=600)
 async def _remove_expired(maker: async_sessionmaker[AsyncSession], now: datetime) -> None:
     count = await remove_expired_files(maker, now)
-    if count:
-        log.info("removed %d expired report file(s)", count)
+    orphans = await remove_orphan_files(maker, now)
+    if count or orphans:
+        log.info("removed %d expired and %d orphaned report file(s)", count, orphans)

@@ -150,3 +150,8 @@ async def forget_file(session: AsyncSession, report_id: str, now: datetime) -> N
         .values(file_name=None, file_removed_at=now)
         .execution_options(synchronize_session=False)
     )
+
+
+async def referenced_files(session: AsyncSession, names: Sequence[str]) -> set[str]:
+    rows = await session.scalars(select(Report.file_name).where(Report.file_name.in_(names)))
+    return {name for name in rows if name is not None}
