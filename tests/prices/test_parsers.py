@@ -4,7 +4,7 @@ and refusals that name the line or element (pure, no database)."""
 from __future__ import annotations
 
 import itertools
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -282,3 +282,59 @@ def test_read_price_file_refuses_missing_and_empty_files(tmp_path: Path) -> None
     (tmp_path / "empty.csv").write_text("  \n")
     with pytest.raises(PriceFileError, match="is empty"):
         read_price_file(tmp_path / "empty.csv", "NL")
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.integers(0, 400), min_size=2, max_size=40, unique=True),
+    st.sampled_from(["Z", "+01:00", "-05:30", "+14:00"]),
+    st.lists(st.decimals(-500, 3000, places=2, allow_nan=False), min_size=40, max_size=40),
+)
+def test_csv_round_trip(slots: list[int], offset: str, prices: list[object]) -> None:
+    from datetime import timedelta, timezone
+
+    origin = datetime(2025, 1, 1, tzinfo=UTC)
+    if offset == "Z":
+        tz = UTC
+    else:
+        sign = -1 if offset[0] == "-" else 1
+        tz = timezone(sign * timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6])))
+    lines = ["timestamp,price_eur_per_mwh"]
+    for slot, price in zip(slots, prices, strict=False):
+        moment = (origin + timedelta(minutes=15 * slot)).astimezone(tz)
+        text = moment.strftime("%Y-%m-%dT%H:%M:%S") + offset
+        lines.append(f"{text},{price}")
+    rows = parse_price_csv("\n".join(lines) + "\n", 900)
+    expected = sorted(
+        (int(origin.timestamp()) + 900 * slot, float(str(price)))
+        for slot, price in zip(slots, prices, strict=False)
+    )
+    assert [(row.start, row.price_eur_per_mwh) for row in rows] == expected
+    assert {row.resolution_s for row in rows} == {900}
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.sets(st.integers(2, 24), max_size=23),
+    st.lists(st.integers(-50, 500), min_size=24, max_size=24),
+)
+def test_a03_expansion_matches_repetition(given_positions: set[int], prices: list[int]) -> None:
+    from solarapi.prices.entsoe import parse_entsoe_xml
+
+    positions = sorted({1} | given_positions)
+    points = "\n".join(
+        f"<Point><position>{p}</position><price.amount>{prices[p - 1]}</price.amount></Point>"
+        for p in positions
+    )
+    text = f"""<Publication_MarketDocument xmlns="x"><type>A44</type><TimeSeries>
+<in_Domain.mRID>10YAT-APG------L</in_Domain.mRID><curveType>A03</curveType><Period>
+<timeInterval><start>2024-01-01T00:00Z</start><end>2024-01-02T00:00Z</end></timeInterval>
+<resolution>PT60M</resolution>{points}</Period></TimeSeries></Publication_MarketDocument>"""
+    document = parse_entsoe_xml(text.encode())
+    expected: list[float] = []
+    for position in range(1, 25):
+        expected.append(float(prices[position - 1]) if position in positions else expected[-1])
+    assert [row.price_eur_per_mwh for row in document.rows] == expected
+    assert [row.start for row in document.rows] == [
+        epoch("2024-01-01T00:00:00Z") + 3600 * i for i in range(24)
+    ]
