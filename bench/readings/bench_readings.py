@@ -130,7 +130,9 @@ async def make_keys(settings: Settings, plan: Plan, count: int) -> list[str]:
         from sqlalchemy import select
 
         # Pro keys go on the account owning the bench systems, so they can read them.
-        account_id = await session.scalar(select(System.account_id).limit(1))
+        account_id = await session.scalar(
+            select(System.account_id).where(System.name.like("Bench %")).limit(1)
+        )
         if plan is Plan.ENTERPRISE or account_id is None:
             created = await create_account(
                 session, name="Bench writer", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
@@ -156,7 +158,13 @@ async def system_ids(settings: Settings) -> list[str]:
     engine = create_oneshot_engine(settings)
     async with sessionmaker_for(engine)() as session:
         ids = list(
-            (await session.scalars(select(System.id).order_by(System.created_at, System.id))).all()
+            (
+                await session.scalars(
+                    select(System.id)
+                    .where(System.name.like("Bench %"))
+                    .order_by(System.created_at, System.id)
+                )
+            ).all()
         )
     await engine.dispose()
     return ids

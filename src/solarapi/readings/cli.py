@@ -15,7 +15,7 @@ import typer
 
 if TYPE_CHECKING:
     from solarapi.config import Settings
-    from solarapi.readings.service import ReadingIn
+    from solarapi.readings.service import ReadingBatch
 
 readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
 
@@ -45,10 +45,10 @@ def _number(cell: str, column: str, line: int) -> float:
 
 def read_batches(
     stream: TextIO, on_bytes: Callable[[int], None] | None = None
-) -> Iterator[tuple[list[int], list[ReadingIn]]]:
-    """Batches of (line numbers, ReadingIn) from a CSV with header
+) -> Iterator[tuple[list[int], ReadingBatch]]:
+    """Batches of (line numbers, readings) from a CSV with header
     `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
-    from solarapi.readings.service import ReadingIn
+    from solarapi.readings.service import ReadingBatch
 
     def counted() -> Iterator[str]:
         for text in stream:
@@ -64,7 +64,7 @@ def read_batches(
         )
     width = len(header)
     lines: list[int] = []
-    items: list[ReadingIn] = []
+    items = ReadingBatch()
     for row in reader:
         line = reader.line_num
         if not row or all(not cell.strip() for cell in row):
@@ -72,17 +72,15 @@ def read_batches(
         if len(row) != width:
             raise CsvRowError(f"line {line}: expected {width} columns, got {len(row)}")
         power_cell = row[2].strip() if width == 3 else ""
-        items.append(
-            ReadingIn(
-                row[0].strip(),
-                _number(row[1].strip(), "energy_wh", line),
-                _number(power_cell, "power_w", line) if power_cell else None,
-            )
+        items.add(
+            row[0].strip(),
+            _number(row[1].strip(), "energy_wh", line),
+            _number(power_cell, "power_w", line) if power_cell else None,
         )
         lines.append(line)
         if len(items) == BATCH:
             yield lines, items
-            lines, items = [], []
+            lines, items = [], ReadingBatch()
     if items:
         yield lines, items
 

@@ -7,6 +7,7 @@ statement on PostgreSQL, an `executemany` of one prepared statement on SQLite; b
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,7 +223,8 @@ async def _upsert(
     marks = ", ".join("?" for _ in range(len(columns) + 1))
     sql = f"INSERT INTO {table} (system_id, {names}) VALUES ({marks}) {conflict}"  # noqa: S608
     connection = await session.connection()
-    rows = [(system_id, *row) for row in zip(*values, strict=True)]
+    # zip builds the row tuples in C; repeat() is endless, so not strict.
+    rows = list(zip(itertools.repeat(system_id), *values, strict=False))
     await connection.exec_driver_sql(sql, rows)
 
 

@@ -25,14 +25,6 @@ class ReadingItem(BaseModel):
     power_w: Annotated[NonNegative | None, Field(description="Optional, ≥ 0")] = None
 
 
-class ReadingsUpload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    readings: Annotated[
-        list[ReadingItem], Field(json_schema_extra={"minItems": 1, "maxItems": 10_000})
-    ]
-
-
 class UploadResultOut(BaseModel):
     received: int
     inserted: int

@@ -8,14 +8,14 @@ Public API used by other areas (sandbox, market value, declarations, reports, da
 from __future__ import annotations
 
 import importlib
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import Conflict, ValidationFailed
@@ -237,13 +237,22 @@ def _body(system: System, interval: Interval, buckets: Buckets) -> dict[str, Any
 # --- uploads -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ReadingIn:
-    """One uploaded reading as received (JSON or CSV), before validation."""
+@dataclass(slots=True)
+class ReadingBatch:
+    """Uploaded readings as received (JSON or CSV), before validation, as parallel columns:
+    item i is (timestamps[i], energy_wh[i], power_w[i]); power None = not reported."""
 
-    timestamp: str
-    energy_wh: float
-    power_w: float | None = None
+    timestamps: list[str] = field(default_factory=list)
+    energy_wh: list[float] = field(default_factory=list)
+    power_w: list[float | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def add(self, timestamp: str, energy_wh: float, power_w: float | None = None) -> None:
+        self.timestamps.append(timestamp)
+        self.energy_wh.append(energy_wh)
+        self.power_w.append(power_w)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,75 +279,179 @@ def plausible_max_wh(capacity_kwp: float) -> float:
     return capacity_kwp * WH_PER_KWP_PER_QUARTER * PLAUSIBILITY_MARGIN
 
 
+_FAST_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_ITEM_FIELDS = frozenset({"timestamp", "energy_wh", "power_w"})
+
+
+def _epoch_seconds(text: str, midnights: dict[str, int]) -> int | None:
+    """Epoch seconds of `YYYY-MM-DDTHH:MM:SSZ` (the form nearly every client sends) without
+    building a datetime per item; None for any other form, which takes the full parser."""
+    if len(text) != 20 or _FAST_TIMESTAMP.fullmatch(text) is None:
+        return None
+    midnight = midnights.get(text[:10])
+    if midnight is None:
+        try:
+            day = date.fromisoformat(text[:10])
+        except ValueError:
+            return None
+        midnight = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
+        midnights[text[:10]] = midnight
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    return midnight + hour * 3600 + minute * 60 + second
+
+
+def batch_from_json(payload: object) -> ReadingBatch:
+    """The upload body (already JSON-decoded) → items, checking its shape with located
+    messages (`readings[3].energy_wh: must be a number`). Done by hand rather than by a
+    pydantic model: validating 10,000 model instances cost more than storing them."""
+    if not isinstance(payload, dict):
+        raise ValidationFailed("the body must be a JSON object with a 'readings' list")
+    for key in payload:
+        if key != "readings":
+            raise ValidationFailed(f"{key}: unknown field")
+    readings = payload.get("readings")
+    if readings is None:
+        raise ValidationFailed("readings: is required")
+    if not isinstance(readings, list):
+        raise ValidationFailed("readings: must be a list of readings")
+    batch = ReadingBatch()
+    timestamps, energies, powers = batch.timestamps, batch.energy_wh, batch.power_w
+    for i, item in enumerate(readings):
+        if not isinstance(item, dict):
+            raise ValidationFailed(f"readings[{i}]: must be an object")
+        if not _ITEM_FIELDS.issuperset(item):
+            unknown = sorted(set(item) - _ITEM_FIELDS)[0]
+            raise ReadingRejected(i, unknown, "unknown field")
+        timestamp = item.get("timestamp")
+        energy_wh = item.get("energy_wh")
+        power_w = item.get("power_w")
+        if not isinstance(timestamp, str):
+            problem = "is required" if timestamp is None else "must be a string"
+            raise ReadingRejected(i, "timestamp", problem)
+        if not isinstance(energy_wh, int | float) or isinstance(energy_wh, bool):
+            problem = "is required" if energy_wh is None else "must be a number"
+            raise ReadingRejected(i, "energy_wh", problem)
+        if power_w is not None and (
+            not isinstance(power_w, int | float) or isinstance(power_w, bool)
+        ):
+            raise ReadingRejected(i, "power_w", "must be a number or null")
+        timestamps.append(timestamp)
+        energies.append(float(energy_wh))
+        powers.append(None if power_w is None else float(power_w))
+    return batch
+
+
 def _validated(
-    items: Sequence[ReadingIn], capacity_kwp: float, now: datetime
+    batch: ReadingBatch, capacity_kwp: float, now: datetime
 ) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Arrays of a batch in which every item passed; else ReadingRejected for the first bad one."""
+    """Arrays of a batch in which every item passed; else ReadingRejected naming the first
+    bad item (lowest index; for one item, timestamp before energy before power)."""
+    count = len(batch)
+    starts = np.zeros(count, dtype=np.int64)
+    unaligned = np.zeros(count, dtype=bool)
+    energy = np.array(batch.energy_wh, dtype=np.float64)
+    power = np.array(batch.power_w, dtype=np.float64)  # None → NaN
+    power_given = np.fromiter((p is not None for p in batch.power_w), bool, count=count)
+    # Timestamps: parse in index order; an unparsable one bounds the search for earlier faults.
+    midnights: dict[str, int] = {}
+    unparsable: ReadingRejected | None = None
+    for i, text in enumerate(batch.timestamps):
+        seconds = _epoch_seconds(text, midnights)
+        if seconds is None:
+            try:
+                moment = parse_timestamp(text)
+            except TimestampError as exc:
+                unparsable = ReadingRejected(i, "timestamp", str(exc))
+                break
+            seconds = int(moment.timestamp() // 1)
+            unaligned[i] = moment.microsecond != 0
+        starts[i] = seconds
     limit = plausible_max_wh(capacity_kwp)
     now_s = now.timestamp()
-    count = len(items)
-    starts = np.empty(count, dtype=np.int64)
-    energy = np.empty(count, dtype=np.float64)
-    power = np.empty(count, dtype=np.float64)
-    first_index: dict[int, int] = {}
-    for i, item in enumerate(items):
-        try:
-            moment = parse_timestamp(item.timestamp)
-        except TimestampError as exc:
-            raise ReadingRejected(i, "timestamp", str(exc)) from None
-        start_s = int(moment.timestamp() // 1)
-        if moment.microsecond or start_s % QUARTER_S:
-            raise ReadingRejected(
-                i,
-                "timestamp",
-                f"'{item.timestamp}' is not the start of a quarter-hour; in UTC the minute "
-                "must be 0, 15, 30 or 45 and the seconds 0",
-            )
-        if start_s < 0:
-            raise ReadingRejected(i, "timestamp", "must not be before 1970-01-01T00:00:00Z")
-        if start_s + QUARTER_S > now_s:
-            raise ReadingRejected(
-                i,
-                "timestamp",
-                f"the quarter-hour starting {format_timestamp(moment)} has not ended yet "
-                f"(now is {format_timestamp(now)})",
-            )
-        earlier = first_index.get(start_s)
-        if earlier is not None:
-            raise ReadingRejected(
-                i,
-                "timestamp",
-                f"{format_timestamp(moment)} repeats readings[{earlier}].timestamp; each "
-                "quarter-hour may appear once per batch",
-            )
-        first_index[start_s] = i
-        energy_wh = item.energy_wh
-        if not math.isfinite(energy_wh) or energy_wh < 0:
-            raise ReadingRejected(i, "energy_wh", f"must be ≥ 0; got {energy_wh}")
-        if energy_wh > limit:
-            raise ReadingRejected(
-                i,
-                "energy_wh",
-                f"{energy_wh} Wh in 15 minutes is implausible for a {capacity_kwp} kWp system "
-                f"(at most {round(limit, 3)} Wh = capacity_kwp × 250 × 1.5)",
-            )
-        power_w = item.power_w
-        if power_w is not None and (not math.isfinite(power_w) or power_w < 0):
-            raise ReadingRejected(i, "power_w", f"must be ≥ 0; got {power_w}")
-        starts[i] = start_s
-        energy[i] = energy_wh
-        power[i] = np.nan if power_w is None else power_w
-    return starts, energy, power
+    checked = unparsable.index if unparsable else count
+    span = slice(0, checked)
+    _, first_seen = np.unique(starts[span], return_index=True)
+    repeated = np.ones(checked, dtype=bool)
+    repeated[first_seen] = False
+    # (rule order within one item, mask); the first True of the earliest index wins.
+    rules: list[tuple[str, npt.NDArray[np.bool_]]] = [
+        ("aligned", unaligned[span] | (starts[span] % QUARTER_S != 0)),
+        ("epoch", starts[span] < 0),
+        ("ended", starts[span] + QUARTER_S > now_s),
+        ("repeat", repeated),
+        ("energy", ~np.isfinite(energy[span]) | (energy[span] < 0)),
+        ("plausible", energy[span] > limit),
+        ("power", power_given[span] & ~(np.isfinite(power[span]) & (power[span] >= 0))),
+    ]
+    first_bad = checked
+    rule = ""
+    for name, mask in rules:
+        hits = np.flatnonzero(mask)
+        if len(hits) and int(hits[0]) < first_bad:
+            first_bad, rule = int(hits[0]), name
+    if first_bad == checked:
+        if unparsable is not None:
+            raise unparsable
+        return starts, energy, power
+    raise _rejection(batch, first_bad, rule, starts, limit, capacity_kwp, now)
+
+
+def _rejection(
+    batch: ReadingBatch,
+    index: int,
+    rule: str,
+    starts: IntArray,
+    limit: float,
+    capacity_kwp: float,
+    now: datetime,
+) -> ReadingRejected:
+    moment = format_timestamp(datetime.fromtimestamp(int(starts[index]), UTC))
+    if rule == "aligned":
+        return ReadingRejected(
+            index,
+            "timestamp",
+            f"'{batch.timestamps[index]}' is not the start of a quarter-hour; in UTC the minute must be "
+            "0, 15, 30 or 45 and the seconds 0",
+        )
+    if rule == "epoch":
+        return ReadingRejected(index, "timestamp", "must not be before 1970-01-01T00:00:00Z")
+    if rule == "ended":
+        return ReadingRejected(
+            index,
+            "timestamp",
+            f"the quarter-hour starting {moment} has not ended yet "
+            f"(now is {format_timestamp(now)})",
+        )
+    if rule == "repeat":
+        earlier = int(np.flatnonzero(starts[:index] == starts[index])[0])
+        return ReadingRejected(
+            index,
+            "timestamp",
+            f"{moment} repeats readings[{earlier}].timestamp; each quarter-hour may appear "
+            "once per batch",
+        )
+    if rule == "energy":
+        return ReadingRejected(index, "energy_wh", f"must be ≥ 0; got {batch.energy_wh[index]}")
+    if rule == "plausible":
+        return ReadingRejected(
+            index,
+            "energy_wh",
+            f"{batch.energy_wh[index]} Wh in 15 minutes is implausible for a {capacity_kwp} kWp system "
+            f"(at most {round(limit, 3)} Wh = capacity_kwp × 250 × 1.5)",
+        )
+    return ReadingRejected(index, "power_w", f"must be ≥ 0; got {batch.power_w[index]}")
 
 
 async def upload_readings(
-    session: AsyncSession, system: System, items: Sequence[ReadingIn], now: datetime
+    session: AsyncSession, system: System, batch: ReadingBatch, now: datetime
 ) -> UploadResult:
     """Validate a batch (all or nothing), upsert it and bring the rollups and the system's
     first/last reading up to date, in the caller's transaction."""
-    if not 1 <= len(items) <= MAX_UPLOAD:
-        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(items):,}")
-    starts, energy, power = _validated(items, system.capacity_kwp, now)
+    if not 1 <= len(batch) <= MAX_UPLOAD:
+        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+    starts, energy, power = _validated(batch, system.capacity_kwp, now)
     if system.data_source == "simulated":
         raise Conflict(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
@@ -346,7 +459,7 @@ async def upload_readings(
         )
     updated = await store_series(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
-    result = UploadResult(len(items), len(items) - updated, updated)
+    result = UploadResult(len(batch), len(batch) - updated, updated)
     await record_event(
         session,
         account_id=system.account_id,
