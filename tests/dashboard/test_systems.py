@@ -97,9 +97,7 @@ async def test_system_page_shows_the_readings_endpoint_numbers(
             assert f'<{shape} class="{"bar" if shape == "rect" else "line"}"' in page.text
 
 
-async def test_overview_shows_todays_energy_from_the_summary(
-    app: FastAPI, enterprise: Tenant
-) -> None:
+async def test_overview_agrees_with_the_summary_endpoint(app: FastAPI, enterprise: Tenant) -> None:
     async with client_for(app, enterprise.live) as api, browser_for(app) as client:
         system_id = await _system_with_readings(api, days=2)
         summary = (await api.get(f"/api/v1/systems/{system_id}/summary")).json()
@@ -140,9 +138,18 @@ async def test_sandbox_systems_show_in_the_sandbox_view_only(
         system_id = created.json()["id"]
         await log_in(client, enterprise.email, enterprise.password)
         sandbox = await client.get("/overview?env=test")
+        summary = (await sandbox_api.get(f"/api/v1/systems/{system_id}/summary")).json()
         live = await client.get("/overview")
         page = await client.get(f"/systems/{system_id}")
-    assert f'id="system-{system_id}"' in sandbox.text
+    card = re.search(rf'id="system-{system_id}">.*?</section>', sandbox.text, re.S)
+    assert card
+    # A simulated system: today's energy and last reading agree with the API's summary.
+    today = re.search(r'data-energy-wh="([^"]*)"', card.group(0))
+    assert today
+    expected = summary["energy_today_wh"]
+    assert (float(today.group(1)) if today.group(1) else None) == expected
+    last = summary["last_reading_at"]
+    assert f"{last[:10]} {last[11:16]} UTC" in card.group(0)
     assert system_id not in live.text
     assert page.status_code == 200
     assert "Sandbox</span>" in page.text

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.accounts import repository as account_repository
 from solarapi.accounts.passwords import hash_password
 from solarapi.accounts.service import check_login, create_account
 from solarapi.auth import repository as key_repository
@@ -22,7 +23,7 @@ from solarapi.dashboard.throttle import LoginThrottle
 from solarapi.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
-from solarapi.kit.timefmt import TimestampError, parse_date
+from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import System
 from solarapi.ratelimit.base import RateLimiter
@@ -212,18 +213,35 @@ class SystemCard:
 async def overview(
     session: AsyncSession, user: WebUser, environment: Environment, now: datetime
 ) -> list[SystemCard]:
-    """The account's systems of one environment with today's energy and last reading, from
-    the same summary the API's `/systems/{id}/summary` returns."""
+    """The account's systems of one environment with today's energy and last reading."""
     if environment is Environment.TEST:
         # The sandbox's simulated systems appear on first use, whether by key or here.
-        await ensure_sandbox(session, user.account_id, now)
+        account = await account_repository.get_account(session, user.account_id)
+        if account is not None and account.sandbox_provisioned_at is None:
+            await ensure_sandbox(session, user.account_id, now)
     cards: list[SystemCard] = []
     for system in await systems_repository.list_for_account(
         session, user.account_id, environment.value
     ):
-        totals = await readings_service.summary(session, system, now)
-        cards.append(SystemCard(system, totals["energy_today_wh"], totals["last_reading_at"]))
+        cards.append(await _card(session, system, now))
     return cards
+
+
+async def _card(session: AsyncSession, system: System, now: datetime) -> SystemCard:
+    # Today's quarter-hours from the readings endpoint's own aggregation. Not the summary:
+    # for a simulated system that also simulates the year to date and the lifetime, which
+    # costs seconds on a cold cache, for numbers this page does not show.
+    tz = ZoneInfo(system.timezone)
+    today = now.astimezone(tz).date()
+    start = datetime.fromtimestamp(local_midnight(today, tz), UTC)
+    end = datetime.fromtimestamp(local_midnight(today + timedelta(days=1), tz), UTC)
+    body = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    if system.data_source == "simulated":
+        known = [item["start"] for item in body["data"] if item["samples"]]
+        last_reading = known[-1] if known else None
+    else:
+        last_reading = format_optional(system.last_reading_at)
+    return SystemCard(system, body["meta"]["totals"]["energy_wh"], last_reading)
 
 
 async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> System:
