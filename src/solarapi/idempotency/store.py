@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -23,6 +23,16 @@ KEY_TTL = timedelta(hours=24)
 # No request of this API runs this long: a key still in flight after it belongs to a request
 # whose process died, perhaps after its change committed.
 ABANDONED_AFTER = timedelta(minutes=10)
+
+
+async def _without_flush_wait(session: AsyncSession) -> None:
+    """On PostgreSQL, commit this bookkeeping without waiting for the WAL flush (one fsync
+    less per step). Safe because WAL is flushed in order: the request's own, synchronous
+    commit — the one that matters — makes an earlier key row durable too. A crash can lose
+    only a stored response (the key then reads as abandoned: 409, never a second run) or the
+    key of a request that changed nothing."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +70,7 @@ async def claim(
     for _ in range(3):
         try:
             async with maker() as session, session.begin():
+                await _without_flush_wait(session)
                 record = IdempotencyRecord(
                     api_key_id=api_key_id,
                     idempotency_key=key,
@@ -131,6 +142,7 @@ async def complete(
     now: datetime,
 ) -> None:
     async with maker() as session, session.begin():
+        await _without_flush_wait(session)
         await session.execute(
             update(IdempotencyRecord)
             .where(IdempotencyRecord.id == record_id)
