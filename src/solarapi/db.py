@@ -32,6 +32,9 @@ def create_engine(settings: Settings) -> AsyncEngine:
         return engine
     return create_async_engine(
         settings.async_database_url,
+        # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
+        # database would hold every request that long before its 503.
+        connect_args={"timeout": 5},
         pool_size=settings.db_pool_size,
         max_overflow=10,
         pool_pre_ping=False,
