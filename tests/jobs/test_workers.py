@@ -38,7 +38,9 @@ def worker_env(settings: Settings) -> dict[str, str]:
 
 
 @contextmanager
-def worker(settings: Settings, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    settings: Settings, *args: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     # Worker logs go next to the database, for whoever debugs a failure.
     stderr = (settings.data_dir / "worker-stderr.log").open("ab")
     proc = subprocess.Popen(
@@ -53,7 +55,7 @@ def worker(settings: Settings, *args: str) -> Iterator[subprocess.Popen[bytes]]:
             "0.1",
             *args,
         ],
-        env=worker_env(settings),
+        env={**worker_env(settings), **(env or {})},
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=stderr,

@@ -1,0 +1,19 @@
+"""Imported by a `solarapi worker --handlers tests.reports.slow_render` subprocess: rendering
+waits REPORT_RENDER_DELAY seconds first, so a test can kill the worker mid-report."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from solarapi.reports import jobs
+
+_real_render = jobs.render
+
+
+def _slow_render(*args: object) -> None:
+    time.sleep(float(os.environ.get("REPORT_RENDER_DELAY", "0")))
+    _real_render(*args)  # type: ignore[arg-type]
+
+
+jobs.render = _slow_render  # type: ignore[assignment]
