@@ -349,3 +349,15 @@ async def test_system_chart_shows_the_api_daily_totals(
         page.locator("#production-chart svg.chart-wide polyline.line").first
     ).to_be_visible()
     await page.screenshot(path=shot_path("system-desktop-hourly"), full_page=True)
+
+
+async def test_sandbox_toggle_shows_the_simulated_systems(page: Page) -> None:
+    await sign_up(page, unique_email())
+    await page.click("text=Sandbox")
+    await expect(page).to_have_url(re.compile(r"/overview\?env=test$"))
+    cards = page.locator(".system-card")
+    await expect(cards).to_have_count(3)
+    await expect(page.locator(".toggle a[aria-current=true]")).to_have_text("Sandbox")
+    await page.screenshot(path=shot_path("overview-sandbox"), full_page=True)
+    await page.click("text=Live")
+    await expect(page.locator(".system-card")).to_have_count(0)
