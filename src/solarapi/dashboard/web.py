@@ -5,6 +5,7 @@ logged-in user, and HTML error pages (the API under /api keeps its JSON errors).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 import secrets
 from collections.abc import Callable, Coroutine, Mapping
@@ -307,8 +308,6 @@ def is_https(request: Request) -> bool:
     client = request.client.host if request.client else ""
     if not settings.trusted_networks or not client:
         return False
-    import ipaddress
-
     try:
         peer = ipaddress.ip_address(client)
     except ValueError:
