@@ -121,105 +121,58 @@ def _held(job_id: str, worker_id: str) -> ColumnElement[bool]:
     )
 
 
+async def _update_held(
+    session: AsyncSession, job_id: str, worker_id: str, values: dict[str, Any]
+) -> bool:
+    """Change a job this worker holds; False (nothing changed) when it no longer does."""
+    result = await session.execute(
+        update(Job)
+        .where(_held(job_id, worker_id))
+        .values(**values)
+        .returning(Job.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+_RELEASED: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
+
+
 async def extend_lease(
     session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease: timedelta
 ) -> bool:
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(lease_expires_at=now + lease, heartbeat_at=now)
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
+    return await _update_held(
+        session, job_id, worker_id, {"lease_expires_at": now + lease, "heartbeat_at": now}
     )
-    return result.first() is not None
 
 
 async def touch_lease(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(heartbeat_at=now)
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
-    )
-    return result.first() is not None
+    return await _update_held(session, job_id, worker_id, {"heartbeat_at": now})
 
 
 async def mark_succeeded(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(
-            status=JobStatus.SUCCEEDED.value,
-            finished_at=now,
-            lease_owner=None,
-            lease_expires_at=None,
-        )
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
-    )
-    return result.first() is not None
+    values = {"status": JobStatus.SUCCEEDED.value, "finished_at": now, **_RELEASED}
+    return await _update_held(session, job_id, worker_id, values)
 
 
 async def schedule_retry(
-    session: AsyncSession,
-    job_id: str,
-    worker_id: str,
-    *,
-    error: str,
-    run_at: datetime,
+    session: AsyncSession, job_id: str, worker_id: str, *, error: str, run_at: datetime
 ) -> bool:
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(
-            status=JobStatus.QUEUED.value,
-            run_at=run_at,
-            last_error=error,
-            lease_owner=None,
-            lease_expires_at=None,
-        )
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
-    )
-    return result.first() is not None
+    values = {"status": JobStatus.QUEUED.value, "run_at": run_at, "last_error": error}
+    return await _update_held(session, job_id, worker_id, {**values, **_RELEASED})
 
 
 async def mark_failed(
     session: AsyncSession, job_id: str, worker_id: str, *, error: str, now: datetime
 ) -> bool:
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(
-            status=JobStatus.FAILED.value,
-            last_error=error,
-            finished_at=now,
-            lease_owner=None,
-            lease_expires_at=None,
-        )
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
-    )
-    return result.first() is not None
+    values = {"status": JobStatus.FAILED.value, "last_error": error, "finished_at": now}
+    return await _update_held(session, job_id, worker_id, {**values, **_RELEASED})
 
 
 async def release(session: AsyncSession, job_id: str, worker_id: str, now: datetime) -> bool:
     """Give a job back without counting the attempt (a worker shutting down cleanly)."""
-    result = await session.execute(
-        update(Job)
-        .where(_held(job_id, worker_id))
-        .values(
-            status=JobStatus.QUEUED.value,
-            attempts=Job.attempts - 1,
-            run_at=now,
-            lease_owner=None,
-            lease_expires_at=None,
-        )
-        .returning(Job.id)
-        .execution_options(synchronize_session=False)
-    )
-    return result.first() is not None
+    values = {"status": JobStatus.QUEUED.value, "attempts": Job.attempts - 1, "run_at": now}
+    return await _update_held(session, job_id, worker_id, {**values, **_RELEASED})
 
 
 async def fail_abandoned(
