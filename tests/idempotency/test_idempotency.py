@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select, update
+from starlette.background import BackgroundTask
 
 from solarapi.app import create_app
 from solarapi.config import Settings
@@ -238,7 +239,19 @@ async def flaky_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastA
             raise RuntimeError("first call fails")
         return OrjsonResponse({"call": calls["n"]}, status_code=201)
 
+    @application.post("/api/v1/fails-after-answering")
+    async def fails_after_answering() -> OrjsonResponse:
+        calls["n"] += 1
+
+        def explode() -> None:
+            raise RuntimeError("a background task fails after the response was sent")
+
+        return OrjsonResponse(
+            {"call": calls["n"]}, status_code=201, background=BackgroundTask(explode)
+        )
+
     application.state.route_table.add("/api/v1/flaky", {"POST"})
+    application.state.route_table.add("/api/v1/fails-after-answering", {"POST"})
     async with application.router.lifespan_context(application):
         yield application
 
@@ -286,3 +299,22 @@ async def test_oversized_chunked_body_is_refused_without_taking_the_key(
             .where(IdempotencyRecord.idempotency_key == key)
         )
     assert stored == 0
+
+
+async def test_a_failure_after_a_complete_answer_still_replays(flaky_app: FastAPI) -> None:
+    """The endpoint committed and answered; something after it failed. A retry must get the
+    answer, not run the endpoint again."""
+    tenant = await make_tenant(flaky_app, Plan.ENTERPRISE)
+    key = fresh_key()
+    async with client_for(flaky_app, tenant.live) as client:
+        # The gateway logs the late error; the client already has its answer.
+        first = await client.post(
+            "/api/v1/fails-after-answering", json={}, headers={"Idempotency-Key": key}
+        )
+        assert first.status_code == 201
+        again = await client.post(
+            "/api/v1/fails-after-answering", json={}, headers={"Idempotency-Key": key}
+        )
+    assert again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == {"call": 1}

@@ -109,9 +109,10 @@ class IdempotencyMiddleware:
         status: int | None = None
         headers: list[list[str]] = []
         chunks: list[bytes] = []
+        complete = False
 
         async def capture(message: Message) -> None:
-            nonlocal status
+            nonlocal status, complete
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 headers.extend(
@@ -120,16 +121,27 @@ class IdempotencyMiddleware:
                 )
             elif message["type"] == "http.response.body":
                 chunks.append(bytes(message.get("body", b"")))
+                complete = not message.get("more_body", False)
             await send(message)
 
         try:
             await self.app(scope, _replaying(body, receive), capture)
         except BaseException:
-            # Releasing must not hide the original error (the database may be what failed).
-            try:
-                await store.release(maker, outcome.record_id)
-            except Exception:
-                log.exception("could not release Idempotency-Key record %s", outcome.record_id)
+            if status is None or status >= 500:
+                # Nothing committed (the endpoint raised before answering): a retry may run.
+                try:
+                    await store.release(maker, outcome.record_id)
+                except Exception:
+                    # Releasing must not hide the original error (the database may be what
+                    # failed); the key then reads as abandoned after a while.
+                    log.exception("could not release Idempotency-Key %s", outcome.record_id)
+            elif complete:
+                await store.complete(
+                    maker, outcome.record_id, status=status, headers=headers,
+                    body=b"".join(chunks), now=utcnow(),
+                )  # fmt: skip
+            # Else a success was half sent when sending failed: its change committed but the
+            # response is incomplete, so the key stays taken (abandoned: 409, never a rerun).
             raise
         if status is None or status >= 500:
             await store.release(maker, outcome.record_id)
