@@ -421,3 +421,23 @@ async def test_two_server_processes_return_the_same_numbers(
                 bodies.append(response.json())
     assert bodies[0] == bodies[1] == in_process.json()
     assert sum(b["energy_wh"] for b in bodies[0]["data"]) > 0
+
+
+async def test_simulated_history_starts_in_2000_so_any_range_stays_cheap(
+    pro: Tenant, app: FastAPI
+) -> None:
+    async with client_for(app, pro.test) as client:
+        system = (await sandbox_systems(client))["Europe/Amsterdam"]
+        body = await readings(
+            client,
+            system["id"],
+            local_iso("Europe/Amsterdam", 1970, 2, 1),  # the API takes `from` ≥ 1970-01-01Z
+            local_iso("Europe/Amsterdam", 2001, 1, 1),
+            "1M",
+        )
+    data = body["data"]
+    assert len(data) == 31 * 12 - 1
+    before = [b for b in data if b["start"] < "1999-12-31T23:00:00Z"]
+    assert len(before) == 30 * 12 - 1
+    assert all(b["energy_wh"] is None for b in before)
+    assert all(b["energy_wh"] is not None and b["energy_wh"] > 0 for b in data[-12:])

@@ -7,6 +7,7 @@ Public API used by other areas (sandbox, market value, declarations, reports, da
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import re
 from dataclasses import dataclass, field
@@ -67,12 +68,16 @@ class _SimulatedSeries(Protocol):
     power_w: FloatArray
 
 
-def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model, when its module is installed (imported lazily: it pulls
     in pvlib, and the metered path must not depend on it)."""
     try:
         model: Any = importlib.import_module("solarapi.sandbox.model")
     except ImportError:
+        return None
+    # Simulated history is bounded (see docs/sandbox.md): a 1M query may span 833 years.
+    start_s = max(start_s, model.SIMULATION_START_S)
+    if end_s <= start_s:
         return None
     params = model.PvParams(
         system_id=system.id,
@@ -84,8 +89,13 @@ def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | No
         tilt_deg=system.tilt_deg,
         azimuth_deg=system.azimuth_deg,
     )
-    series: _SimulatedSeries = model.simulate(
-        params, datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
+    # CPU-bound when the model's cache is cold (~0.2 s per system-year): off the event loop,
+    # so other requests are served meanwhile.
+    series: _SimulatedSeries = await asyncio.to_thread(
+        model.simulate,
+        params,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
     )
     return series
 
@@ -110,7 +120,7 @@ async def quarter_hours(
     known_end = min(end_s, _ended_before(now))
     if known_end > start_s:
         if system.data_source == "simulated":
-            series = _simulate(system, start_s, known_end)
+            series = await _simulate(system, start_s, known_end)
             if series is not None:
                 _place(starts, energy, power, series.starts, series.energy_wh, series.power_w)
         else:

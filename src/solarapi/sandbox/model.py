@@ -41,6 +41,10 @@ from solarapi.sandbox.weather import weather_at
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
+# The API serves simulated readings from this instant on (earlier quarter-hours are "no reading").
+# `simulate` itself takes any range; the bound keeps one request's work finite, since 10,000
+# monthly buckets would otherwise ask for 833 years of quarter-hours.
+SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
 MAX_CACHED_MONTHS = 960
 # Systems at or above this size are taken to be open-rack (ground parks, racked flat roofs);
