@@ -1,0 +1,186 @@
+"""Declarations reports: the declarations whose period overlaps the report's, with their
+status and history, from the declarations service."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.declarations import service as declaration_service
+from solarapi.declarations.service import period_bounds
+from solarapi.models.systems import System
+from solarapi.reports.content import (
+    TITLES,
+    Cell,
+    Chart,
+    ReportContent,
+    ReportContext,
+    Table,
+    facts,
+    kwh,
+    percent,
+)
+
+DECLARATION_COLUMNS = [
+    "declaration_id",
+    "system_id",
+    "system_name",
+    "type",
+    "period_start",
+    "period_end",
+    "energy_wh",
+    "metered_energy_wh",
+    "coverage_ratio",
+    "status",
+    "status_reason",
+    "reference",
+    "created_at",
+    "submitted_at",
+    "decided_at",
+    "history",
+]
+
+
+async def declarations(
+    session: AsyncSession, context: ReportContext, systems: list[System]
+) -> ReportContent:
+    caller = declaration_service.Caller(
+        context.principal.account_id, context.principal.environment, context.principal.key_id
+    )
+    content = ReportContent(
+        TITLES["declarations"], facts(context, systems), list(DECLARATION_COLUMNS)
+    )
+    start_s = int(context.start.timestamp())
+    end_s = int(context.end.timestamp())
+    rows: list[list[Cell]] = []
+    history_rows: list[list[Cell]] = []
+    chart_x: list[datetime] = []
+    chart_y: list[float | None] = []
+    for system in systems:
+        found: list[Any] = []
+        offset = 0
+        while True:
+            page, total = await declaration_service.list_declarations(
+                session,
+                caller,
+                system_id=system.id,
+                status=None,
+                declaration_type=None,
+                offset=offset,
+                limit=100,
+            )
+            found.extend(page)
+            offset += len(page)
+            if not page or offset >= total:
+                break
+        in_period = [
+            item
+            for item in found
+            if _overlaps(period_bounds(system, item.period_start, item.period_end), start_s, end_s)
+        ]
+        for item in sorted(in_period, key=lambda d: (d.period_start, d.created_at, d.id)):
+            view = declaration_service.declaration_view(item)
+            transitions = [
+                declaration_service.transition_view(step)
+                for step in await declaration_service.history(session, caller, item.id)
+            ]
+            content.csv_rows.append(
+                [
+                    view["id"],
+                    view["system_id"],
+                    system.name,
+                    view["type"],
+                    view["period_start"],
+                    view["period_end"],
+                    view["energy_wh"],
+                    view["metered_energy_wh"],
+                    view["coverage"],
+                    view["status"],
+                    view["status_reason"],
+                    view["reference"],
+                    view["created_at"],
+                    view["submitted_at"],
+                    view["decided_at"],
+                    "; ".join(_step_text(step) for step in transitions),
+                ]
+            )
+            rows.append(
+                [
+                    view["id"],
+                    system.name,
+                    view["type"].replace("_", " "),
+                    f"{view['period_start']} – {view['period_end']}",
+                    kwh(view["energy_wh"]),
+                    kwh(view["metered_energy_wh"]),
+                    percent(view["coverage"]),
+                    view["status"],
+                ]
+            )
+            for step in transitions:
+                history_rows.append(
+                    [
+                        view["id"],
+                        step["at"].replace("T", " ").replace("Z", " UTC"),
+                        step["action"],
+                        f"{step['from'] or '—'} → {step['to']}",
+                        step["actor"],
+                        step["reason"],
+                    ]
+                )
+            chart_x.append(datetime.combine(item.period_start, datetime.min.time()))
+            chart_y.append(kwh(view["energy_wh"]))
+
+    content.chart = Chart(
+        "Declared energy per declaration (at the start of its period)",
+        "Energy (kWh)",
+        chart_x,
+        chart_y,
+        _declaration_bar_days(context),
+        [f"{x:%Y-%m-%d}" for x in chart_x],
+    )
+    content.tables.append(
+        Table(
+            "Declarations",
+            [
+                "Declaration",
+                "System",
+                "Type",
+                "Period (local days)",
+                "Declared (kWh)",
+                "Metered (kWh)",
+                "Coverage",
+                "Status",
+            ],
+            rows,
+        )
+    )
+    content.tables.append(
+        Table(
+            "History",
+            ["Declaration", "At", "Action", "Status", "By", "Reason"],
+            history_rows,
+        )
+    )
+    if not rows:
+        content.notes.append("No declaration of these systems overlaps the period.")
+    content.notes.append(
+        "A declaration is listed when its period (local days of its system) overlaps the "
+        "report period."
+    )
+    return content
+
+
+def _overlaps(bounds: tuple[int, int], start_s: int, end_s: int) -> bool:
+    return bounds[0] < end_s and bounds[1] > start_s
+
+
+def _step_text(step: dict[str, Any]) -> str:
+    text = f"{step['at']} {step['action']} {step['from'] or '-'}->{step['to']} by {step['actor']}"
+    return f"{text} ({step['reason']})" if step["reason"] else text
+
+
+def _declaration_bar_days(context: ReportContext) -> float:
+    span = (context.end - context.start) / timedelta(days=1)
+    return max(1.0, min(20.0, span / 40))

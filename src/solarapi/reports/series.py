@@ -1,0 +1,322 @@
+"""Production and market value reports: one row per system and bucket, from the same service
+functions the API answers `GET /systems/{id}/readings` and `/market-value` with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.models.systems import System
+from solarapi.prices import value as prices_value
+from solarapi.readings.service import aggregate
+from solarapi.reports.content import (
+    INTERVAL_NAMES,
+    TITLES,
+    WH_PER_KWH,
+    Cell,
+    Chart,
+    ReportContent,
+    ReportContext,
+    Table,
+    add_details,
+    add_values,
+    bar_days,
+    bucket_key,
+    coverage_ratio,
+    facts,
+    kwh,
+    max_value,
+    percent,
+    period_label,
+)
+
+PRODUCTION_COLUMNS = [
+    "system_id",
+    "system_name",
+    "timezone",
+    "bucket_start_utc",
+    "bucket_end_utc",
+    "period_local",
+    "energy_wh",
+    "power_avg_w",
+    "power_max_w",
+    "samples",
+    "expected_samples",
+    "coverage_ratio",
+]
+
+
+@dataclass(slots=True)
+class _Bucket:
+    energy_wh: float | None = None
+    power_max_w: float | None = None
+    samples: int = 0
+    expected: int = 0
+    value_eur: float | None = None
+    priced_energy_wh: float = 0.0
+
+
+async def production(
+    session: AsyncSession, context: ReportContext, systems: list[System]
+) -> ReportContent:
+    interval = context.interval
+    content = ReportContent(TITLES["production"], facts(context, systems), list(PRODUCTION_COLUMNS))
+    per_bucket: dict[datetime, _Bucket] = {}
+    summary: list[list[Cell]] = []
+    details: list[Table] = []
+    total_rows = 0
+    for system in systems:
+        body = await aggregate(session, system, context.start, context.end, interval, context.now)
+        tz = ZoneInfo(system.timezone)
+        detail_rows: list[list[Cell]] = []
+        for bucket in body["data"]:
+            key = bucket_key(bucket["start"], interval, tz)
+            label = period_label(key, interval)
+            coverage = coverage_ratio(bucket["samples"], bucket["expected_samples"])
+            shared = per_bucket.setdefault(key, _Bucket())
+            shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
+            shared.power_max_w = max_value(shared.power_max_w, bucket["power_max_w"])
+            shared.samples += bucket["samples"]
+            shared.expected += bucket["expected_samples"]
+            total_rows += 1
+            if context.wants_csv:
+                content.csv_rows.append(
+                    [
+                        system.id,
+                        system.name,
+                        system.timezone,
+                        bucket["start"],
+                        bucket["end"],
+                        label,
+                        bucket["energy_wh"],
+                        bucket["power_avg_w"],
+                        bucket["power_max_w"],
+                        bucket["samples"],
+                        bucket["expected_samples"],
+                        coverage,
+                    ]
+                )
+                continue
+            detail_rows.append(
+                [
+                    label,
+                    kwh(bucket["energy_wh"]),
+                    kwh(bucket["power_avg_w"]),
+                    kwh(bucket["power_max_w"]),
+                    f"{bucket['samples']}/{bucket['expected_samples']}",
+                    percent(coverage),
+                ]
+            )
+        totals = body["meta"]["totals"]
+        energy = totals["energy_wh"]
+        summary.append(
+            [
+                system.name,
+                system.id,
+                system.capacity_kwp,
+                kwh(energy),
+                kwh(totals["power_max_w"]),
+                percent(coverage_ratio(totals["samples"], totals["expected_samples"])),
+                None if energy is None else energy / WH_PER_KWH / system.capacity_kwp,
+            ]
+        )
+        details.append(
+            Table(
+                f"{system.name} ({system.id}), {system.timezone}",
+                [
+                    "Period",
+                    "Energy (kWh)",
+                    "Avg power (kW)",
+                    "Peak power (kW)",
+                    "Readings",
+                    "Coverage",
+                ],
+                detail_rows,
+            )
+        )
+
+    keys = sorted(per_bucket)
+    content.chart = Chart(
+        f"Production per {INTERVAL_NAMES[interval.value]}, all systems",
+        "Energy (kWh)",
+        keys,
+        [kwh(per_bucket[key].energy_wh) for key in keys],
+        bar_days(interval),
+        [period_label(key, interval) for key in keys],
+    )
+    content.tables.append(
+        Table(
+            "Systems",
+            [
+                "System",
+                "Id",
+                "Capacity (kWp)",
+                "Energy (kWh)",
+                "Peak power (kW)",
+                "Coverage",
+                "Yield (kWh/kWp)",
+            ],
+            summary,
+        )
+    )
+    content.tables.append(
+        Table(
+            f"Production per {INTERVAL_NAMES[interval.value]}, all systems",
+            ["Period", "Energy (kWh)", "Peak power (kW)", "Readings", "Coverage"],
+            [
+                [
+                    period_label(key, interval),
+                    kwh(per_bucket[key].energy_wh),
+                    kwh(per_bucket[key].power_max_w),
+                    f"{per_bucket[key].samples}/{per_bucket[key].expected}",
+                    percent(coverage_ratio(per_bucket[key].samples, per_bucket[key].expected)),
+                ]
+                for key in keys
+            ],
+        )
+    )
+    add_details(content, details, total_rows)
+    content.notes.append(
+        "Energy is the sum of the quarter-hour readings of each bucket; a bucket without "
+        "readings is empty, never zero. Coverage is readings present ÷ readings expected."
+    )
+    return content
+
+
+# --- market value -------------------------------------------------------------------------
+
+
+MARKET_VALUE_COLUMNS = [
+    "system_id",
+    "system_name",
+    "market_zone",
+    "bucket_start_utc",
+    "bucket_end_utc",
+    "period_local",
+    "energy_wh",
+    "price_eur_per_mwh",
+    "value_eur",
+]
+
+
+async def market_value(
+    session: AsyncSession, context: ReportContext, systems: list[System]
+) -> ReportContent:
+    interval = context.interval
+    content = ReportContent(
+        TITLES["market_value"], facts(context, systems), list(MARKET_VALUE_COLUMNS)
+    )
+    per_bucket: dict[datetime, _Bucket] = {}
+    summary: list[list[Cell]] = []
+    details: list[Table] = []
+    total_rows = 0
+    for system in systems:
+        body = await prices_value.market_value(
+            session,
+            context.principal,
+            system.id,
+            from_text=str(context.report.parameters["from"]),
+            to_text=str(context.report.parameters["to"]),
+            interval_text=interval.value,
+            now=context.now,
+        )
+        tz = ZoneInfo(system.timezone)
+        detail_rows: list[list[Cell]] = []
+        for bucket in body["data"]:
+            key = bucket_key(bucket["start"], interval, tz)
+            label = period_label(key, interval)
+            shared = per_bucket.setdefault(key, _Bucket())
+            shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
+            shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
+            if bucket["value_eur"] is not None and bucket["energy_wh"] is not None:
+                shared.priced_energy_wh += bucket["energy_wh"]
+            total_rows += 1
+            if context.wants_csv:
+                content.csv_rows.append(
+                    [
+                        system.id,
+                        system.name,
+                        system.market_zone,
+                        bucket["start"],
+                        bucket["end"],
+                        label,
+                        bucket["energy_wh"],
+                        bucket["price_eur_per_mwh"],
+                        bucket["value_eur"],
+                    ]
+                )
+                continue
+            detail_rows.append(
+                [
+                    label,
+                    kwh(bucket["energy_wh"]),
+                    bucket["price_eur_per_mwh"],
+                    bucket["value_eur"],
+                ]
+            )
+        totals = body["meta"]["totals"]
+        summary.append(
+            [
+                system.name,
+                system.id,
+                system.market_zone,
+                kwh(totals["energy_wh"]),
+                totals["value_eur"],
+                totals["price_eur_per_mwh"],
+            ]
+        )
+        details.append(
+            Table(
+                f"{system.name} ({system.id}), zone {system.market_zone}",
+                ["Period", "Energy (kWh)", "Price (EUR/MWh)", "Value (EUR)"],
+                detail_rows,
+            )
+        )
+
+    keys = sorted(per_bucket)
+    content.chart = Chart(
+        f"Market value per {INTERVAL_NAMES[interval.value]}, all systems",
+        "Value (EUR)",
+        keys,
+        [per_bucket[key].value_eur for key in keys],
+        bar_days(interval),
+        [period_label(key, interval) for key in keys],
+    )
+    content.tables.append(
+        Table(
+            "Systems",
+            ["System", "Id", "Zone", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
+            summary,
+        )
+    )
+    content.tables.append(
+        Table(
+            f"Market value per {INTERVAL_NAMES[interval.value]}, all systems",
+            ["Period", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
+            [
+                [
+                    period_label(key, interval),
+                    kwh(per_bucket[key].energy_wh),
+                    per_bucket[key].value_eur,
+                    _weighted_price(per_bucket[key]),
+                ]
+                for key in keys
+            ],
+        )
+    )
+    add_details(content, details, total_rows)
+    content.notes.append(
+        "Each quarter-hour of production is valued at its zone's day-ahead price before "
+        "summing, so negative-price hours lower the value. Average prices are weighted by "
+        "the energy produced."
+    )
+    return content
+
+
+def _weighted_price(bucket: _Bucket) -> float | None:
+    if bucket.value_eur is None or bucket.priced_energy_wh <= 0:
+        return None
+    return bucket.value_eur / bucket.priced_energy_wh * 1_000_000
