@@ -4,6 +4,7 @@ records what it received."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ class Receiver:
     # Status codes to answer, in order; once used up, `default_status`.
     script: list[int] = field(default_factory=list)
     default_status: int = 200
+    # Seconds to wait before answering (a slow receiver).
+    delay_seconds: float = 0.0
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -47,6 +50,8 @@ def running_receiver(
                     Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
             status = receiver.next_status()
+            if receiver.delay_seconds:
+                time.sleep(receiver.delay_seconds)
             self.send_response(status)
             self.send_header("content-length", "2")
             self.end_headers()

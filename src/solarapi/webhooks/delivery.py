@@ -221,11 +221,9 @@ async def send(delivery: Delivery, *, allow_loopback: bool) -> AttemptResult:
             return AttemptResult(response.status_code, elapsed(), None)
     except ForbiddenDestination as exc:
         return AttemptResult(None, None, f"refused: {exc}")
-    except TimeoutError:
+    except (TimeoutError, httpx.TimeoutException):
         return AttemptResult(None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s")
-    except httpx.TimeoutException:
-        return AttemptResult(None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s")
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         detail = str(exc) or type(exc).__name__
         return AttemptResult(None, elapsed(), f"connection failed: {detail}"[:500])
 
