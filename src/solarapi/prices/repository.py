@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BigInteger, ColumnElement, Table, delete, func, insert, select, update
+from sqlalchemy import BigInteger, ColumnElement, Table, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -198,8 +198,3 @@ async def insert_rows(
         await session.execute(insert(table), batch)
         count += len(batch)
     return count
-
-
-async def latest_start(session: AsyncSession, zone: str) -> datetime | None:
-    query = select(func.max(MarketPrice.start)).where(MarketPrice.zone == zone)
-    return (await session.execute(query)).scalar_one_or_none()

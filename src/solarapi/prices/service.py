@@ -30,7 +30,7 @@ from solarapi.kit.grid import (
 from solarapi.kit.plans import Environment
 from solarapi.prices import repository
 from solarapi.prices.cache import quarter_prices
-from solarapi.prices.imports import QUARTER_S, ParsedPrices, PriceRow, PriceSource
+from solarapi.prices.imports import QUARTER_S, ParsedPrices, PriceFileError, PriceRow, PriceSource
 from solarapi.prices.zones import ZONES, Zone
 
 PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
@@ -85,6 +85,8 @@ async def import_prices(session: AsyncSession, parsed: ParsedPrices, now: dateti
     """
     rows = parsed.rows
     zone = parsed.zone.code
+    if not rows:
+        raise PriceFileError("the file holds no prices")
     covered: set[int] = set()
     for row in rows:
         covered.update(range(row.start, row.end, QUARTER_S))
