@@ -18,6 +18,7 @@ from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
 from solarapi.migrate import downgrade, upgrade
 from solarapi.models import Base
+from tests.conftest import _admin
 from tests.support import POSTGRES_ADMIN_URL, need_service, postgres_available
 
 MY_TABLES = {"events", "webhook_endpoints", "webhook_deliveries", "idempotency_keys"}
@@ -59,19 +60,6 @@ async def _tables(settings: Settings) -> set[str]:
             return set(await connection.run_sync(lambda c: inspect(c).get_table_names()))
     finally:
         await engine.dispose()
-
-
-async def _admin(sql: str) -> None:
-    import asyncpg  # type: ignore[import-untyped]
-
-    url = make_url(POSTGRES_ADMIN_URL)
-    conn = await asyncpg.connect(
-        host=url.host, port=url.port or 5432, user=url.username, database=url.database
-    )
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
