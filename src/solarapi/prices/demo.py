@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -89,7 +89,9 @@ async def ensure_demo_prices(session: AsyncSession, zone: Zone, now: datetime) -
     return len(rows)
 
 
-def _rows_to_store(starts: IntArray, prices: FloatArray, missing: Any) -> list[PriceRow]:
+def _rows_to_store(
+    starts: IntArray, prices: FloatArray, missing: npt.NDArray[np.bool_]
+) -> list[PriceRow]:
     """Hourly rows (the mean of their quarter-hours) before the 15-minute market, quarter-hour
     rows after it, for the missing quarter-hours only."""
     rows: list[PriceRow] = []

@@ -12,12 +12,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
 from solarapi.errors import Conflict
 from solarapi.kit.grid import (
     FloatArray,
+    IntArray,
     iso_strings,
     parse_interval,
     parse_range,
@@ -29,13 +31,14 @@ from solarapi.prices.zones import ZONES
 from solarapi.readings.service import quarter_hours
 from solarapi.systems.service import get_system
 
+BoolArray = npt.NDArray[np.bool_]
 WH_PER_MWH = 1_000_000.0
 _UTC = ZoneInfo("UTC")
 
 
-def _sum_or_nan(
-    values: FloatArray, present: np.ndarray[Any, np.dtype[np.bool_]], index: Any
-) -> FloatArray:
+def _sum_or_nan(values: FloatArray, present: BoolArray, index: IntArray) -> FloatArray:
+    """Per bucket (starting at quarter-hour `index[i]`): the sum of the present values, NaN
+    where none is present."""
     sums = np.add.reduceat(np.where(present, values, 0.0), index)
     counts = np.add.reduceat(present.astype(np.int64), index)
     return np.where(counts > 0, sums, np.nan)
