@@ -59,6 +59,7 @@ def _utc(epoch: int) -> datetime:
 
 
 SOURCE_CODES: dict[str, int] = {"entsoe": 1, "csv": 2, "simulated": 3}  # 0 = no price
+SOURCE_NAMES: dict[int, str] = {code: name for name, code in SOURCE_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,27 +134,13 @@ async def overlapping_rows(
     session: AsyncSession, zone: str, start_s: int, end_s: int
 ) -> list[tuple[PriceRow, str]]:
     """Stored periods of `zone` that overlap [start_s, end_s), with their source, by start."""
-    table = _TABLE
-    query = (
-        select(
-            epoch_seconds(table.c.start),
-            table.c.resolution_s,
-            table.c.price_eur_per_mwh,
-            table.c.source,
+    stored = await read_prices(session, zone, start_s, end_s)
+    return [
+        (PriceRow(int(start), int(resolution_s), float(price)), SOURCE_NAMES[int(code)])
+        for start, resolution_s, price, code in zip(
+            stored.starts, stored.resolution_s, stored.prices, stored.sources, strict=True
         )
-        .where(
-            table.c.zone == zone,
-            table.c.start >= _utc(start_s - LONGEST_PERIOD_S),
-            table.c.start < _utc(end_s),
-        )
-        .order_by(table.c.start)
-    )
-    found: list[tuple[PriceRow, str]] = []
-    for start, resolution_s, price, source in (await session.execute(query)).all():
-        row = PriceRow(int(start), int(resolution_s), float(price))
-        if row.end > start_s:
-            found.append((row, str(source)))
-    return found
+    ]
 
 
 async def delete_starting_in(session: AsyncSession, zone: str, start_s: int, end_s: int) -> int:

@@ -34,7 +34,6 @@ from solarapi.prices.imports import QUARTER_S, ParsedPrices, PriceFileError, Pri
 from solarapi.prices.zones import ZONES, Zone
 
 PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
-_SOURCE_NAMES: dict[int, str] = {code: name for name, code in repository.SOURCE_CODES.items()}
 
 
 def find_zone(code: str | None) -> Zone:
@@ -155,9 +154,9 @@ async def quarter_hour_prices(
     if environment is Environment.TEST:
         return simulated_quarter_prices(zone, start_s, end_s), "simulated"
     quarters = await quarter_prices(session, zone.code, start_s, end_s)
-    counts = np.bincount(quarters.sources, minlength=max(_SOURCE_NAMES) + 1)
+    counts = np.bincount(quarters.sources, minlength=max(repository.SOURCE_NAMES) + 1)
     counts[0] = 0
-    source = _SOURCE_NAMES[int(counts.argmax())] if counts.any() else None
+    source = repository.SOURCE_NAMES[int(counts.argmax())] if counts.any() else None
     return quarters.prices, source
 
 
