@@ -169,21 +169,60 @@ def test_a01_missing_position_is_a_gap_not_a_repetition() -> None:
     ]
 
 
-def test_overlapping_time_series_are_refused() -> None:
+def _series(start: str, end: str, resolution: str, prices: list[float]) -> str:
+    points = "".join(
+        f"<Point><position>{i}</position><price.amount>{price}</price.amount></Point>\n"
+        for i, price in enumerate(prices, start=1)
+    )
+    return f"""<TimeSeries>
+<in_Domain.mRID>10YFR-RTE------C</in_Domain.mRID>
+<Period>
+<timeInterval><start>{start}</start><end>{end}</end></timeInterval>
+<resolution>{resolution}</resolution>
+{points}</Period>
+</TimeSeries>
+"""
+
+
+def _two_series(first: str, second: str) -> bytes:
+    return (
+        f'<Publication_MarketDocument xmlns="x">\n<type>A44</type>\n{first}{second}'
+        "</Publication_MarketDocument>"
+    ).encode()
+
+
+def test_overlapping_time_series_with_other_prices_are_refused() -> None:
     from solarapi.prices.entsoe import parse_entsoe_xml
 
-    series = """  <TimeSeries>
-    <in_Domain.mRID>10YFR-RTE------C</in_Domain.mRID>
-    <Period>
-      <timeInterval><start>2024-01-01T00:00Z</start><end>2024-01-01T01:00Z</end></timeInterval>
-      <resolution>PT60M</resolution>
-      <Point><position>1</position><price.amount>5</price.amount></Point>
-    </Period>
-  </TimeSeries>
-"""
-    text = f'<Publication_MarketDocument xmlns="x">\n<type>A44</type>\n{series}{series}</Publication_MarketDocument>'
-    with pytest.raises(PriceFileError, match="the Point at line 16 overlaps the Point at line 8"):
-        parse_entsoe_xml(text.encode())
+    hour = ("2024-01-01T00:00Z", "2024-01-01T01:00Z", "PT60M")
+    with pytest.raises(PriceFileError) as caught:
+        parse_entsoe_xml(_two_series(_series(*hour, [5.0]), _series(*hour, [6.0])))
+    assert "the Point at line 16 overlaps the Point at line 8 with a different price" in str(
+        caught.value
+    )
+    # The same period repeated with the same price is kept once.
+    document = parse_entsoe_xml(_two_series(_series(*hour, [5.0]), _series(*hour, [5.0])))
+    assert document.rows == [PriceRow(epoch("2024-01-01T00:00:00Z"), 3600, 5.0)]
+
+
+def test_finer_time_series_win_over_coarser_ones_of_the_same_time() -> None:
+    from solarapi.prices.entsoe import parse_entsoe_xml
+
+    hourly = _series("2024-01-01T00:00Z", "2024-01-01T02:00Z", "PT60M", [50.0, 60.0])
+    quarters = _series("2024-01-01T00:00Z", "2024-01-01T01:00Z", "PT15M", [1.0, 2.0, 3.0, 4.0])
+    document = parse_entsoe_xml(_two_series(hourly, quarters))
+    first = epoch("2024-01-01T00:00:00Z")
+    assert document.rows == [
+        PriceRow(first, 900, 1.0),
+        PriceRow(first + 900, 900, 2.0),
+        PriceRow(first + 1800, 900, 3.0),
+        PriceRow(first + 2700, 900, 4.0),
+        PriceRow(first + 3600, 3600, 60.0),  # the second hour has no finer price
+    ]
+    # An hour only partly covered by finer prices contradicts them.
+    half = _series("2024-01-01T00:00Z", "2024-01-01T00:30Z", "PT15M", [1.0, 2.0])
+    with pytest.raises(PriceFileError, match=r"overlaps .* with a different price"):
+        parse_entsoe_xml(_two_series(hourly, half))
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from io import BytesIO
 import defusedxml.sax
 from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
 
-from solarapi.prices.imports import PriceFileError, PriceRow, check_no_overlap
+from solarapi.prices.imports import QUARTER_S, PriceFileError, PriceRow
 from solarapi.prices.zones import ZONE_BY_EIC, Zone
 
 _RESOLUTIONS = {"PT15M": 900, "PT30M": 1800, "PT60M": 3600, "PT1H": 3600}
@@ -144,10 +144,41 @@ def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
                 rows.append(row)
                 origins.append(f"the Point at line {point_line}")
     assert zone is not None
-    order = sorted(range(len(rows)), key=lambda i: rows[i].start)
-    rows = [rows[i] for i in order]
-    check_no_overlap(rows, [origins[i] for i in order])
-    return EntsoeDocument(zone, rows)
+    return EntsoeDocument(zone, _finest_without_overlap(rows, origins))
+
+
+def _finest_without_overlap(rows: list[PriceRow], origins: list[str]) -> list[PriceRow]:
+    """The rows sorted by start, none overlapping another.
+
+    Around the move to 15-minute products one document can hold the same day twice, in
+    15-minute and in hourly TimeSeries: the finest wins, and a coarser period wholly covered
+    by finer ones is dropped. A period repeated with the same price is kept once. Any other
+    overlap is contradictory and refused, naming both Points.
+    """
+    order = sorted(range(len(rows)), key=lambda i: (rows[i].resolution_s, rows[i].start))
+    owner_of: dict[int, int] = {}  # quarter-hour start → index of the row holding it
+    kept: list[int] = []
+    for i in order:
+        row = rows[i]
+        quarters = range(row.start, row.end, QUARTER_S)
+        owners = {owner_of.get(quarter) for quarter in quarters}
+        if owners == {None}:
+            owner_of.update(dict.fromkeys(quarters, i))
+            kept.append(i)
+            continue
+        other = min(owner for owner in owners if owner is not None)
+        if rows[other] == row:
+            continue
+        if None not in owners and all(
+            rows[owner].resolution_s < row.resolution_s for owner in owners if owner is not None
+        ):
+            continue
+        raise PriceFileError(
+            f"{origins[i]} overlaps {origins[other]} with a different price for the period "
+            f"starting at {_iso(max(row.start, rows[other].start))}"
+        )
+    kept.sort(key=lambda i: rows[i].start)
+    return [rows[i] for i in kept]
 
 
 def _parse_tree(data: bytes) -> _Element:

@@ -73,22 +73,3 @@ def read_price_file(path: Path, zone_code: str, resolution_s: int | None = None)
     except UnicodeDecodeError as exc:
         raise PriceFileError(f"{path} is neither XML nor UTF-8 CSV: {exc.reason}") from None
     return ParsedPrices(zone, "csv", parse_price_csv(text, resolution_s))
-
-
-def check_no_overlap(rows: list[PriceRow], where: list[str]) -> None:
-    """Raise when two rows (sorted by start) overlap; `where[i]` names row i's origin."""
-    for i in range(1, len(rows)):
-        if rows[i].start < rows[i - 1].end:
-            raise PriceFileError(
-                f"{where[i]} overlaps {where[i - 1]}: both give a price for the period "
-                "starting at "
-                f"{_iso(rows[i].start)}"
-            )
-
-
-def _iso(epoch: int) -> str:
-    from datetime import UTC, datetime
-
-    from solarapi.kit.timefmt import format_timestamp
-
-    return format_timestamp(datetime.fromtimestamp(epoch, UTC))
