@@ -185,6 +185,7 @@ async def test_declarations_csv_and_pdf_list_status_and_history(
     assert "approved" in text
     assert "History" in text
     assert "submitted → approved" in text
+    render_first_page(pdf_bytes, "declarations.png")
 
 
 async def report_rows(client: Any, url: str) -> list[dict[str, str]]:

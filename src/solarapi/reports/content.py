@@ -59,6 +59,8 @@ class ReportContent:
     chart: Chart | None = None
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Wide tables (declarations, with ids and history) print on landscape pages.
+    landscape: bool = False
 
 
 @dataclass(frozen=True, slots=True)

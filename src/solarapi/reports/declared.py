@@ -50,7 +50,10 @@ async def declarations(
         context.principal.account_id, context.principal.environment, context.principal.key_id
     )
     content = ReportContent(
-        TITLES["declarations"], facts(context, systems), list(DECLARATION_COLUMNS)
+        TITLES["declarations"],
+        facts(context, systems),
+        list(DECLARATION_COLUMNS),
+        landscape=True,
     )
     start_s = int(context.start.timestamp())
     end_s = int(context.end.timestamp())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import math
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,16 +28,16 @@ from matplotlib.figure import Figure
 from reportlab import rl_config
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
-from reportlab.lib.pagesizes import A4
+from reportlab.lib.pagesizes import A4, landscape
 from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
+    CondPageBreak,
     Flowable,
     Image,
-    KeepTogether,
     Paragraph,
     SimpleDocTemplate,
     Spacer,
@@ -50,10 +51,12 @@ from solarapi.reports.content import Table as ContentTable
 FONT = "DejaVuSans"
 FONT_BOLD = "DejaVuSans-Bold"
 MARGIN = 16 * mm
-PAGE_WIDTH, PAGE_HEIGHT = A4
-FRAME_WIDTH = PAGE_WIDTH - 2 * MARGIN
+
 ROW_HEIGHT = 11.5
 FEW_BARS = 14
+CHART_MAX_HEIGHT = 75 * mm
+HEADING_ROOM = 40 * mm
+SHORT_COLUMN = 70.0
 # reportlab pads cells 6 pt left and right; a little more so measured text never touches.
 CELL_PADDING = 14.0
 MAX_CELL_CHARS = 48
@@ -89,6 +92,8 @@ def _styles() -> dict[str, ParagraphStyle]:
         "th": ParagraphStyle("th", fontName=FONT_BOLD, fontSize=7.5, leading=9),
         "th_right": ParagraphStyle("th_right", fontName=FONT_BOLD, fontSize=7.5, leading=9,
                                    alignment=TA_RIGHT),
+        "cell": ParagraphStyle("cell", fontName=FONT, fontSize=7.5, leading=9,
+                               splitLongWords=True),
         "body": ParagraphStyle("body", fontName=FONT, fontSize=8.5, leading=11),
         "note": ParagraphStyle("note", fontName=FONT, fontSize=7.5, leading=10,
                                textColor=colors.HexColor("#57534e"), spaceBefore=1 * mm),
@@ -149,39 +154,60 @@ def _chart_png(chart: Chart) -> bytes:
     return buffer.getvalue()
 
 
-def _col_widths(texts: list[list[str]], headers: list[str]) -> list[float]:
-    """Widths from the measured text of the first rows (headers may wrap, but never below
-    their longest word), scaled to the frame."""
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    widths: list[float]
+    # Cells wider than their column: the table wraps text cells (Paragraphs, measured rows).
+    wrap: bool
+
+
+def _layout(
+    texts: list[list[str]], headers: list[str], numeric: list[bool], frame_width: float
+) -> _Layout:
+    """Column widths from the measured text of the first rows. When the table is too wide for
+    the page, numbers keep their width and text columns share what is left, wrapping."""
     sample = texts[:200]
     natural: list[float] = []
-    least: list[float] = []
     for col, header in enumerate(headers):
         cells = max((pdfmetrics.stringWidth(row[col], FONT, 7.5) for row in sample), default=0)
         word = max(pdfmetrics.stringWidth(part, FONT_BOLD, 7.5) for part in header.split())
         natural.append(max(cells, word) + CELL_PADDING)
-        least.append(word + CELL_PADDING)
-    if sum(natural) <= FRAME_WIDTH:
-        scale = FRAME_WIDTH / sum(natural)
-        return [width * scale for width in natural]
-    # Too wide: take the excess from the columns' room above their longest header word.
-    room = [width - floor for width, floor in zip(natural, least, strict=True)]
-    excess = min(sum(natural) - FRAME_WIDTH, sum(room))
-    return [
-        width - excess * slack / sum(room) if sum(room) else width
-        for width, slack in zip(natural, room, strict=True)
+    if sum(natural) <= frame_width:
+        scale = frame_width / sum(natural)
+        return _Layout([width * scale for width in natural], wrap=False)
+    # Numbers and short texts keep their width; the long text columns share the rest.
+    keeps = [
+        is_number or width <= SHORT_COLUMN
+        for width, is_number in zip(natural, numeric, strict=True)
     ]
+    fixed = sum(width for width, keep in zip(natural, keeps, strict=True) if keep)
+    text_total = sum(natural) - fixed
+    share = max(frame_width - fixed, 0.0) / text_total if text_total else 1.0
+    widths = [width if keep else width * share for width, keep in zip(natural, keeps, strict=True)]
+    return _Layout(widths, wrap=True)
 
 
-def _table_flowables(table: ContentTable, styles: dict[str, ParagraphStyle]) -> list[Flowable]:
+def _is_numeric(values: list[Cell]) -> bool:
+    """A column of numbers (or percentages), right-aligned and never wrapped."""
+    present = [value for value in values if value is not None]
+    return bool(present) and all(
+        isinstance(value, int | float) or (isinstance(value, str) and value.endswith(" %"))
+        for value in present
+    )
+
+
+def _table_flowables(
+    table: ContentTable, styles: dict[str, ParagraphStyle], page: tuple[float, float]
+) -> list[Flowable]:
     heading = Paragraph(_escape(table.title), styles["h2"])
     if not table.rows:
-        return [KeepTogether([heading, Paragraph("No rows.", styles["body"])])]
+        return [CondPageBreak(HEADING_ROOM), heading, Paragraph("No rows.", styles["body"])]
     texts = [[_text(value) for value in row] for row in table.rows]
-    widths = _col_widths(texts, table.columns)
     numeric = [
-        any(isinstance(row[col], int | float) for row in table.rows[:200])
-        for col in range(len(table.columns))
+        _is_numeric([row[col] for row in table.rows[:200]]) for col in range(len(table.columns))
     ]
+    layout = _layout(texts, table.columns, numeric, page[0] - 2 * MARGIN)
+    widths = layout.widths
     headers = [
         Paragraph(_escape(name), styles["th_right" if is_number else "th"])
         for name, is_number in zip(table.columns, numeric, strict=True)
@@ -197,25 +223,38 @@ def _table_flowables(table: ContentTable, styles: dict[str, ParagraphStyle]) -> 
     for col, is_number in enumerate(numeric):
         if is_number:
             commands.append(("ALIGN", (col, 1), (col, -1), "RIGHT"))
-    header_height = (
-        max(
+    rows: list[list[Any]] = list(texts)
+    row_heights: list[float] | None = None
+    if layout.wrap:
+        # Measured rows: only tables too wide for the page (summaries, declarations), which
+        # are short; the long per-bucket tables always fit and keep the fast path below.
+        cell = styles["cell"]
+        rows = [
+            [
+                text if numeric[col] else Paragraph(_escape(text), cell)
+                for col, text in enumerate(row)
+            ]
+            for row in texts
+        ]
+        commands[-1] = ("VALIGN", (0, 0), (-1, -1), "TOP")
+    else:
+        header_lines = max(
             _lines(name, width - CELL_PADDING)
             for name, width in zip(table.columns, widths, strict=True)
         )
-        * 9
-        + 4
-    )
-    body = Table(
-        [headers, *texts],
-        colWidths=widths,
         # Fixed heights: reportlab then splits a long table page by page without measuring
         # every remaining cell again (which made an 18,000-row table take minutes).
-        rowHeights=[header_height] + [ROW_HEIGHT] * len(texts),
+        row_heights = [header_lines * 9 + 4] + [ROW_HEIGHT] * len(texts)
+    body = Table(
+        [headers, *rows],
+        colWidths=widths,
+        rowHeights=row_heights,
         repeatRows=1,
         style=TableStyle(commands),
     )
-    # The heading stays with the first rows (the table splits there if it must).
-    return [KeepTogether([heading, body], maxHeight=PAGE_HEIGHT / 3)]
+    # A heading near the bottom of a page moves to the next one with its first rows; the
+    # table itself then flows over as many pages as it needs.
+    return [CondPageBreak(HEADING_ROOM), heading, body]
 
 
 def _lines(text: str, width: float) -> int:
@@ -257,11 +296,10 @@ def _canvas_class(footer_left: str) -> type[Canvas]:
             self.setFont(FONT, 7)
             self.setFillColor(colors.HexColor("#57534e"))
             self.setStrokeColor(GRID)
-            self.line(MARGIN, 12 * mm, PAGE_WIDTH - MARGIN, 12 * mm)
+            width = float(self._pagesize[0])  # type: ignore[attr-defined]
+            self.line(MARGIN, 12 * mm, width - MARGIN, 12 * mm)
             self.drawString(MARGIN, 8 * mm, footer_left)
-            self.drawRightString(
-                PAGE_WIDTH - MARGIN, 8 * mm, f"Page {self.getPageNumber()} of {total}"
-            )
+            self.drawRightString(width - MARGIN, 8 * mm, f"Page {self.getPageNumber()} of {total}")
             self.restoreState()
 
     return NumberedCanvas
@@ -270,12 +308,14 @@ def _canvas_class(footer_left: str) -> type[Canvas]:
 def write_pdf(content: ReportContent, path: Path, generated_at: datetime) -> None:
     _register_fonts()
     styles = _styles()
+    page = landscape(A4) if content.landscape else A4
+    frame_width = page[0] - 2 * MARGIN
     report_id = dict(content.facts).get("Report", "")
     story: list[Flowable] = [Paragraph(_escape(content.title), styles["title"])]
     facts = Table(
         # Paragraphs, so long values (many system names) wrap instead of being cut.
         [[name, Paragraph(_escape(value), styles["body"])] for name, value in content.facts],
-        colWidths=[32 * mm, FRAME_WIDTH - 32 * mm],
+        colWidths=[32 * mm, frame_width - 32 * mm],
         style=TableStyle(
             [
                 ("FONT", (0, 0), (0, -1), FONT_BOLD, 8.5),
@@ -293,16 +333,16 @@ def write_pdf(content: ReportContent, path: Path, generated_at: datetime) -> Non
         story.append(
             Image(
                 io.BytesIO(_chart_png(content.chart)),
-                width=FRAME_WIDTH,
-                height=FRAME_WIDTH * 3.0 / 7.2,
+                width=min(frame_width, CHART_MAX_HEIGHT * 7.2 / 3.0),
+                height=min(frame_width * 3.0 / 7.2, CHART_MAX_HEIGHT),
             )
         )
     story += [Paragraph(_escape(note), styles["note"]) for note in content.notes]
     for table in content.tables:
-        story.extend(_table_flowables(table, styles))
+        story.extend(_table_flowables(table, styles, page))
     document = SimpleDocTemplate(
         str(path),
-        pagesize=A4,
+        pagesize=page,
         leftMargin=MARGIN,
         rightMargin=MARGIN,
         topMargin=MARGIN,

@@ -115,7 +115,6 @@ async def production(
         summary.append(
             [
                 system.name,
-                system.id,
                 system.capacity_kwp,
                 kwh(energy),
                 kwh(totals["power_max_w"]),
@@ -152,7 +151,6 @@ async def production(
             "Systems",
             [
                 "System",
-                "Id",
                 "Capacity (kWp)",
                 "Energy (kWh)",
                 "Peak power (kW)",
@@ -261,7 +259,6 @@ async def market_value(
         summary.append(
             [
                 system.name,
-                system.id,
                 system.market_zone,
                 kwh(totals["energy_wh"]),
                 totals["value_eur"],
@@ -288,7 +285,7 @@ async def market_value(
     content.tables.append(
         Table(
             "Systems",
-            ["System", "Id", "Zone", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
+            ["System", "Zone", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
             summary,
         )
     )
