@@ -161,19 +161,18 @@ async def quarter_hour_prices(
 
 
 def simulated_quarter_prices(zone: Zone, start_s: int, end_s: int) -> FloatArray:
-    """The sandbox price model's quarter-hours; all NaN until that model is installed."""
+    """The sandbox price model's quarter-hours of [start_s, end_s)."""
+    # Imported here: the model pulls in pandas, which the live path does not need.
+    from solarapi.sandbox.prices import simulate_prices
+
     count = (end_s - start_s) // QUARTER_S
     quarters = np.full(count, np.nan)
-    try:
-        from solarapi.sandbox.prices import simulate_prices  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:  # the sandbox model is another issue's; answer "no price" without it
-        return quarters
     starts, prices = simulate_prices(
         zone.code, datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
     )
-    slots = (np.asarray(starts, dtype=np.int64) - start_s) // QUARTER_S
+    slots = (starts - start_s) // QUARTER_S
     inside = (slots >= 0) & (slots < count)
-    quarters[slots[inside]] = np.asarray(prices, dtype=np.float64)[inside]
+    quarters[slots[inside]] = prices[inside]
     return quarters
 
 
