@@ -29,6 +29,9 @@ from solarapi.webhooks.delivery import Delivery, send
         ("::1", "a loopback address"),
         ("::ffff:127.0.0.1", "a loopback address"),
         ("::ffff:10.1.1.1", "a private address"),
+        ("64:ff9b::a00:1", "a private address"),  # NAT64 of 10.0.0.1
+        ("64:ff9b::a9fe:a9fe", "a cloud metadata address"),  # NAT64 of 169.254.169.254
+        ("2002:7f00:1::", "a loopback address"),  # 6to4 of 127.0.0.1
         ("169.254.169.254", "a cloud metadata address"),
         ("169.254.170.2", "a cloud metadata address"),
         ("fd00:ec2::254", "a cloud metadata address"),
@@ -64,16 +67,19 @@ def test_every_address_is_either_global_or_refused(
     address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
     reason = forbidden_reason(address, allow_loopback=False)
-    unmapped = (
-        address.ipv4_mapped
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None
-        else address
-    )
+    leads_to: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [address]
+    if isinstance(address, ipaddress.IPv6Address):
+        leads_to += [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+        if address in ipaddress.ip_network("64:ff9b::/96"):
+            leads_to.append(ipaddress.IPv4Address(address.packed[-4:]))
     if reason is None:
-        assert unmapped.is_global
-        assert not unmapped.is_private
-        assert not unmapped.is_loopback
-        assert not unmapped.is_link_local
+        # Allowed only if every address it can reach is a public one.
+        for target in leads_to[1:] or leads_to:
+            assert target.is_global
+            assert not target.is_private
+            assert not target.is_loopback
+            assert not target.is_link_local
+            assert not target.is_multicast
 
 
 def test_url_shape() -> None:

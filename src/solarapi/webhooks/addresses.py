@@ -47,11 +47,29 @@ class WebhookUrl:
     port: int
 
 
+# NAT64 (RFC 6052): 64:ff9b::10.0.0.1 is translated to 10.0.0.1 by a NAT64 gateway.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to: IPv4-mapped (::ffff:a.b.c.d), 6to4
+    (2002:…) or NAT64 (64:ff9b::a.b.c.d)."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def forbidden_reason(address: IPAddress, *, allow_loopback: bool) -> str | None:
     """Why our server must not connect to `address`, or None when it may."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        # ::ffff:127.0.0.1 reaches 127.0.0.1.
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            # ::ffff:127.0.0.1 reaches 127.0.0.1: judge where it leads.
+            address = embedded
     if address in _METADATA_ADDRESSES:
         return "a cloud metadata address"
     if address.is_loopback:
@@ -164,6 +182,6 @@ async def validate_destination(raw: str, *, allow_loopback: bool) -> WebhookUrl:
 
 
 def _unmapped(address: IPAddress) -> IPAddress:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        return _embedded_ipv4(address) or address
     return address
