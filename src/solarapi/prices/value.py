@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Principal
 from solarapi.errors import Conflict
 from solarapi.kit.grid import (
+    QUARTER_S,
     FloatArray,
     IntArray,
     iso_strings,
@@ -66,7 +67,12 @@ async def market_value(
             f"System {system.id} has no market_zone, so its production has no price; set one "
             "with PATCH /systems/{id} (see GET /market-prices/zones)"
         )
-    zone = ZONES[system.market_zone]
+    zone = ZONES.get(system.market_zone)
+    if zone is None:  # a zone since removed from the zones table
+        raise Conflict(
+            f"System {system.id} has market_zone '{system.market_zone}', which has no prices; "
+            "choose one of GET /market-prices/zones"
+        )
     time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
     edges = time_range.edges()
     first, last = int(edges[0]), int(edges[-1])
@@ -85,7 +91,7 @@ async def market_value(
     )
     value = energy / WH_PER_MWH * prices  # NaN where either is missing
     valued = ~np.isnan(value)
-    index = (edges[:-1] - first) // 900
+    index = (edges[:-1] - first) // QUARTER_S
 
     bucket_energy = _sum_or_nan(energy, ~np.isnan(energy), index)
     bucket_value = _sum_or_nan(value, valued, index)
