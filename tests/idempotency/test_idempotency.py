@@ -318,3 +318,15 @@ async def test_a_failure_after_a_complete_answer_still_replays(flaky_app: FastAP
     assert again.status_code == 201
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json() == {"call": 1}
+
+
+async def test_a_long_query_string_is_remembered_too(app: FastAPI, enterprise: Tenant) -> None:
+    key = fresh_key()
+    path = "/api/v1/webhooks?note=" + "x" * 3000  # unknown query parameters are ignored
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post(path, json=BODY, headers={"Idempotency-Key": key})
+        again = await client.post(path, json=BODY, headers={"Idempotency-Key": key})
+        other = await client.post(path + "y", json=BODY, headers={"Idempotency-Key": key})
+    assert first.status_code == 201, first.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert other.status_code == 409

@@ -96,7 +96,7 @@ class IdempotencyMiddleware:
             key=key,
             request_hash=request_fingerprint(scope["method"], target, body),
             method=scope["method"],
-            path=target,
+            path=target[:2048],  # shown in messages only; the hash covers all of it
             now=utcnow(),
         )
         if isinstance(outcome, store.Refused):

@@ -285,7 +285,7 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
                     status_code=result.status_code,
                     latency_ms=result.latency_ms,
                     succeeded=result.succeeded,
-                    error=result.error,
+                    error=result.error[:500] if result.error else None,
                     next_attempt_at=next_at,
                 ),
             )
