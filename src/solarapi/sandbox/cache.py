@@ -35,6 +35,11 @@ class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
             self.hits += 1
             return value
 
+    def peek(self, key: K) -> bool:
+        """Whether `key` is cached, without touching its recency or the hit counters."""
+        with self._lock:
+            return key in self._entries
+
     def put(self, key: K, value: V) -> None:
         with self._lock:
             self._entries[key] = value

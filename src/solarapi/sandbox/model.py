@@ -127,6 +127,16 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
     return SimulatedSeries(starts, energy_wh, energy_wh * (3600 / QUARTER_S))
 
 
+def is_cached(params: PvParams, start: datetime, end: datetime) -> bool:
+    """Whether `simulate(params, start, end)` would be served from the cache alone (callers use
+    it to skip a thread hop when there is no work to move off the event loop)."""
+    start_s = grid_seconds(start, "start")
+    end_s = grid_seconds(end, "end")
+    return all(
+        _months.peek((params, year, month)) for _, _, year, month in utc_months(start_s, end_s)
+    )
+
+
 def clear_cache() -> None:
     """Forget every cached month (benchmarks use it to measure cold runs)."""
     _months.clear()
