@@ -330,3 +330,32 @@ async def test_a_long_query_string_is_remembered_too(app: FastAPI, enterprise: T
     assert first.status_code == 201, first.text
     assert again.headers["idempotent-replayed"] == "true"
     assert other.status_code == 409
+
+
+async def test_the_hourly_clean_up_deletes_expired_keys_only(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    from solarapi.jobs.queue import PERIODIC_TASKS
+    from solarapi.webhooks.jobs import purge_retained
+
+    assert PERIODIC_TASKS["webhooks.retention"] == (3600, purge_retained)
+    old, fresh = fresh_key(), fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        for key in (old, fresh):
+            await client.post("/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": key})
+    async with app.state.sessionmaker() as session, session.begin():
+        await session.execute(
+            update(IdempotencyRecord)
+            .where(IdempotencyRecord.idempotency_key == old)
+            .values(created_at=utcnow() - timedelta(hours=25))
+        )
+    await purge_retained(app.state.sessionmaker, utcnow())
+    async with app.state.sessionmaker() as session:
+        left = set(
+            await session.scalars(
+                select(IdempotencyRecord.idempotency_key).where(
+                    IdempotencyRecord.idempotency_key.in_([old, fresh])
+                )
+            )
+        )
+    assert left == {fresh}
