@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
@@ -71,10 +72,13 @@ class _SimulatedSeries(Protocol):
 async def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model, when its module is installed (imported lazily: it pulls
     in pvlib, and the metered path must not depend on it)."""
-    try:
-        model: Any = importlib.import_module("solarapi.sandbox.model")
-    except ImportError:
-        return None
+    model: Any = sys.modules.get("solarapi.sandbox.model")
+    if model is None:
+        try:
+            # The first import takes seconds (pvlib, pandas, scipy): not on the event loop.
+            model = await asyncio.to_thread(importlib.import_module, "solarapi.sandbox.model")
+        except ImportError:
+            return None
     # Simulated history is bounded (see docs/sandbox.md): a 1M query may span 833 years.
     start_s = max(start_s, model.SIMULATION_START_S)
     if end_s <= start_s:
