@@ -317,3 +317,4 @@ async def test_a_rerun_job_does_not_deliver_a_recorded_attempt_again(
         # Clean up this test's first-attempt job, which the direct calls stood in for.
         async with client_for(loopback_app, loopback_tenant.live) as client:
             await client.delete(f"/api/v1/webhooks/{endpoint['id']}")
+        await drain(loopback_app)
