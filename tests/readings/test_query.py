@@ -449,3 +449,33 @@ async def test_pro_reads_readings_of_own_system(app: FastAPI, pro: Tenant) -> No
     assert readings.status_code == 200
     assert summary.status_code == 200
     assert single.json()["id"] == system.id
+
+
+async def test_rollups_add_up_across_separate_uploads(app: FastAPI, enterprise: Tenant) -> None:
+    """New quarter-hours are added to the hourly and daily rollups; the sums and the maximum
+    power must equal what the raw quarter-hours give."""
+    start = datetime(2025, 6, 15, 10, tzinfo=UTC)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client, **_tz_system("Asia/Kolkata", 22.6, 88.4)))["id"]
+        # Interleaved quarter-hours of one hour and one local day, in three uploads; the
+        # second has no power at all, the third the highest.
+        first = quarter_series(start, 8, 10.0, 300.0)[::2]
+        second = quarter_series(start + timedelta(minutes=15), 8, 20.5)[::2]
+        third = quarter_series(start + timedelta(hours=2), 2, 1.25, 900.0)
+        for batch in (first, second, third):
+            assert (await upload(client, system_id, batch)).json()["updated"] == 0
+        params = {"from": "2025-06-15T10:00:00Z", "to": "2025-06-15T13:00:00Z"}
+        fine = await _query(client, system_id, **params, interval="15m")
+        hourly = await _query(client, system_id, **params, interval="1h")
+        daily = await _query(client, system_id, **params, interval="1d")
+    expected = 4 * 10.0 + 4 * 20.5 + 2 * 1.25
+    assert fine["meta"]["totals"]["energy_wh"] == expected
+    assert [b["energy_wh"] for b in hourly["data"]] == [61.0, 61.0, 2.5]
+    assert [b["power_max_w"] for b in hourly["data"]] == [300.0, 300.0, 900.0]
+    assert [b["samples"] for b in hourly["data"]] == [4, 4, 2]
+    assert daily["meta"]["totals"] == {
+        "energy_wh": expected,
+        "power_max_w": 900.0,
+        "samples": 10,
+        "expected_samples": 96,
+    }

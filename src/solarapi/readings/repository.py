@@ -164,16 +164,45 @@ async def upsert_readings(
     )
 
 
-async def upsert_hours(session: AsyncSession, system_id: str, rows: Rows) -> None:
-    await _upsert_rollup(session, "reading_hours", "hour_s", system_id, rows)
+async def lock_system(session: AsyncSession, system_id: str) -> None:
+    """Take the system's write lock for the rest of the transaction, so that checking which
+    readings exist and writing them cannot interleave with another upload to the system."""
+    if _dialect(session) == "postgresql":
+        statement = "SELECT 1 FROM systems WHERE id = :id FOR UPDATE"
+    else:
+        # SQLite has no row locks; a write (a no-op one) starts the transaction and takes the
+        # database's write lock now instead of at the first real write.
+        statement = "UPDATE systems SET name = name WHERE id = :id"
+    await session.execute(text(statement), {"id": system_id})
 
 
-async def upsert_days(session: AsyncSession, system_id: str, rows: Rows) -> None:
-    await _upsert_rollup(session, "reading_days", "day_start_s", system_id, rows)
+async def upsert_hours(
+    session: AsyncSession, system_id: str, rows: Rows, *, add: bool = False
+) -> None:
+    """Store hourly rollup rows; `add` adds them to existing rows instead of replacing."""
+    await _upsert_rollup(session, "reading_hours", "hour_s", system_id, rows, add)
+
+
+async def upsert_days(
+    session: AsyncSession, system_id: str, rows: Rows, *, add: bool = False
+) -> None:
+    await _upsert_rollup(session, "reading_days", "day_start_s", system_id, rows, add)
+
+
+# Adding a rollup row to a stored one: sums add up, the maximum ignores missing powers
+# (written out because SQLite's max() of NULL is NULL and PostgreSQL's GREATEST is not).
+def _additive(table: str) -> str:
+    return (
+        f"energy_wh = {table}.energy_wh + excluded.energy_wh, "
+        f"samples = {table}.samples + excluded.samples, "
+        f"power_max_w = CASE WHEN excluded.power_max_w IS NULL THEN {table}.power_max_w "
+        f"WHEN {table}.power_max_w IS NULL OR excluded.power_max_w > {table}.power_max_w "
+        f"THEN excluded.power_max_w ELSE {table}.power_max_w END"
+    )
 
 
 async def _upsert_rollup(
-    session: AsyncSession, table: str, key: str, system_id: str, rows: Rows
+    session: AsyncSession, table: str, key: str, system_id: str, rows: Rows, add: bool
 ) -> None:
     await _upsert(
         session,
@@ -187,6 +216,7 @@ async def _upsert_rollup(
             rows.samples.tolist(),
             _nullable(rows.power_max_w),
         ],
+        updates=_additive(table) if add else None,
     )
 
 
@@ -197,6 +227,7 @@ async def _upsert(
     pg_types: tuple[str, ...],
     system_id: str,
     values: list[list[Any]],
+    updates: str | None = None,
 ) -> None:
     """`INSERT … ON CONFLICT (system_id, <first column>) DO UPDATE` of column lists.
 
@@ -206,7 +237,8 @@ async def _upsert(
         return
     key, *rest = columns
     names = ", ".join(columns)
-    updates = ", ".join(f"{column} = excluded.{column}" for column in rest)
+    if updates is None:
+        updates = ", ".join(f"{column} = excluded.{column}" for column in rest)
     conflict = f"ON CONFLICT (system_id, {key}) DO UPDATE SET {updates}"
     if _dialect(session) == "postgresql":
         arrays = ", ".join(f"CAST(:c{i} AS {kind}[])" for i, kind in enumerate(pg_types))

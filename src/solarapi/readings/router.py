@@ -92,6 +92,6 @@ async def upload_readings(
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = service.batch_from_json(payload)
-    system = await get_system(session, principal, system_id, for_update=True)
+    system = await get_system(session, principal, system_id)
     result = await service.upload_readings(session, system, batch, utcnow())
     return OrjsonResponse(result.to_api())
