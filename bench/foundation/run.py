@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -116,13 +117,12 @@ def main() -> None:
         "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     solarapi(env, "migrate")
+    email = f"bench-{uuid.uuid4().hex[:8]}@example.com"  # a database may be reused
     solarapi(
-        env, "accounts", "create", "--name", "Bench", "--email", "bench@example.com",
+        env, "accounts", "create", "--name", "Bench", "--email", email,
         "--password", "bench password 123", "--plan", "enterprise",
     )  # fmt: skip
-    key = json.loads(solarapi(env, "keys", "create", "--account", "bench@example.com", "--json"))[
-        "key"
-    ]
+    key = json.loads(solarapi(env, "keys", "create", "--account", email, "--json"))["key"]
 
     port = free_port()
     proc = start_server(args.server, env, port)

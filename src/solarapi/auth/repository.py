@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.models import Account, ApiKey
@@ -26,26 +26,29 @@ class KeyRecord:
     sandbox_provisioned: bool
 
 
+# Built once: this runs on every authenticated request, and building the expression costs
+# more than SQLAlchemy's compiled-statement cache saves.
+_KEY_BY_HASH = (
+    select(
+        ApiKey.id,
+        ApiKey.name,
+        ApiKey.environment,
+        ApiKey.display,
+        ApiKey.created_at,
+        ApiKey.last_used_at,
+        ApiKey.revoked_at,
+        Account.id,
+        Account.name,
+        Account.plan,
+        Account.sandbox_provisioned_at,
+    )
+    .join(Account, Account.id == ApiKey.account_id)
+    .where(ApiKey.key_hash == bindparam("key_hash"))
+)
+
+
 async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | None:
-    row = (
-        await session.execute(
-            select(
-                ApiKey.id,
-                ApiKey.name,
-                ApiKey.environment,
-                ApiKey.display,
-                ApiKey.created_at,
-                ApiKey.last_used_at,
-                ApiKey.revoked_at,
-                Account.id,
-                Account.name,
-                Account.plan,
-                Account.sandbox_provisioned_at,
-            )
-            .join(Account, Account.id == ApiKey.account_id)
-            .where(ApiKey.key_hash == key_hash)
-        )
-    ).first()
+    row = (await session.execute(_KEY_BY_HASH, {"key_hash": key_hash})).first()
     if row is None:
         return None
     key_id, key_name, environment, display, created_at, last_used_at, revoked_at = row[:7]
