@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
+from solarapi.kit.ids import new_id
+from solarapi.models.systems import System
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, quarter_series, upload
 
@@ -22,6 +24,20 @@ def _tz_system(timezone: str, latitude: float = 52.0, longitude: float = 5.0) ->
         "market_zone": None,
         "capacity_kwp": 10.0,
     }
+
+
+async def _pro_system(app: FastAPI, pro: Tenant) -> System:
+    """A live system of a Pro account (which cannot create one over the API)."""
+    now = datetime.now(UTC)
+    system = System(
+        id=new_id("sys"), account_id=pro.account_id, environment="live", name="p",
+        status="active", data_source="metered", capacity_kwp=5.0, latitude=52.0,
+        longitude=5.0, timezone="Europe/Amsterdam", tilt_deg=30.0, azimuth_deg=180.0,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    async with app.state.sessionmaker() as session, session.begin():
+        session.add(system)
+    return system
 
 
 async def _query(client: Any, system_id: str, **params: str) -> Any:
@@ -278,28 +294,7 @@ async def test_defaults_are_the_last_24_hours_hourly(app: FastAPI, pro: Tenant) 
     async with client_for(app, pro.live) as client:
         listed = await client.get("/api/v1/systems")
         assert listed.status_code == 200
-    async with app.state.sessionmaker() as session, session.begin():
-        from solarapi.kit.ids import new_id
-        from solarapi.models.systems import System
-
-        now = datetime.now(UTC)
-        system = System(
-            id=new_id("sys"),
-            account_id=pro.account_id,
-            environment="live",
-            name="p",
-            status="active",
-            data_source="metered",
-            capacity_kwp=5.0,
-            latitude=52.0,
-            longitude=5.0,
-            timezone="Europe/Amsterdam",
-            tilt_deg=30.0,
-            azimuth_deg=180.0,
-            created_at=now,
-            updated_at=now,
-        )
-        session.add(system)
+    system = await _pro_system(app, pro)
     async with client_for(app, pro.live) as client:
         before = datetime.now(UTC)
         body = await _query(client, system.id)
@@ -420,28 +415,7 @@ async def test_timezone_change_rebuilds_daily_buckets(app: FastAPI, enterprise: 
 
 
 async def test_pro_reads_readings_of_own_system(app: FastAPI, pro: Tenant) -> None:
-    async with app.state.sessionmaker() as session, session.begin():
-        from solarapi.kit.ids import new_id
-        from solarapi.models.systems import System
-
-        now = datetime.now(UTC)
-        system = System(
-            id=new_id("sys"),
-            account_id=pro.account_id,
-            environment="live",
-            name="p",
-            status="active",
-            data_source="metered",
-            capacity_kwp=5.0,
-            latitude=52.0,
-            longitude=5.0,
-            timezone="Europe/Amsterdam",
-            tilt_deg=30.0,
-            azimuth_deg=180.0,
-            created_at=now,
-            updated_at=now,
-        )
-        session.add(system)
+    system = await _pro_system(app, pro)
     async with client_for(app, pro.live) as client:
         readings = await client.get(f"/api/v1/systems/{system.id}/readings")
         summary = await client.get(f"/api/v1/systems/{system.id}/summary")

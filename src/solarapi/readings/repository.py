@@ -79,22 +79,20 @@ async def readings_between(session: AsyncSession, system_id: str, start_s: int, 
 
 
 async def hours_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
-    rows = await _fetch_columns(
-        session,
-        "SELECT hour_s, energy_wh, samples, power_max_w FROM reading_hours "
-        "WHERE system_id = $1 AND hour_s >= $2 AND hour_s < $3 ORDER BY hour_s",
-        system_id,
-        start_s,
-        end_s,
-    )
-    return _as_rows(rows, with_samples=True)
+    return await _rollup_between(session, "reading_hours", "hour_s", system_id, start_s, end_s)
 
 
 async def days_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
+    return await _rollup_between(session, "reading_days", "day_start_s", system_id, start_s, end_s)
+
+
+async def _rollup_between(
+    session: AsyncSession, table: str, key: str, system_id: str, start_s: int, end_s: int
+) -> Rows:
     rows = await _fetch_columns(
         session,
-        "SELECT day_start_s, energy_wh, samples, power_max_w FROM reading_days "
-        "WHERE system_id = $1 AND day_start_s >= $2 AND day_start_s < $3 ORDER BY day_start_s",
+        f"SELECT {key}, energy_wh, samples, power_max_w FROM {table} "  # noqa: S608 - constants
+        f"WHERE system_id = $1 AND {key} >= $2 AND {key} < $3 ORDER BY {key}",
         system_id,
         start_s,
         end_s,

@@ -69,7 +69,7 @@ class _SimulatedSeries(Protocol):
     power_w: FloatArray
 
 
-async def _simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model, when its module is installed (imported lazily: it pulls
     in pvlib, and the metered path must not depend on it)."""
     model: Any = sys.modules.get("solarapi.sandbox.model")
@@ -123,13 +123,26 @@ async def quarter_hours(
     known_end = min(end_s, _ended_before(now))
     if known_end > start_s:
         if system.data_source == "simulated":
-            series = await _simulate(system, start_s, known_end)
+            series = await simulate(system, start_s, known_end)
             if series is not None:
                 _place(starts, energy, power, series.starts, series.energy_wh, series.power_w)
         else:
             rows = await repository.readings_between(session, system.id, start_s, known_end)
             _place(starts, energy, power, rows.starts, rows.energy_wh, rows.power_max_w)
     return QuarterHours(starts, energy, power)
+
+
+async def _quarter_hours_s(
+    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+) -> QuarterHours:
+    """`quarter_hours` for a range given in epoch seconds."""
+    return await quarter_hours(
+        session,
+        system,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
+        now,
+    )
 
 
 def _place(
@@ -162,13 +175,7 @@ async def _source_rows(
     """The finest stored rows that tile the requested buckets exactly: raw quarter-hours for
     15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
     if system.data_source == "simulated":
-        series = await quarter_hours(
-            session,
-            system,
-            datetime.fromtimestamp(start_s, UTC),
-            datetime.fromtimestamp(end_s, UTC),
-            now,
-        )
+        series = await _quarter_hours_s(session, system, start_s, end_s, now)
         known = ~np.isnan(series.energy_wh)
         return Rows(
             series.starts[known],
@@ -653,13 +660,7 @@ async def _simulated_summary(
     if end_s <= life_s:
         series = QuarterHours(np.empty(0, np.int64), np.empty(0), np.empty(0))
     else:
-        series = await quarter_hours(
-            session,
-            system,
-            datetime.fromtimestamp(life_s, UTC),
-            datetime.fromtimestamp(end_s, UTC),
-            now,
-        )
+        series = await _quarter_hours_s(session, system, life_s, end_s, now)
     known = ~np.isnan(series.energy_wh)
 
     def within(start: int) -> float | None:
@@ -697,13 +698,7 @@ async def period_totals(
 ) -> PeriodTotals:
     """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
     days), from the same series the readings endpoint aggregates."""
-    series = await quarter_hours(
-        session,
-        system,
-        datetime.fromtimestamp(start_s, UTC),
-        datetime.fromtimestamp(end_s, UTC),
-        now,
-    )
+    series = await _quarter_hours_s(session, system, start_s, end_s, now)
     known = ~np.isnan(series.energy_wh)
     samples = int(known.sum())
     energy = round(float(series.energy_wh[known].sum()), 3) if samples else None

@@ -11,10 +11,8 @@ above winter) but is not a physical model.
 from __future__ import annotations
 
 import hashlib
-import importlib
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Any
+from datetime import date, datetime
 
 import numpy as np
 from sqlalchemy import select
@@ -96,7 +94,7 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
         system = _system(spec, account_id, now)
         session.add(system)
         await session.flush()
-        starts, energy, power = demo_series(system, now)
+        starts, energy, power = await demo_series(system, now)
         for lo in range(0, len(starts), BATCH):
             await store_series(
                 session,
@@ -130,13 +128,13 @@ def _system(spec: DemoSystem, account_id: str, now: datetime) -> System:
     )
 
 
-def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
+async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
     """A year of quarter-hours up to the last one that has ended, minus the gaps."""
     now_s = int(now.timestamp())
     end_s = now_s - now_s % QUARTER_S
     start_s = end_s - DEMO_DAYS * 86400
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
-    energy = _model_energy(system, start_s, end_s)
+    energy = await _model_energy(system, start_s, end_s)
     if energy is None:
         energy = _stand_in_energy(system, starts)
     keep = np.ones(len(starts), dtype=bool)
@@ -147,25 +145,11 @@ def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, Fl
     return starts[keep], energy[keep], (energy * 4.0)[keep]
 
 
-def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray | None:
-    try:
-        model: Any = importlib.import_module("solarapi.sandbox.model")
-    except ImportError:
-        return None
-    params = model.PvParams(
-        system_id=system.id,
-        latitude=system.latitude,
-        longitude=system.longitude,
-        timezone=system.timezone,
-        capacity_kwp=system.capacity_kwp,
-        inverter_capacity_kw=system.inverter_capacity_kw,
-        tilt_deg=system.tilt_deg,
-        azimuth_deg=system.azimuth_deg,
-    )
-    series = model.simulate(
-        params, datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
-    )
-    return np.asarray(series.energy_wh, dtype=np.float64)
+async def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray | None:
+    from solarapi.readings.service import simulate
+
+    series = await simulate(system, start_s, end_s)
+    return None if series is None else np.asarray(series.energy_wh, dtype=np.float64)
 
 
 def _stand_in_energy(system: System, starts: IntArray) -> FloatArray:
