@@ -415,7 +415,7 @@ async def test_two_server_processes_return_the_same_numbers(
     bodies = []
     with running_server(env) as first, running_server(env) as second:
         for base in (first, second):
-            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
+            async with httpx.AsyncClient(base_url=base, headers=headers, timeout=180) as http:
                 response = await http.get(path, params=params)
                 assert response.status_code == 200, response.text
                 bodies.append(response.json())
