@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # Strict: a quoted number or a boolean is a client bug to report, not to coerce.
-NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
 class ReadingItem(BaseModel):
@@ -21,8 +21,8 @@ class ReadingItem(BaseModel):
             examples=["2025-06-15T10:15:00Z"],
         ),
     ]
-    energy_wh: Annotated[NonNegative, Field(description="≥ 0, at most capacity_kwp × 375")]
-    power_w: Annotated[NonNegative | None, Field(description="Optional, ≥ 0")] = None
+    energy_wh: Annotated[Number, Field(description="≥ 0, at most capacity_kwp × 375")]
+    power_w: Annotated[Number | None, Field(description="Optional, ≥ 0")] = None
 
 
 class UploadResultOut(BaseModel):
