@@ -366,3 +366,61 @@ async def test_orphaned_files_are_removed_after_a_day(app: FastAPI, enterprise: 
     assert not killed.exists()
     assert not partial.exists()
     fresh.unlink()
+
+
+async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
+    app: FastAPI, enterprise: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import threading
+    import time
+
+    from solarapi.jobs.runner import RunnerSettings, execute
+
+    real_render = report_jobs.render
+    rendering = threading.Event()
+
+    rendered = threading.Event()
+
+    def slow_render(*args: Any) -> None:
+        rendering.set()
+        time.sleep(2.0)
+        try:
+            real_render(*args)
+        finally:
+            rendered.set()
+
+    monkeypatch.setattr(report_jobs, "render", slow_render)
+    settings = RunnerSettings(lease_seconds=0.6)
+    reports_dir = app.state.settings.effective_reports_dir
+    async with client_for(app, enterprise.live) as client:
+        await one_system(client)
+        report = await create_report(client, type="production", format="pdf", **PERIOD)
+        async with app.state.sessionmaker() as session:
+            job_id = (await session.get(Report, report["id"])).job_id  # type: ignore[union-attr]
+        claimed = None
+        while claimed is None or claimed.id != job_id:
+            async with app.state.sessionmaker() as session, session.begin():
+                claimed = await jobs_repository.claim(
+                    session, worker_id="w1", now=utcnow(), lease=settings.lease, kinds={JOB_KIND}
+                )
+            assert claimed is not None
+        running = asyncio.create_task(execute(app.state.sessionmaker, claimed, "w1", settings))
+        while not rendering.is_set():
+            await asyncio.sleep(0.05)
+        assert (await client.get(f"/api/v1/reports/{report['id']}")).json()["status"] == "running"
+        assert (await client.delete(f"/api/v1/reports/{report['id']}")).status_code == 204
+        outcome = await asyncio.wait_for(running, timeout=10)
+        # The rendering thread runs to its end (a thread cannot be stopped) and drops its work.
+        for _ in range(600):
+            if rendered.is_set():
+                break
+            await asyncio.sleep(0.05)
+        assert rendered.is_set()
+        await asyncio.sleep(1.0)
+    async with app.state.sessionmaker() as session:
+        job = await jobs_repository.get_job(session, job_id)
+    assert outcome == "lost"
+    assert job is not None
+    assert job.status == "cancelled"
+    assert list(reports_dir.glob(f"*{report['id']}*")) == []

@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,16 @@ def render(content: ReportContent, report_format: str, path: Path, now: datetime
 
 
 def write_file(
-    content: ReportContent, report_format: str, directory: Path, name: str, now: datetime
-) -> tuple[int, str]:
+    content: ReportContent,
+    report_format: str,
+    directory: Path,
+    name: str,
+    now: datetime,
+    abandoned: threading.Event | None = None,
+) -> tuple[int, str] | None:
     """Render into a temporary file, fsync, then rename: a file under its final name is
-    always complete. Returns (size, sha256)."""
+    always complete. Returns (size, sha256), or None when the attempt was abandoned (its job
+    cancelled) while rendering — a thread cannot be stopped, but it can drop its work."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / name
     partial = directory / f".{name}.partial"
@@ -89,6 +96,8 @@ def write_file(
                 digest.update(block)
             os.fsync(handle.fileno())
         size = partial.stat().st_size
+        if abandoned is not None and abandoned.is_set():
+            return None
         os.replace(partial, final)
     finally:
         partial.unlink(missing_ok=True)
@@ -116,7 +125,17 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
         content = await build(session, ReportContext(report, account.name, principal, now))
 
     name = f"{report.id}-{attempt}.{report.format}"
-    size, sha256 = await asyncio.to_thread(write_file, content, report.format, directory, name, now)
+    abandoned = threading.Event()
+    try:
+        written = await asyncio.to_thread(
+            write_file, content, report.format, directory, name, now, abandoned
+        )
+    except asyncio.CancelledError:
+        abandoned.set()
+        raise
+    if written is None:
+        return
+    size, sha256 = written
     completed = False
     try:
         async with maker() as session, session.begin():
