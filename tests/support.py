@@ -32,6 +32,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("SOLARAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROOT = Path(__file__).resolve().parent.parent
+SERVER_START_SECONDS = 90
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -152,7 +153,9 @@ def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        # Generous: the inline job runner imports every handler (matplotlib for reports) at
+        # start-up, and the test machine is shared and often loaded.
+        deadline = time.monotonic() + SERVER_START_SECONDS
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 stderr.seek(0)
@@ -163,7 +166,7 @@ def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
             except httpx.HTTPError:
                 time.sleep(0.1)
         else:
-            raise RuntimeError("server did not start in 30 s")
+            raise RuntimeError(f"server did not start in {SERVER_START_SECONDS} s")
         yield base
     finally:
         proc.terminate()
