@@ -233,3 +233,26 @@ def _pid() -> int:
     import os
 
     return os.getpid()
+
+
+def test_retry_delay_doubles_with_jitter_and_is_capped() -> None:
+    from solarapi.jobs.runner import retry_delay
+
+    settings = RunnerSettings(backoff_base_seconds=10, backoff_cap_seconds=300)
+    for attempt, base in ((1, 10), (2, 20), (3, 40), (5, 160), (6, 300), (20, 300)):
+        for _ in range(20):
+            seconds = retry_delay(attempt, settings).total_seconds()
+            assert base <= seconds <= base * 1.25
+
+
+def test_report_errors_shown_to_clients_hide_internals() -> None:
+    from solarapi.reports.jobs import client_error
+
+    assert client_error("ReportFailed: system sys_1 was deleted", "rpt_1") == (
+        "system sys_1 was deleted"
+    )
+    assert "interrupted" in client_error(ABANDONED_ERROR, "rpt_1")
+    generic = client_error("OperationalError: (sqlite3) no such table: readings", "rpt_1")
+    assert "rpt_1" in generic
+    assert "sqlite" not in generic
+    assert "OperationalError" not in generic
