@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from solarapi.sandbox import model, prices, weather
 from solarapi.sandbox.cache import BoundedCache
@@ -198,3 +200,32 @@ def test_zones_differ_in_level_and_unknown_zones_are_refused() -> None:
     assert poland.mean() > 1.5 * sweden.mean()
     with pytest.raises(ValueError, match="unknown bidding zone"):
         simulate_prices("XX", utc(2025, 1, 1), utc(2025, 1, 2))
+
+
+def test_is_cached_reports_whole_months_only() -> None:
+    model.clear_cache()
+    assert not model.is_cached(ROOF_NL, utc(2025, 8, 10), utc(2025, 8, 11))
+    simulate(ROOF_NL, utc(2025, 8, 10), utc(2025, 8, 11))
+    assert model.is_cached(ROOF_NL, utc(2025, 8, 1), utc(2025, 9, 1))
+    assert not model.is_cached(ROOF_NL, utc(2025, 8, 31), utc(2025, 9, 2))
+
+
+_YEAR_START = utc(2025, 1, 1)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=st.integers(min_value=0, max_value=365 * 96 - 1),
+    length=st.integers(min_value=0, max_value=40 * 96),
+)
+def test_any_range_is_the_slice_of_the_year(first: int, length: int) -> None:
+    year = simulate(ROOF_AU, _YEAR_START, utc(2026, 1, 1))
+    last = min(first + length, 365 * 96)
+    start = _YEAR_START + timedelta(minutes=15 * first)
+    end = _YEAR_START + timedelta(minutes=15 * last)
+    part = simulate(ROOF_AU, start, end)
+    assert np.array_equal(part.energy_wh, year.energy_wh[first:last])
+    starts, values = simulate_prices("NL", start, end)
+    _, year_prices = simulate_prices("NL", _YEAR_START, utc(2026, 1, 1))
+    assert np.array_equal(values, year_prices[first:last])
+    assert len(starts) == last - first
