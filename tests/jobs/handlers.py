@@ -5,18 +5,42 @@ from __future__ import annotations
 
 import asyncio
 import os
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from solarapi.jobs import repository
 from solarapi.jobs.queue import (
     PermanentJobError,
     current_job,
     job_failure_handler,
     job_handler,
 )
+from solarapi.jobs.repository import ClaimedJob
 
 FAILURES_SEEN: list[tuple[str, str]] = []
+
+
+async def claim_job(
+    maker: async_sessionmaker[AsyncSession],
+    job_id: str,
+    *,
+    worker_id: str,
+    kind: str,
+    now: datetime,
+    lease: timedelta,
+) -> ClaimedJob:
+    """Claim one particular job as `worker_id` (jobs claimed on the way stay with it, as a
+    worker that then dies would leave them)."""
+    while True:
+        async with maker() as session, session.begin():
+            claimed = await repository.claim(
+                session, worker_id=worker_id, now=now, lease=lease, kinds={kind}
+            )
+        assert claimed is not None, f"job {job_id} was not claimable"
+        if claimed.id == job_id:
+            return claimed
 
 
 def _append(path: str, line: str) -> None:

@@ -15,6 +15,7 @@ from solarapi.jobs.runner import ABANDONED_ERROR, RunnerSettings, execute, run_p
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.jobs import Job
 from tests.jobs import handlers
+from tests.jobs.handlers import claim_job
 
 FAST = RunnerSettings(lease_seconds=30, backoff_base_seconds=10)
 
@@ -122,17 +123,14 @@ async def test_expired_lease_is_taken_over_by_another_worker(app: FastAPI, tmp_p
     job_id = await add_job(app, "test.record", {"path": str(log)})
     now = utcnow()
     # A worker claims the job and dies before doing anything.
-    async with maker_of(app)() as session, session.begin():
-        claimed = None
-        while claimed is None or claimed.id != job_id:
-            claimed = await repository.claim(
-                session,
-                worker_id="dead",
-                now=now,
-                lease=timedelta(seconds=30),
-                kinds={"test.record"},
-            )
-            assert claimed is not None
+    await claim_job(
+        maker_of(app),
+        job_id,
+        worker_id="dead",
+        kind="test.record",
+        now=now,
+        lease=timedelta(seconds=30),
+    )
     # While the lease holds, nobody else may take it.
     await run_pending(maker_of(app), "w2", kinds={"test.record"})
     held = await load(app, job_id)
@@ -153,17 +151,14 @@ async def test_worker_dying_on_last_attempt_fails_the_job(app: FastAPI, tmp_path
     path = str(tmp_path / "never")
     job_id = await add_job(app, "test.record", {"path": path}, max_attempts=1)
     now = utcnow()
-    async with maker_of(app)() as session, session.begin():
-        claimed = None
-        while claimed is None or claimed.id != job_id:
-            claimed = await repository.claim(
-                session,
-                worker_id="dead",
-                now=now,
-                lease=timedelta(seconds=5),
-                kinds={"test.record"},
-            )
-            assert claimed is not None
+    await claim_job(
+        maker_of(app),
+        job_id,
+        worker_id="dead",
+        kind="test.record",
+        now=now,
+        lease=timedelta(seconds=5),
+    )
     later = now + timedelta(seconds=6)
     await run_pending(maker_of(app), "w2", kinds={"test.record"}, clock=lambda: later)
     job = await load(app, job_id)
@@ -177,13 +172,14 @@ async def test_cancelling_a_running_job_stops_its_handler(app: FastAPI, tmp_path
     log = tmp_path / "log"
     job_id = await add_job(app, "test.record", {"path": str(log), "sleep": 30})
     settings = RunnerSettings(lease_seconds=0.6)
-    async with maker_of(app)() as session, session.begin():
-        claimed = None
-        while claimed is None or claimed.id != job_id:
-            claimed = await repository.claim(
-                session, worker_id="w1", now=utcnow(), lease=settings.lease, kinds={"test.record"}
-            )
-            assert claimed is not None
+    claimed = await claim_job(
+        maker_of(app),
+        job_id,
+        worker_id="w1",
+        kind="test.record",
+        now=utcnow(),
+        lease=settings.lease,
+    )
     running = asyncio.create_task(execute(maker_of(app), claimed, "w1", settings))
     for _ in range(100):
         if log.exists():

@@ -376,6 +376,7 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
     import time
 
     from solarapi.jobs.runner import RunnerSettings, execute
+    from tests.jobs.handlers import claim_job
 
     real_render = report_jobs.render
     rendering = threading.Event()
@@ -398,13 +399,10 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
         report = await create_report(client, type="production", format="pdf", **PERIOD)
         async with app.state.sessionmaker() as session:
             job_id = (await session.get(Report, report["id"])).job_id  # type: ignore[union-attr]
-        claimed = None
-        while claimed is None or claimed.id != job_id:
-            async with app.state.sessionmaker() as session, session.begin():
-                claimed = await jobs_repository.claim(
-                    session, worker_id="w1", now=utcnow(), lease=settings.lease, kinds={JOB_KIND}
-                )
-            assert claimed is not None
+        claimed = await claim_job(
+            app.state.sessionmaker, job_id, worker_id="w1", kind=JOB_KIND, now=utcnow(),
+            lease=settings.lease,
+        )  # fmt: skip
         running = asyncio.create_task(execute(app.state.sessionmaker, claimed, "w1", settings))
         while not rendering.is_set():
             await asyncio.sleep(0.05)
