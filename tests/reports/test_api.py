@@ -422,3 +422,34 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
     assert job is not None
     assert job.status == "cancelled"
     assert list(reports_dir.glob(f"*{report['id']}*")) == []
+
+
+async def test_report_and_job_are_created_in_one_transaction(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    from solarapi.auth.principal import Principal
+    from solarapi.kit.plans import Environment, Plan
+    from solarapi.reports.schemas import ReportCreate
+    from solarapi.reports.service import create_report as create
+
+    async with client_for(app, enterprise.live) as client:
+        await one_system(client)
+    principal = Principal(
+        enterprise.account_id, "Test", Plan.ENTERPRISE, Environment.LIVE, "key_x", "k", "",
+        utcnow(), None,
+    )  # fmt: skip
+    body = ReportCreate.model_validate({"type": "production", "format": "csv", **PERIOD})
+    async with app.state.sessionmaker() as session:
+        report = await create(session, principal, body, utcnow())
+        job_id = report.job_id
+        await session.rollback()  # the request failed after the service returned
+    async with app.state.sessionmaker() as session:
+        assert job_id is not None
+        assert await session.get(Report, report.id) is None
+        assert await jobs_repository.get_job(session, job_id) is None
+    async with app.state.sessionmaker() as session, session.begin():
+        kept = await create(session, principal, body, utcnow())
+    async with app.state.sessionmaker() as session:
+        job = await jobs_repository.get_job(session, kept.job_id)  # type: ignore[arg-type]
+    assert job is not None
+    assert (job.kind, job.payload, job.status) == (JOB_KIND, {"report_id": kept.id}, "queued")
