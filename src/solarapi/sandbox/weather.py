@@ -26,7 +26,8 @@ IntArray = npt.NDArray[np.int64]
 
 # Sub-daily resolution of the cloud process: five minutes, three samples per quarter-hour.
 STEP_S = 300
-# Enough steps for the longest local day (25 h on a DST fall-back day), indexed by wall clock.
+# Steps of a local day, indexed by wall clock: on a DST fall-back day the repeated night hour
+# simply repeats its (sunless) clouds.
 STEPS_PER_DAY = 24 * 3600 // STEP_S
 # Day-to-day persistence: the daily cloud anomaly is a moving average of this many days'
 # innovations with geometric weights, i.e. a truncated AR(1) with lag-1 correlation 0.3
@@ -73,7 +74,7 @@ def seeded_normals(key: str, count: int) -> FloatArray:
 def mean_clear_sky_index(latitude: float, day_of_year: IntArray) -> FloatArray:
     """Climatological mean of the daily clear-sky index (measured ÷ clear-sky irradiance).
 
-    Roughly: ~0.7 in the subtropics, ~0.55 in north-western Europe, cloudier in winter at
+    Roughly: ~0.7 in the subtropics, ~0.6 in north-western Europe, cloudier in winter at
     high latitudes; the seasonal swing grows with latitude and flips with the hemisphere.
     """
     lat = abs(latitude)
@@ -130,13 +131,14 @@ def daily_clear_sky_index(
 
 
 def intraday_noise(seed_key: str, day: int) -> FloatArray:
-    """Unit-variance AR(1)-like cloud noise on the day's 5-minute wall-clock grid (300 steps).
+    """Unit-variance AR(1)-like cloud noise on the day's 5-minute wall-clock grid (288 steps).
 
     Written as a moving average of seeded innovations with weights φ^k over 4 hours (φ^48 ≈
     3e-4, so the truncation is invisible): vectorised, where an AR(1) recursion is a Python loop.
     """
-    steps = STEPS_PER_DAY + 12
-    innovations = seeded_normals(_day_key(seed_key, day, "intraday"), steps + INTRADAY_TAPS - 1)
+    innovations = seeded_normals(
+        _day_key(seed_key, day, "intraday"), STEPS_PER_DAY + INTRADAY_TAPS - 1
+    )
     noise: FloatArray = np.convolve(innovations, _INTRADAY_WEIGHTS, mode="valid")
     return noise
 
