@@ -36,7 +36,7 @@ import pandas as pd
 import pvlib
 
 from solarapi.sandbox.cache import BoundedCache
-from solarapi.sandbox.grid import QUARTER_S, grid_seconds, utc_months
+from solarapi.sandbox.grid import QUARTER_S, gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import weather_at
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
@@ -108,30 +108,22 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
     `start` and `end` are aware datetimes on the 15-minute grid. Night quarter-hours are 0.0.
     The caller clips `end` to the last whole quarter-hour before now.
     """
-    start_s = grid_seconds(start, "start")
-    end_s = grid_seconds(end, "end")
-    if end_s < start_s:
-        raise ValueError("end must not be before start")
+    start_s, end_s = grid_range(start, end)
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
     if starts.size == 0:
         empty = np.zeros(0, dtype=np.float64)
         return SimulatedSeries(starts, empty, empty.copy())
 
-    pieces: list[FloatArray] = []
-    for month_start_s, month_end_s, year, month in utc_months(start_s, end_s):
-        energy = _month_energy(params, year, month, month_start_s, month_end_s)
-        lo = (max(start_s, month_start_s) - month_start_s) // QUARTER_S
-        hi = (min(end_s, month_end_s) - month_start_s) // QUARTER_S
-        pieces.append(energy[lo:hi])
-    energy_wh = np.concatenate(pieces) if len(pieces) > 1 else pieces[0].copy()
+    energy_wh = gather_months(
+        start_s, end_s, lambda year, month, lo, hi: _month_energy(params, year, month, lo, hi)
+    )
     return SimulatedSeries(starts, energy_wh, energy_wh * (3600 / QUARTER_S))
 
 
 def is_cached(params: PvParams, start: datetime, end: datetime) -> bool:
     """Whether `simulate(params, start, end)` would be served from the cache alone (callers use
     it to skip a thread hop when there is no work to move off the event loop)."""
-    start_s = grid_seconds(start, "start")
-    end_s = grid_seconds(end, "end")
+    start_s, end_s = grid_range(start, end)
     return all(
         _months.peek((params, year, month)) for _, _, year, month in utc_months(start_s, end_s)
     )

@@ -26,7 +26,7 @@ import pandas as pd
 
 from solarapi.prices.zones import ZONES
 from solarapi.sandbox.cache import BoundedCache
-from solarapi.sandbox.grid import QUARTER_S, grid_seconds, utc_months
+from solarapi.sandbox.grid import QUARTER_S, gather_months, grid_range
 from solarapi.sandbox.weather import daily_anomaly, seeded_normals
 
 # A zone-month is ~24 KB; 360 months covers every zone for two years in ~9 MB per process.
@@ -72,20 +72,14 @@ def simulate_prices(zone: str, start: datetime, end: datetime) -> tuple[IntArray
     """
     if zone not in ZONES:
         raise ValueError(f"unknown bidding zone {zone!r}")
-    start_s = grid_seconds(start, "start")
-    end_s = grid_seconds(end, "end")
-    if end_s < start_s:
-        raise ValueError("end must not be before start")
+    start_s, end_s = grid_range(start, end)
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
     if starts.size == 0:
         return starts, np.zeros(0, dtype=np.float64)
-    pieces: list[FloatArray] = []
-    for month_start_s, month_end_s, year, month in utc_months(start_s, end_s):
-        prices = _month_prices(zone, year, month, month_start_s, month_end_s)
-        lo = (max(start_s, month_start_s) - month_start_s) // QUARTER_S
-        hi = (min(end_s, month_end_s) - month_start_s) // QUARTER_S
-        pieces.append(prices[lo:hi])
-    return starts, np.concatenate(pieces) if len(pieces) > 1 else pieces[0].copy()
+    prices = gather_months(
+        start_s, end_s, lambda year, month, lo, hi: _month_prices(zone, year, month, lo, hi)
+    )
+    return starts, prices
 
 
 def clear_cache() -> None:
