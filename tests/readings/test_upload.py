@@ -241,3 +241,35 @@ async def test_non_json_body_is_refused(app: FastAPI, enterprise: Tenant) -> Non
         )
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["error"]
+
+
+async def test_concurrent_uploads_keep_rollups_exact(app: FastAPI, enterprise: Tenant) -> None:
+    """Two uploads of the same new quarter-hours at once: the system lock orders them, so
+    one inserts and the other updates, and the rollups equal the raw readings (without the
+    lock both would add their sums to the rollups)."""
+    import asyncio
+
+    start = JUNE + timedelta(hours=6)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        responses = await asyncio.gather(
+            upload(client, system_id, quarter_series(start, 96, 10.0)),
+            upload(client, system_id, quarter_series(start, 96, 30.0)),
+        )
+        params = {"from": iso(start), "to": iso(start + timedelta(hours=24))}
+        fine = await client.get(
+            f"/api/v1/systems/{system_id}/readings", params={**params, "interval": "15m"}
+        )
+        hourly = await client.get(
+            f"/api/v1/systems/{system_id}/readings", params={**params, "interval": "1h"}
+        )
+        daily = await client.get(
+            f"/api/v1/systems/{system_id}/readings", params={**params, "interval": "1d"}
+        )
+    counts = sorted((r.json()["inserted"], r.json()["updated"]) for r in responses)
+    assert counts == [(0, 96), (96, 0)]
+    raw_total = fine.json()["meta"]["totals"]["energy_wh"]
+    assert raw_total in (960.0, 2880.0)
+    assert hourly.json()["meta"]["totals"]["energy_wh"] == raw_total
+    assert hourly.json()["meta"]["totals"]["samples"] == 96
+    assert daily.json()["meta"]["totals"]["energy_wh"] == raw_total
