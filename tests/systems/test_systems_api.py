@@ -133,7 +133,7 @@ async def test_patch_changes_only_given_fields(app: FastAPI, enterprise: Tenant)
 @pytest.mark.parametrize(
     ("patch", "needle"),
     [
-        ({"data_source": "simulated"}, "data_source: unknown field"),
+        ({"data_source": "simulated"}, "data_source: cannot be changed after creation"),
         ({"name": None}, "name: cannot be null"),
         ({"location": {"timezone": None}}, "location.timezone: cannot be null"),
         ({"location": {"timezone": "Nowhere/City"}}, "Nowhere/City"),
@@ -291,3 +291,11 @@ async def test_first_and_last_reading_at_follow_uploads(app: FastAPI, enterprise
     assert after_first["last_reading_at"] == "2025-06-01T10:45:00Z"
     assert after_more["first_reading_at"] == "2025-05-01T09:00:00Z"
     assert after_more["last_reading_at"] == "2025-06-01T10:45:00Z"
+
+
+async def test_patch_validation_comes_before_existence(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        invalid = await client.patch("/api/v1/systems/sys_unknown", json={"name": None})
+        valid = await client.patch("/api/v1/systems/sys_unknown", json={"name": "x"})
+    assert invalid.status_code == 400
+    assert valid.status_code == 404

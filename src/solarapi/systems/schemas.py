@@ -143,6 +143,8 @@ class SystemPatch(BaseModel):
     market_zone: str | None = None
     installed_on: date | None = None
     status: Status | None = None
+    # Accepted only to be refused with a clear message (it cannot change after creation).
+    data_source: DataSource | None = Field(default=None, description="Cannot be changed")
 
     _name = field_validator("name")(check_name)
     _zone = field_validator("market_zone")(check_market_zone)

@@ -149,35 +149,43 @@ def _not_null(value: object, field: str) -> None:
         raise ValidationFailed(f"{field}: cannot be null; leave it out to keep the current value")
 
 
+def _patch_changes(body: SystemPatch) -> dict[str, object]:
+    """The model attributes a PATCH body sets, checked before the system is looked up
+    (400 comes before 404). `null` clears an optional field and is refused for the rest."""
+    given = body.model_fields_set
+    if "data_source" in given:
+        raise ValidationFailed(
+            "data_source: cannot be changed after creation; create a new system with the "
+            "other data source instead"
+        )
+    changes: dict[str, object] = {}
+    optional = ("inverter_capacity_kw", "market_zone", "installed_on")
+    for field in ("name", "capacity_kwp", "status", *optional):
+        if field in given:
+            if field not in optional:
+                _not_null(getattr(body, field), field)
+            changes[field] = getattr(body, field)
+    for group in ("location", "orientation"):
+        if group not in given:
+            continue
+        part = getattr(body, group)
+        _not_null(part, group)
+        for field in sorted(part.model_fields_set):
+            value = getattr(part, field)
+            if field != "country":
+                _not_null(value, f"{group}.{field}")
+            changes[field] = value
+    return changes
+
+
 async def update_system(
     session: AsyncSession, principal: Principal, system_id: str, body: SystemPatch, now: datetime
 ) -> System:
+    changes = _patch_changes(body)
     system = await get_system(session, principal, system_id)
-    given = body.model_fields_set
     old_timezone = system.timezone
-    for field in ("name", "capacity_kwp", "status"):
-        if field in given:
-            value = getattr(body, field)
-            _not_null(value, field)
-            setattr(system, field, value)
-    for field in ("inverter_capacity_kw", "market_zone", "installed_on"):
-        if field in given:
-            setattr(system, field, getattr(body, field))
-    if "location" in given:
-        _not_null(body.location, "location")
-        assert body.location is not None
-        for field in sorted(body.location.model_fields_set):
-            value = getattr(body.location, field)
-            if field != "country":
-                _not_null(value, f"location.{field}")
-            setattr(system, field, value)
-    if "orientation" in given:
-        _not_null(body.orientation, "orientation")
-        assert body.orientation is not None
-        for field in sorted(body.orientation.model_fields_set):
-            value = getattr(body.orientation, field)
-            _not_null(value, f"orientation.{field}")
-            setattr(system, field, value)
+    for field, value in changes.items():
+        setattr(system, field, value)
     system.updated_at = now
     await session.flush()
     if system.timezone != old_timezone:
