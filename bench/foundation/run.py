@@ -81,7 +81,44 @@ def start_server(server: str, env: dict[str, str], port: int) -> subprocess.Pope
     raise SystemExit("server did not start")
 
 
-def wrk(url: str, seconds: int, connections: int, key: str | None) -> tuple[float, str]:
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of a process and its descendants (granian serves from a child)."""
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])
+        times[pid] = int(fields[11]) + int(fields[12])
+    tree = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(times.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    pid: int, url: str, seconds: int, connections: int, key: str | None
+) -> tuple[float, float, str]:
+    """Requests per second, server CPU microseconds per request, p99 latency.
+
+    CPU per request is the steadier figure on a shared machine: other tenants' load moves
+    throughput a lot between rounds, but hardly what one request costs the server.
+    """
+    before = tree_cpu_seconds(pid)
+    rps, requests, p99 = wrk(url, seconds, connections, key)
+    cpu = tree_cpu_seconds(pid) - before
+    return rps, cpu / requests * 1e6, p99
+
+
+def wrk(url: str, seconds: int, connections: int, key: str | None) -> tuple[float, int, str]:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     if key:
         command[1:1] = ["-H", f"Authorization: Bearer {key}"]
@@ -91,7 +128,8 @@ def wrk(url: str, seconds: int, connections: int, key: str | None) -> tuple[floa
     if non2xx:
         raise SystemExit(f"{non2xx.group(1)} non-2xx responses: the run is not valid\n{output}")
     p99 = re.search(r"^\s+99%\s+(\S+)", output, re.MULTILINE)
-    return rps, p99.group(1) if p99 else "?"
+    requests = int(re.search(r"(\d+) requests in", output).group(1))  # type: ignore[union-attr]
+    return rps, requests, p99.group(1) if p99 else "?"
 
 
 def main() -> None:
@@ -131,27 +169,34 @@ def main() -> None:
         # Warm-up: imports, connection pools, the key's first last_used_at write.
         wrk(f"{base}/health", 2, args.connections, None)
         wrk(f"{base}/account", 2, args.connections, key)
-        health: list[float] = []
-        account: list[float] = []
-        tails: dict[str, list[str]] = {"health": [], "account": []}
+        runs: dict[str, list[tuple[float, float, str]]] = {"health": [], "account": []}
         for _ in range(args.rounds):
-            rps, p99 = wrk(f"{base}/health", args.seconds, args.connections, None)
-            health.append(rps)
-            tails["health"].append(p99)
-            rps, p99 = wrk(f"{base}/account", args.seconds, args.connections, key)
-            account.append(rps)
-            tails["account"].append(p99)
+            runs["health"].append(
+                measure(proc.pid, f"{base}/health", args.seconds, args.connections, None)
+            )
+            runs["account"].append(
+                measure(proc.pid, f"{base}/account", args.seconds, args.connections, key)
+            )
     finally:
         proc.terminate()
         proc.wait(30)
 
-    h, a = statistics.median(health), statistics.median(account)
     limiter = "redis" if args.redis else "memory"
     print(f"server={args.server} limiter={limiter} rounds={args.rounds}x{args.seconds}s "
           f"connections={args.connections}")  # fmt: skip
-    print(f"  GET /health   median {h:8.0f} req/s  (rounds: {', '.join(f'{x:.0f}' for x in health)}; p99 {', '.join(tails['health'])})")  # fmt: skip
-    print(f"  GET /account  median {a:8.0f} req/s  (rounds: {', '.join(f'{x:.0f}' for x in account)}; p99 {', '.join(tails['account'])})")  # fmt: skip
-    print(f"  account / health = {a / h:.0%}")
+    medians = {}
+    for name, results in runs.items():
+        rps = statistics.median(r[0] for r in results)
+        cpu = statistics.median(r[1] for r in results)
+        medians[name] = (rps, cpu)
+        print(
+            f"  GET /{name:<8} median {rps:6.0f} req/s, {cpu:5.0f} µs CPU/request  "
+            f"(req/s by round: {', '.join(f'{r[0]:.0f}' for r in results)}; "
+            f"p99: {', '.join(r[2] for r in results)})"
+        )
+    h, a = medians["health"][0], medians["account"][0]
+    print(f"  account / health throughput = {a / h:.0%}; "
+          f"by CPU per request = {medians['health'][1] / medians['account'][1]:.0%}")  # fmt: skip
 
 
 if __name__ == "__main__":
