@@ -8,11 +8,11 @@ import time
 import httpx
 from fastapi import FastAPI
 
-from solarapi.kit.plans import Environment
+from solarapi.kit.plans import Environment, Plan
 from solarapi.ratelimit.policy import key_windows
 from tests.foundation.conftest import running_app, settings_like
 from tests.foundation.test_errors import assert_common_headers, assert_error
-from tests.support import Tenant, TestClock, client_for
+from tests.support import Tenant, TestClock, client_for, make_tenant
 
 ACCOUNT = "/api/v1/account"
 DAY = 86_400
@@ -225,9 +225,6 @@ async def test_forwarded_for_only_from_trusted_proxies(app: FastAPI, clock: Test
 
 
 async def test_rate_limit_scale_multiplies_plan_limits(app: FastAPI, clock: TestClock) -> None:
-    from solarapi.kit.plans import Plan
-    from tests.support import make_tenant
-
     clock.pinned = minute_start() + 1
     scaled = settings_like(app.state.settings, rate_limit_scale=10)
     async with running_app(scaled, clock) as bench_app:
