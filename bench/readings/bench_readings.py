@@ -176,7 +176,9 @@ def _psql(sql: str) -> str:
     ).stdout.strip()
 
 
-def prepare(backend: str, dataset: str, systems: int, rebuild: bool) -> tuple[Settings, dict[str, str]]:
+def prepare(
+    backend: str, dataset: str, systems: int, rebuild: bool
+) -> tuple[Settings, dict[str, str]]:
     data_dir = ROOT / f"{backend}-{dataset}"
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {"SOLARAPI_DATA_DIR": str(data_dir), "SOLARAPI_SECRET_KEY": SECRET,
@@ -185,7 +187,8 @@ def prepare(backend: str, dataset: str, systems: int, rebuild: bool) -> tuple[Se
     if backend == "postgres":
         db_name = f"bench_readings_{dataset}"
         env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
-        exists = _psql(f"SELECT 1 FROM pg_database WHERE datname = '{db_name}'") == "1"
+        # db_name is built from a fixed choice (one/many), never user input.
+        exists = _psql(f"SELECT 1 FROM pg_database WHERE datname = '{db_name}'") == "1"  # noqa: S608
         if rebuild or not exists or not marker.exists():
             _psql(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
             _psql(f'CREATE DATABASE "{db_name}"')
@@ -225,7 +228,9 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(len(ordered) * fraction) - 1)]
 
 
-def latency(base: str, path: str, params: dict[str, str], keys: list[str], runs: int) -> list[float]:
+def latency(
+    base: str, path: str, params: dict[str, str], keys: list[str], runs: int
+) -> list[float]:
     times: list[float] = []
     clients = [
         httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
@@ -260,7 +265,9 @@ end
 """
 
 
-def throughput(base: str, path: str, keys: list[str], seconds: int, work: Path) -> tuple[float, str]:
+def throughput(
+    base: str, path: str, keys: list[str], seconds: int, work: Path
+) -> tuple[float, str]:
     keys_file = work / f"keys-{uuid.uuid4().hex[:6]}.txt"
     keys_file.write_text("\n".join(keys) + "\n")
     script = work / f"wrk-{uuid.uuid4().hex[:6]}.lua"
