@@ -7,10 +7,10 @@ import re
 import time
 
 import httpx
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from solarapi.auth.scopes import API_PREFIX, PRO_READABLE, PUBLIC, required_plan
-from solarapi.gateway import iter_routes
+from solarapi.gateway import RouteTable, iter_routes
 from solarapi.kit.plans import Plan
 from tests.support import Tenant, TestClock, client_for
 
@@ -135,3 +135,24 @@ async def test_scope_is_checked_before_the_body(app: FastAPI, pro: Tenant) -> No
             "/api/v1/systems", content=b"not json", headers={"Content-Type": "text/plain"}
         )
     assert response.status_code == 403
+
+
+def test_route_table_sees_routers_included_into_routers() -> None:
+    async def endpoint() -> None:
+        return None
+
+    inner = APIRouter()
+    inner.add_api_route("/items/{item_id}", endpoint, methods=["GET"])
+    inner.add_api_route("/items/{item_id}", endpoint, methods=["DELETE"])
+    outer = APIRouter()
+    outer.include_router(inner, prefix="/nested")
+    outer.add_api_route("/top", endpoint, methods=["POST"])
+    table = RouteTable()
+    table.add_router(outer, API_PREFIX)
+
+    found = table.match("/api/v1/nested/items/abc", "GET")
+    assert (found.template, found.allowed) == ("/api/v1/nested/items/{item_id}", True)
+    wrong = table.match("/api/v1/nested/items/abc", "PUT")
+    assert (wrong.allowed, wrong.allow_header) == (False, "DELETE, GET, HEAD")
+    assert table.match("/api/v1/top", "POST").allowed
+    assert table.match("/api/v1/nested/items", "GET").template is None
