@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
@@ -11,16 +13,24 @@ _DUMMY_HASH = _hasher.hash("dummy password that nobody has")
 MIN_PASSWORD_LENGTH = 10
 
 
-def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+# Argon2 is deliberately slow (tens to hundreds of ms of CPU); it runs in a worker thread so
+# a log-in or sign-up never stalls the event loop that serves every other request.
 
 
-def verify_password(password_hash: str | None, password: str) -> bool:
-    """Constant-work check: an unknown user costs the same as a wrong password."""
+async def hash_password(password: str) -> str:
+    return await asyncio.to_thread(_hasher.hash, password)
+
+
+def _verify(password_hash: str | None, password: str) -> bool:
     try:
         return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
+
+
+async def verify_password(password_hash: str | None, password: str) -> bool:
+    """Constant-work check: an unknown user costs the same as a wrong password."""
+    return await asyncio.to_thread(_verify, password_hash, password)
 
 
 def password_problem(password: str) -> str | None:

@@ -47,6 +47,8 @@ async def create_account(
     problem = password_problem(password)
     if problem:
         raise ValidationFailed(problem)
+    # Hash before looking the e-mail up, so a taken address costs the same time as a new one.
+    password_hash = await hash_password(password)
     if await repository.find_user_by_email(session, email) is not None:
         raise Conflict(f"An account with the e-mail {email} already exists")
     account = Account(id=new_id("acct"), name=name, plan=plan.value, created_at=now)
@@ -55,7 +57,7 @@ async def create_account(
         account_id=account.id,
         name=name,
         email=email,
-        password_hash=hash_password(password),
+        password_hash=password_hash,
         created_at=now,
     )
     await repository.add(session, account)
@@ -83,5 +85,5 @@ async def find_account(session: AsyncSession, email_or_id: str) -> Account:
 
 async def check_login(session: AsyncSession, *, email: str, password: str) -> User | None:
     user = await repository.find_user_by_email(session, email)
-    ok = verify_password(None if user is None else user.password_hash, password)
+    ok = await verify_password(None if user is None else user.password_hash, password)
     return user if ok else None

@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
-from solarapi.accounts.passwords import hash_password
 from solarapi.accounts.service import check_login, create_account
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
@@ -80,8 +79,8 @@ async def sign_up(
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
     except Conflict:
-        # The success path hashes the password; do the same work so timing tells nothing.
-        hash_password(password)
+        # create_account hashed the password before finding the e-mail taken, so the
+        # refusal costs the same time as a sign-up.
         raise FormRejected(SIGNUP_REFUSED) from None
     return await start_session(session, user_id=created.user.id, secret=secret, now=now)
 
