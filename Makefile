@@ -34,7 +34,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 unit: install
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n auto $(PYTEST_ARGS)
 
 test: lint typecheck unit
 
