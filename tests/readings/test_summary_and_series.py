@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from solarapi.kit.grid import Interval
 from solarapi.models.systems import System
+from solarapi.readings import repository
 from solarapi.readings.service import aggregate, period_totals, quarter_hours
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, iso, quarter_series, upload
@@ -141,3 +142,59 @@ async def test_aggregate_and_period_totals_match_the_endpoint(
     assert totals.samples == 96 * 3 - 10
     assert totals.expected_samples == 96 * 3
     assert totals.energy_wh == 7.25 * (96 * 3 - 10)
+
+
+async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise: Tenant) -> None:
+    """The column-wise reads (binary on PostgreSQL) return every stored double bit for bit,
+    in time order whatever the upload order, with unreported power as NaN — for the raw
+    quarter-hours and for both rollups."""
+    start = datetime(2025, 6, 15, tzinfo=UTC)
+    count = 96 * 2
+    # Values that need all 17 significant digits: a text round trip at 15 would change them.
+    energies = [(i + 1) / 3.0 + 1e-9 * i for i in range(count)]
+    powers = [None if i % 4 == 0 else (i + 1) / 7.0 for i in range(count)]
+    items = []
+    for i in range(count):
+        item: dict[str, object] = {
+            "timestamp": iso(start + timedelta(minutes=15 * i)),
+            "energy_wh": energies[i],
+        }
+        if powers[i] is not None:
+            item["power_w"] = powers[i]
+        items.append(item)
+    order = np.random.default_rng(7).permutation(count)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (
+            await create_system(
+                client,
+                location={"latitude": 52.0, "longitude": 5.0, "timezone": "UTC", "country": "NL"},
+            )
+        )["id"]
+        # Out of order, in two batches, so the rows are not stored in time order either.
+        for half in (order[: count // 2], order[count // 2 :]):
+            response = await upload(client, system_id, [items[int(i)] for i in half])
+            assert response.status_code == 200, response.text
+    system = await _system_row(app, system_id)
+    end = start + timedelta(minutes=15 * count)
+    async with app.state.sessionmaker() as session:
+        series = await quarter_hours(session, system, start, end, now=end + timedelta(hours=1))
+        hours = await repository.hours_between(
+            session, system_id, int(start.timestamp()), int(end.timestamp())
+        )
+        days = await repository.days_between(
+            session, system_id, int(start.timestamp()), int(end.timestamp())
+        )
+    assert series.energy_wh.tolist() == energies
+    assert [None if np.isnan(p) else p for p in series.power_w.tolist()] == powers
+    hour_starts = [int(start.timestamp()) + 3600 * h for h in range(count // 4)]
+    assert hours.starts.tolist() == hour_starts
+    assert hours.samples.tolist() == [4] * (count // 4)
+    # Each hour's maximum is its last quarter-hour's power (they grow; the first is unreported).
+    assert hours.power_max_w.tolist() == [powers[4 * h + 3] for h in range(count // 4)]
+    assert np.allclose(
+        hours.energy_wh, [sum(energies[4 * h : 4 * h + 4]) for h in range(count // 4)]
+    )
+    assert days.starts.tolist() == [int(start.timestamp()), int(start.timestamp()) + 86400]
+    assert days.samples.dtype == np.int64
+    assert days.samples.tolist() == [96, 96]
+    assert days.power_max_w.tolist() == [powers[95], powers[191]]
