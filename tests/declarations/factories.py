@@ -10,7 +10,8 @@ import httpx
 from fastapi import FastAPI
 
 from solarapi.config import Settings
-from solarapi.declarations.service import decide_as_operator, declaration_view
+from solarapi.declarations.service import decide_as_operator
+from solarapi.declarations.views import declaration_view
 from solarapi.kit.timefmt import utcnow
 
 QUARTER = timedelta(minutes=15)

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 from fastapi import FastAPI
 
-from solarapi.declarations.service import Metering, period_bounds, validate_period
+from solarapi.declarations.metering import Metering, period_bounds, validate_period
 from solarapi.errors import ValidationFailed
 from solarapi.models.systems import System
 from tests.declarations.factories import MAY_1, create_declaration, make_system, upload_days

@@ -35,7 +35,8 @@ def decide(
 ) -> None:
     """Record the issuing body's decision on a submitted declaration."""
     from solarapi.cli import _print_json, _settings, run_in_session
-    from solarapi.declarations.service import decide_as_operator, declaration_view
+    from solarapi.declarations.service import decide_as_operator
+    from solarapi.declarations.views import declaration_view
     from solarapi.kit.timefmt import utcnow
 
     if approve == reject:
@@ -68,7 +69,8 @@ def pending(
 ) -> None:
     """List submitted declarations awaiting a decision, oldest first."""
     from solarapi.cli import _print_json, _settings, run_in_session
-    from solarapi.declarations.service import declaration_view, pending_declarations
+    from solarapi.declarations.service import pending_declarations
+    from solarapi.declarations.views import declaration_view
 
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         rows = await pending_declarations(session, env, limit)

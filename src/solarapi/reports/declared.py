@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.declarations import service as declaration_service
-from solarapi.declarations.service import period_bounds
+from solarapi.declarations.metering import period_bounds
+from solarapi.declarations.views import declaration_view, transition_view
 from solarapi.models.systems import System
 from solarapi.reports.content import (
     TITLES,
@@ -84,9 +85,9 @@ async def declarations(
             if _overlaps(period_bounds(system, item.period_start, item.period_end), start_s, end_s)
         ]
         for item in sorted(in_period, key=lambda d: (d.period_start, d.created_at, d.id)):
-            view = declaration_service.declaration_view(item)
+            view = declaration_view(item)
             transitions = [
-                declaration_service.transition_view(step)
+                transition_view(step)
                 for step in await declaration_service.history(session, caller, item.id)
             ]
             content.csv_rows.append(

@@ -1,0 +1,119 @@
+"""What the readings say about a declaration's period, and the rules a period and a declared
+energy must meet. The energy comes from the readings code itself (one source of truth)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.errors import ValidationFailed
+from solarapi.kit.grid import Interval, local_midnight
+from solarapi.models.systems import System
+
+# Below this fraction of expected quarter-hours with a reading, a declaration cannot be
+# submitted: the statement would rest on too much missing data.
+MIN_SUBMIT_COVERAGE = 0.95
+# Bounds the work of one request (and keeps calendar arithmetic far from datetime's limits);
+# a longer statement is split into several declarations.
+MAX_PERIOD_DAYS = 366
+EARLIEST_DAY = date(1970, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Metering:
+    """What the readings say about a period."""
+
+    energy_wh: float | None  # None: not a single reading in the period
+    samples: int
+    expected_samples: int
+
+    @property
+    def coverage(self) -> float:
+        # Rounded down to 3 decimals, so the shown value never reads 0.95 while submit
+        # refuses it for being below 0.95.
+        if self.expected_samples == 0:
+            return 0.0
+        return (self.samples * 1000 // self.expected_samples) / 1000
+
+
+def period_bounds(system: System, period_start: date, period_end: date) -> tuple[int, int]:
+    """UTC epoch seconds [start, end) of the local days period_start..period_end (inclusive)."""
+    tz = ZoneInfo(system.timezone)
+    return local_midnight(period_start, tz), local_midnight(period_end + timedelta(days=1), tz)
+
+
+async def measure_period(
+    session: AsyncSession, system: System, period_start: date, period_end: date, now: datetime
+) -> Metering:
+    """Metered energy and coverage of the period, computed by the readings code exactly as
+    `GET /systems/{id}/readings?interval=1d` computes its `meta.totals` for the same local
+    days — one source of truth, so the two numbers can never disagree."""
+    from solarapi.readings.service import aggregate
+
+    start_s, end_s = period_bounds(system, period_start, period_end)
+    body = await aggregate(
+        session,
+        system,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
+        Interval.DAY,
+        now,
+    )
+    totals = body["meta"]["totals"]
+    energy = totals["energy_wh"]
+    return Metering(
+        None if energy is None else float(energy),
+        int(totals["samples"]),
+        int(totals["expected_samples"]),
+    )
+
+
+def local_today(system: System, now: datetime) -> date:
+    return now.astimezone(ZoneInfo(system.timezone)).date()
+
+
+def validate_period(system: System, period_start: date, period_end: date, now: datetime) -> None:
+    if period_start > period_end:
+        raise ValidationFailed(
+            f"period_start ({period_start.isoformat()}) must not be after period_end "
+            f"({period_end.isoformat()})"
+        )
+    if period_start < EARLIEST_DAY:
+        raise ValidationFailed(
+            f"period_start must not be before {EARLIEST_DAY.isoformat()}; "
+            f"got {period_start.isoformat()}"
+        )
+    days = (period_end - period_start).days + 1
+    if days > MAX_PERIOD_DAYS:
+        raise ValidationFailed(
+            f"the period spans {days} days, more than the {MAX_PERIOD_DAYS} allowed; split it "
+            "into several declarations"
+        )
+    today = local_today(system, now)
+    if period_end >= today:
+        raise ValidationFailed(
+            f"period_end must be before today ({today.isoformat()} in the system's time zone "
+            f"{system.timezone}): a declaration covers whole past days only; "
+            f"got {period_end.isoformat()}"
+        )
+
+
+def validate_energy(energy_wh: float, metered_energy_wh: float, declaration_type: str) -> None:
+    if energy_wh > metered_energy_wh:
+        raise ValidationFailed(
+            f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period "
+            f"({metered_energy_wh:g} Wh); a {declaration_type} declaration may state at "
+            f"most what was metered"
+        )
+
+
+def require_readings(metering: Metering, period_start: date, period_end: date) -> float:
+    if metering.energy_wh is None:
+        raise ValidationFailed(
+            f"the period {period_start.isoformat()}..{period_end.isoformat()} has no readings; "
+            "upload the system's readings before declaring its production"
+        )
+    return metering.energy_wh
