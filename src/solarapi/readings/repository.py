@@ -90,12 +90,17 @@ async def _read_columns(
             matrix[:, i].astype(np.int64) if kind != "float8" else matrix[:, i]
             for i, (_, kind) in enumerate(columns)
         ]
-    # An aggregate over an ordered subquery keeps that order in practice but SQL does not
-    # promise it (a parallel plan could interleave): check, and sort when it did not hold.
+    return in_time_order(arrays)
+
+
+def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
+    """Parallel columns (the first one the time key) sorted by time. An aggregate over an
+    ordered subquery keeps that order in practice, but SQL does not promise it (a parallel
+    plan could interleave): check, which is cheap, and sort only when it did not hold."""
     starts = arrays[0]
     if len(starts) > 1 and not bool(np.all(starts[1:] > starts[:-1])):
         order = np.argsort(starts, kind="stable")
-        arrays = [array[order] for array in arrays]
+        return [array[order] for array in arrays]
     return arrays
 
 
