@@ -9,7 +9,7 @@ PostgreSQL databases bench_readings_<dataset>; `--rebuild` starts over):
   - `one`:  1 system × 2 years of 15-minute readings (70,080 rows).
   - `many`: N systems × 1 year (200 → 7,008,000 rows).
 Rows are generated with a cheap synthetic day curve and written straight through
-`readings.service.store_series` (the bulk upsert plus the hourly and local-daily rollups the
+`readings.upload.store_series` (the bulk upsert plus the hourly and local-daily rollups the
 API keeps on every upload) in chunks of 10,000 — no HTTP.
 
 Measured, per backend and dataset, with a Pro key:
@@ -81,7 +81,7 @@ async def build(settings: Settings, systems: int, years: int) -> None:
     from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.kit.ids import new_id
     from solarapi.models.systems import System
-    from solarapi.readings.service import store_series
+    from solarapi.readings.upload import store_series
 
     engine = create_oneshot_engine(settings)
     maker = sessionmaker_for(engine)

@@ -52,7 +52,7 @@ async def _setup() -> None:
     from solarapi.accounts.service import create_account
     from solarapi.db import create_engine, sessionmaker_for
     from solarapi.kit.plans import Plan
-    from solarapi.readings.service import store_series
+    from solarapi.readings.upload import store_series
     from solarapi.systems.schemas import SystemCreate
     from solarapi.systems.service import create_system
 

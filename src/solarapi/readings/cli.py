@@ -15,7 +15,7 @@ import typer
 
 if TYPE_CHECKING:
     from solarapi.config import Settings
-    from solarapi.readings.service import ReadingBatch
+    from solarapi.readings.upload import ReadingBatch
 
 readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
 
@@ -48,7 +48,7 @@ def read_batches(
 ) -> Iterator[tuple[list[int], ReadingBatch]]:
     """Batches of (line numbers, readings) from a CSV with header
     `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
-    from solarapi.readings.service import ReadingBatch
+    from solarapi.readings.upload import ReadingBatch
 
     def counted() -> Iterator[str]:
         for text in stream:
@@ -92,7 +92,7 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
     from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.errors import ApiError
     from solarapi.kit.timefmt import utcnow
-    from solarapi.readings.service import ReadingRejected, upload_readings
+    from solarapi.readings.upload import ReadingRejected, upload_readings
     from solarapi.systems import repository as systems_repo
 
     totals = ImportTotals()

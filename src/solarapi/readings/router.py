@@ -14,7 +14,7 @@ from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
-from solarapi.readings import service
+from solarapi.readings import service, upload
 from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
 from solarapi.systems.service import get_system
 
@@ -59,7 +59,7 @@ _UPLOAD_SCHEMA = {
         "readings": {
             "type": "array",
             "minItems": 1,
-            "maxItems": service.MAX_UPLOAD,
+            "maxItems": upload.MAX_UPLOAD,
             "items": ReadingItem.model_json_schema(),
         }
     },
@@ -91,7 +91,7 @@ async def upload_readings(
         payload = orjson.loads(await request.body())
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
-    batch = service.batch_from_json(payload)
+    batch = upload.batch_from_json(payload)
     system = await get_system(session, principal, system_id)
-    result = await service.upload_readings(session, system, batch, utcnow())
+    result = await upload.upload_readings(session, system, batch, utcnow())
     return OrjsonResponse(result.to_api())

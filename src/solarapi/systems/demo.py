@@ -77,7 +77,7 @@ GAPS = ((200, 30.0), (90, 6.0), (12, 2.5))
 
 
 async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now: datetime) -> None:
-    from solarapi.readings.service import store_series
+    from solarapi.readings.upload import store_series
 
     existing = set(
         (

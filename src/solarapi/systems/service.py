@@ -190,7 +190,7 @@ async def update_system(
     await session.flush()
     if system.timezone != old_timezone:
         # The daily rollup follows the local calendar; a new zone moves every day's edges.
-        from solarapi.readings.service import rebuild_daily_rollup
+        from solarapi.readings.upload import rebuild_daily_rollup
 
         await rebuild_daily_rollup(session, system)
     await record_event(
