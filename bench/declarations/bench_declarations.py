@@ -16,11 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -33,10 +30,10 @@ import httpx
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
-from solarapi.migrate import upgrade
 
-SECRET = "bench-secret-key-that-is-long-enough-0123456789"
-PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import fresh_database, serving
+
 YEAR_START = datetime(2024, 12, 31, 23, tzinfo=UTC)  # 2025-01-01 00:00 in Amsterdam
 YEAR_END = datetime(2025, 12, 31, 23, tzinfo=UTC)
 CASES = ("create, 1 month", "create, 1 year", "submit, 1 month", "list, first 50")
@@ -137,72 +134,25 @@ def measure(client: httpx.Client, case: str, system_id: str, runs: int) -> list[
     return times
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def run_backend(backend: str, runs: int) -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix=f"bench-declarations-{backend}-"))
-    env = {
-        "SOLARAPI_DATA_DIR": str(data_dir),
-        "SOLARAPI_SECRET_KEY": SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-    }
-    db_name = None
-    if backend == "postgres":
-        db_name = f"bench_declarations_{uuid.uuid4().hex[:8]}"
-        subprocess.run(["psql", PG_ADMIN, "-qc", f'CREATE DATABASE "{db_name}"'], check=True)
-        env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
-    settings = Settings(
-        data_dir=data_dir, secret_key=SECRET, database_url=env.get("SOLARAPI_DATABASE_URL", "")
-    )
-    upgrade(settings)
-    keys = asyncio.run(make_keys(settings, 1 + len(CASES)))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env, "SOLARAPI_LOG_LEVEL": "WARNING"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        with httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
-        ) as setup:
-            system_id = make_system_with_a_year(setup)
-        for case, key in zip(CASES, keys[1:], strict=True):
+    with fresh_database("declarations", backend) as db:
+        keys = asyncio.run(make_keys(db.settings, 1 + len(CASES)))
+        with serving(db.env) as base:
             with httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
-            ) as client:
-                measure(client, case, system_id, 3)  # warm-up
-                times = sorted(measure(client, case, system_id, runs))
-                print(
-                    f"{backend:8} {case:18} median {statistics.median(times):6.1f} ms"
-                    f"  p95 {times[max(0, math.ceil(len(times) * 0.95) - 1)]:6.1f} ms  (n={runs})",
-                    flush=True,
-                )
-    finally:
-        server.terminate()
-        server.wait(10)
-        if db_name:
-            subprocess.run(
-                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
-                check=False,
-            )
+                base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
+            ) as setup:
+                system_id = make_system_with_a_year(setup)
+            for case, key in zip(CASES, keys[1:], strict=True):
+                with httpx.Client(
+                    base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+                ) as client:
+                    measure(client, case, system_id, 3)  # warm-up
+                    times = sorted(measure(client, case, system_id, runs))
+                    print(
+                        f"{backend:8} {case:18} median {statistics.median(times):6.1f} ms"
+                        f"  p95 {times[max(0, math.ceil(len(times) * 0.95) - 1)]:6.1f} ms  (n={runs})",
+                        flush=True,
+                    )
 
 
 def main() -> None:

@@ -13,11 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
@@ -28,13 +25,13 @@ import httpx
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
-from solarapi.migrate import upgrade
 from solarapi.prices.imports import ParsedPrices, PriceRow
 from solarapi.prices.service import import_prices
 from solarapi.prices.zones import ZONES
 
-SECRET = "bench-secret-key-that-is-long-enough-0123456789"
-PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import fresh_database, serving
+
 YEAR_START = datetime(2025, 3, 1, tzinfo=UTC)
 YEAR_END = datetime(2026, 3, 1, tzinfo=UTC)
 SWITCH = datetime(2025, 9, 30, 22, tzinfo=UTC)  # first 15-minute day-ahead delivery day
@@ -110,14 +107,6 @@ def upload_readings(client: httpx.Client) -> str:
     return system_id
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def timed(client: httpx.Client, url: str, params: dict[str, str], runs: int) -> list[float]:
     for _ in range(3):  # warm-up
         client.get(url, params=params).raise_for_status()
@@ -132,68 +121,25 @@ def timed(client: httpx.Client, url: str, params: dict[str, str], runs: int) -> 
 
 
 def run_backend(backend: str, runs: int, keep: bool = False) -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix=f"bench-prices-{backend}-"))
-    env = {
-        "SOLARAPI_DATA_DIR": str(data_dir),
-        "SOLARAPI_SECRET_KEY": SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-    }
-    db_name = None
-    if backend == "postgres":
-        db_name = f"bench_prices_{uuid.uuid4().hex[:8]}"
-        subprocess.run(["psql", PG_ADMIN, "-qc", f'CREATE DATABASE "{db_name}"'], check=True)
-        env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
-    settings = Settings(
-        data_dir=data_dir, secret_key=SECRET, database_url=env.get("SOLARAPI_DATABASE_URL", "")
-    )
-    upgrade(settings)
-    key, _ = asyncio.run(setup(settings))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env, "SOLARAPI_LOG_LEVEL": "WARNING"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        headers = {"Authorization": f"Bearer {key}"}
-        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-            system_id = upload_readings(client)
-            year = {"from": "2025-03-01T00:00:00Z", "to": "2026-03-01T00:00:00Z"}
-            cases = [
-                ("a year of 1h prices (8,760 buckets)", "/api/v1/market-prices", {**year, "zone": "NL", "interval": "1h"}),
-                ("a year of 1d market value (365 buckets)", f"/api/v1/systems/{system_id}/market-value", {**year, "interval": "1d"}),
-            ]  # fmt: skip
-            for label, url, params in cases:
-                for encoding in ("gzip", "identity"):
-                    client.headers["Accept-Encoding"] = encoding
-                    times = timed(client, url, params, runs)
-                    print(
-                        f"{backend:8} {label:42} {encoding:8} median {statistics.median(times):6.1f} ms"
-                        f"  p95 {sorted(times)[int(len(times) * 0.95) - 1]:6.1f} ms  (n={runs})"
-                    )
-    finally:
-        server.terminate()
-        server.wait(10)
-        if keep:
-            print(
-                f"kept: SOLARAPI_DATA_DIR={data_dir} SOLARAPI_DATABASE_URL={env.get('SOLARAPI_DATABASE_URL', '')}"
-            )
-        elif db_name:
-            subprocess.run(
-                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
-                check=False,
-            )
+    with fresh_database("prices", backend, keep=keep) as db:
+        key, _ = asyncio.run(setup(db.settings))
+        with serving(db.env) as base:
+            headers = {"Authorization": f"Bearer {key}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+                system_id = upload_readings(client)
+                year = {"from": "2025-03-01T00:00:00Z", "to": "2026-03-01T00:00:00Z"}
+                cases = [
+                    ("a year of 1h prices (8,760 buckets)", "/api/v1/market-prices", {**year, "zone": "NL", "interval": "1h"}),
+                    ("a year of 1d market value (365 buckets)", f"/api/v1/systems/{system_id}/market-value", {**year, "interval": "1d"}),
+                ]  # fmt: skip
+                for label, url, params in cases:
+                    for encoding in ("gzip", "identity"):
+                        client.headers["Accept-Encoding"] = encoding
+                        times = timed(client, url, params, runs)
+                        print(
+                            f"{backend:8} {label:42} {encoding:8} median {statistics.median(times):6.1f} ms"
+                            f"  p95 {sorted(times)[int(len(times) * 0.95) - 1]:6.1f} ms  (n={runs})"
+                        )
 
 
 def main() -> None:

@@ -24,11 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -43,10 +40,10 @@ from sqlalchemy import text
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
-from solarapi.migrate import upgrade
 
-SECRET = "bench-secret-key-that-is-long-enough-0123456789"
-PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import fresh_database, serving
+
 SYSTEM = {
     "name": "Bench roof",
     "capacity_kwp": 8.0,
@@ -107,16 +104,7 @@ def measure(client: httpx.Client, case: str, runs: int) -> list[float]:
 def http_part(backend: str, env: dict[str, str], settings: Settings, runs: int) -> None:
     _, plain_keys = asyncio.run(make_account(settings, 3))
     _, hook_keys = asyncio.run(make_account(settings, 1))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env, "SOLARAPI_LOG_LEVEL": "WARNING"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_for(base)
+    with serving(env) as base:
         with httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {hook_keys[0]}"}, timeout=60
         ) as setup:
@@ -144,9 +132,6 @@ def http_part(backend: str, env: dict[str, str], settings: Settings, runs: int) 
                 f"  (+{median - baseline:5.1f} ms vs plain, n={runs})",
                 flush=True,
             )
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -232,51 +217,10 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
         await engine.dispose()
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(base: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"{base}/api/v1/health", timeout=1)
-            return
-        except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def run_backend(backend: str, runs: int, events: int) -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix=f"bench-webhooks-{backend}-"))
-    env = {
-        "SOLARAPI_DATA_DIR": str(data_dir),
-        "SOLARAPI_SECRET_KEY": SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-    }
-    db_name = None
-    if backend == "postgres":
-        db_name = f"bench_webhooks_{uuid.uuid4().hex[:8]}"
-        subprocess.run(["psql", PG_ADMIN, "-qc", f'CREATE DATABASE "{db_name}"'], check=True)
-        env["SOLARAPI_DATABASE_URL"] = PG_ADMIN.rsplit("/", 1)[0] + f"/{db_name}"
-    settings = Settings(
-        data_dir=data_dir, secret_key=SECRET, database_url=env.get("SOLARAPI_DATABASE_URL", "")
-    )
-    upgrade(settings)
-    try:
-        http_part(backend, env, settings, runs)
-        asyncio.run(delivery_part(backend, settings, events))
-    finally:
-        if db_name:
-            subprocess.run(
-                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
-                check=False,
-            )
+    with fresh_database("webhooks", backend) as db:
+        http_part(backend, db.env, db.settings, runs)
+        asyncio.run(delivery_part(backend, db.settings, events))
 
 
 def main() -> None:
