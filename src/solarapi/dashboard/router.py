@@ -33,6 +33,7 @@ from solarapi.dashboard.web import (
     with_security_headers,
 )
 from solarapi.db import SessionDep
+from solarapi.kit.grid import INTERVAL_LABELS
 from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import parse_timestamp, utcnow
 
@@ -332,7 +333,7 @@ async def system_page(
             points,
             query.interval.value,
             tz,
-            title=f"Energy per {INTERVAL_NAMES[query.interval.value]} of {system.name}",
+            title=f"Energy per {query.interval.label} of {system.name}",
         )
     return render(
         request,
@@ -351,7 +352,7 @@ async def system_page(
             "presets": _presets(system.id, today),
             "current_url": str(request.url.path)
             + ("?" + request.url.query if request.url.query else ""),
-            "intervals": INTERVAL_NAMES,
+            "intervals": INTERVAL_LABELS,
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
@@ -359,16 +360,6 @@ async def system_page(
         status_code=400 if error else 200,
         user=user,
     )
-
-
-INTERVAL_NAMES = {
-    "15m": "15 minutes",
-    "30m": "30 minutes",
-    "1h": "hour",
-    "1d": "day",
-    "1w": "week",
-    "1M": "month",
-}
 
 
 def _presets(system_id: str, today: date) -> list[tuple[str, str]]:

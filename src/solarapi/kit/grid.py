@@ -53,9 +53,22 @@ class Interval(enum.StrEnum):
     def is_calendar(self) -> bool:
         return self not in _FIXED
 
+    @property
+    def label(self) -> str:
+        """The bucket in words, for titles: "Energy per day"."""
+        return INTERVAL_LABELS[self.value]
+
 
 _FIXED: dict[Interval, int] = {Interval.MIN15: 900, Interval.MIN30: 1800, Interval.HOUR: 3600}
 ALL_INTERVALS: tuple[Interval, ...] = tuple(Interval)
+INTERVAL_LABELS: dict[str, str] = {
+    "15m": "15 minutes",
+    "30m": "30 minutes",
+    "1h": "hour",
+    "1d": "day",
+    "1w": "week",
+    "1M": "month",
+}
 
 
 def parse_interval(

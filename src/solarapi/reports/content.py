@@ -100,14 +100,6 @@ TITLES = {
     "market_value": "Market value report",
     "declarations": "Declarations report",
 }
-INTERVAL_NAMES = {
-    "15m": "15 minutes",
-    "30m": "30 minutes",
-    "1h": "hour",
-    "1d": "day",
-    "1w": "week",
-    "1M": "month",
-}
 
 
 async def build(session: AsyncSession, context: ReportContext) -> ReportContent:

@@ -13,7 +13,6 @@ from solarapi.models.systems import System
 from solarapi.prices import value as prices_value
 from solarapi.readings.service import aggregate
 from solarapi.reports.content import (
-    INTERVAL_NAMES,
     TITLES,
     WH_PER_KWH,
     Cell,
@@ -139,7 +138,7 @@ async def production(
 
     keys = sorted(per_bucket)
     content.chart = Chart(
-        f"Production per {INTERVAL_NAMES[interval.value]}, all systems",
+        f"Production per {interval.label}, all systems",
         "Energy (kWh)",
         keys,
         [kwh(per_bucket[key].energy_wh) for key in keys],
@@ -162,7 +161,7 @@ async def production(
     )
     content.tables.append(
         Table(
-            f"Production per {INTERVAL_NAMES[interval.value]}, all systems",
+            f"Production per {interval.label}, all systems",
             ["Period", "Energy (kWh)", "Peak power (kW)", "Readings", "Coverage"],
             [
                 [
@@ -275,7 +274,7 @@ async def market_value(
 
     keys = sorted(per_bucket)
     content.chart = Chart(
-        f"Market value per {INTERVAL_NAMES[interval.value]}, all systems",
+        f"Market value per {interval.label}, all systems",
         "Value (EUR)",
         keys,
         [per_bucket[key].value_eur for key in keys],
@@ -291,7 +290,7 @@ async def market_value(
     )
     content.tables.append(
         Table(
-            f"Market value per {INTERVAL_NAMES[interval.value]}, all systems",
+            f"Market value per {interval.label}, all systems",
             ["Period", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
             [
                 [

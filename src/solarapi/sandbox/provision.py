@@ -13,13 +13,11 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
 from solarapi.models.systems import System
 from solarapi.sandbox.repository import claim_provisioning
-from solarapi.systems import repository as systems_repository
-from solarapi.systems.service import system_to_api
+from solarapi.systems.service import add_system
 
 # Simulated history starts this many whole years before the year of provisioning, so a new
 # sandbox already has complete past years to aggregate, declare and report on.
@@ -114,11 +112,4 @@ async def ensure_sandbox(session: AsyncSession, account_id: str, now: datetime) 
             created_at=created_at,
             updated_at=created_at,
         )
-        await systems_repository.add(session, system)
-        await record_event(
-            session,
-            account_id=account_id,
-            environment=Environment.TEST.value,
-            event_type="system.created",
-            data=system_to_api(system),
-        )
+        await add_system(session, system)

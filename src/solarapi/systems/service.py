@@ -133,6 +133,12 @@ async def create_system(
         created_at=now,
         updated_at=now,
     )
+    await add_system(session, system)
+    return system
+
+
+async def add_system(session: AsyncSession, system: System) -> None:
+    """Store a new system with its `system.created` event (same transaction)."""
     await repository.add(session, system)
     await record_event(
         session,
@@ -141,7 +147,6 @@ async def create_system(
         event_type="system.created",
         data=system_to_api(system),
     )
-    return system
 
 
 def _not_null(value: object, field: str) -> None:
