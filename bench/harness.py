@@ -6,6 +6,7 @@ Scripts import it with `sys.path.insert(0, <bench dir>)`; bench/ is not a packag
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -16,11 +17,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from solarapi.config import Settings
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
 from solarapi.migrate import upgrade
 
 SECRET = "bench-secret-key-that-is-long-enough-0123456789"
@@ -99,3 +103,47 @@ def serving(env: dict[str, str]) -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(10)
+
+
+async def make_account(
+    settings: Settings, keys: int, plan: Plan = Plan.ENTERPRISE
+) -> tuple[str, list[str]]:
+    """A fresh account with `keys` live keys (each key has its own rate-limit windows)."""
+    from solarapi.accounts.service import create_account
+    from solarapi.auth.service import create_key
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+
+    engine = create_oneshot_engine(settings)
+    made: list[str] = []
+    try:
+        async with sessionmaker_for(engine)() as session, session.begin():
+            created = await create_account(
+                session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
+                password="bench password 123", plan=plan, now=utcnow(),
+            )  # fmt: skip
+            for i in range(keys):
+                _, key = await create_key(
+                    session, account_id=created.account.id, name=f"bench {i}",
+                    environment=Environment.LIVE, secret=settings.effective_secret_key,
+                    now=utcnow(),
+                )  # fmt: skip
+                made.append(key.key)
+    finally:
+        await engine.dispose()
+    return created.account.id, made
+
+
+def upload_a_year(client: httpx.Client, system_id: str, start: datetime, end: datetime) -> None:
+    """Upload a synthetic day curve (sine from 04:00 to 20:00 UTC, 1.5 kWh peak per
+    quarter-hour) for [start, end) through the API, in batches of 10,000."""
+    batch: list[dict[str, object]] = []
+    for t in range(int(start.timestamp()), int(end.timestamp()), 900):
+        hour = (t % 86400) / 3600
+        energy = max(0.0, 1500 * math.sin((hour - 4) / 16 * math.pi)) if 4 <= hour <= 20 else 0.0
+        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        batch.append({"timestamp": stamp, "energy_wh": round(energy, 1)})
+        if len(batch) == 10_000 or t + 900 >= int(end.timestamp()):
+            client.post(
+                f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
+            ).raise_for_status()
+            batch = []

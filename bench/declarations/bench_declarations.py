@@ -19,7 +19,6 @@ import math
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -27,38 +26,12 @@ from pathlib import Path
 
 import httpx
 
-from solarapi.config import Settings
-from solarapi.kit.plans import Environment, Plan
-from solarapi.kit.timefmt import utcnow
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import fresh_database, serving
+from harness import fresh_database, make_account, serving, upload_a_year
 
 YEAR_START = datetime(2024, 12, 31, 23, tzinfo=UTC)  # 2025-01-01 00:00 in Amsterdam
 YEAR_END = datetime(2025, 12, 31, 23, tzinfo=UTC)
 CASES = ("create, 1 month", "create, 1 year", "submit, 1 month", "list, first 50")
-
-
-async def make_keys(settings: Settings, count: int) -> list[str]:
-    from solarapi.accounts.service import create_account
-    from solarapi.auth.service import create_key
-    from solarapi.db import create_oneshot_engine, sessionmaker_for
-
-    engine = create_oneshot_engine(settings)
-    keys: list[str] = []
-    async with sessionmaker_for(engine)() as session, session.begin():
-        created = await create_account(
-            session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
-            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
-        )  # fmt: skip
-        for i in range(count):
-            _, key = await create_key(
-                session, account_id=created.account.id, name=f"bench {i}",
-                environment=Environment.LIVE, secret=settings.effective_secret_key, now=utcnow(),
-            )  # fmt: skip
-            keys.append(key.key)
-    await engine.dispose()
-    return keys
 
 
 def make_system_with_a_year(client: httpx.Client) -> str:
@@ -71,21 +44,7 @@ def make_system_with_a_year(client: httpx.Client) -> str:
     )  # fmt: skip
     created.raise_for_status()
     system_id = str(created.json()["id"])
-    batch: list[dict[str, object]] = []
-    for t in range(int(YEAR_START.timestamp()), int(YEAR_END.timestamp()), 900):
-        hour = (t % 86400) / 3600
-        energy = max(0.0, 1500 * math.sin((hour - 4) / 16 * math.pi)) if 4 <= hour <= 20 else 0.0
-        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        batch.append({"timestamp": stamp, "energy_wh": round(energy, 1)})
-        if len(batch) == 10_000:
-            client.post(
-                f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
-            ).raise_for_status()
-            batch = []
-    if batch:
-        client.post(
-            f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
-        ).raise_for_status()
+    upload_a_year(client, system_id, YEAR_START, YEAR_END)
     return system_id
 
 
@@ -136,7 +95,7 @@ def measure(client: httpx.Client, case: str, system_id: str, runs: int) -> list[
 
 def run_backend(backend: str, runs: int) -> None:
     with fresh_database("declarations", backend) as db:
-        keys = asyncio.run(make_keys(db.settings, 1 + len(CASES)))
+        _, keys = asyncio.run(make_account(db.settings, 1 + len(CASES)))
         with serving(db.env) as base:
             with httpx.Client(
                 base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60

@@ -16,21 +16,19 @@ import math
 import statistics
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from solarapi.config import Settings
-from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.prices.imports import ParsedPrices, PriceRow
 from solarapi.prices.service import import_prices
 from solarapi.prices.zones import ZONES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import fresh_database, serving
+from harness import fresh_database, make_account, serving, upload_a_year
 
 YEAR_START = datetime(2025, 3, 1, tzinfo=UTC)
 YEAR_END = datetime(2026, 3, 1, tzinfo=UTC)
@@ -57,25 +55,16 @@ def price_rows() -> list[PriceRow]:
     return rows
 
 
-async def setup(settings: Settings) -> tuple[str, str]:
-    """Prices and an account; returns the Enterprise live key and the account id."""
-    from solarapi.accounts.service import create_account
-    from solarapi.auth.service import create_key
+async def setup(settings: Settings) -> str:
+    """A year of NL prices and an Enterprise account; returns its live key."""
     from solarapi.db import create_oneshot_engine, sessionmaker_for
 
     engine = create_oneshot_engine(settings)
     async with sessionmaker_for(engine)() as session, session.begin():
         await import_prices(session, ParsedPrices(ZONES["NL"], "entsoe", price_rows()), utcnow())
-        created = await create_account(
-            session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
-            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
-        )  # fmt: skip
-        _, key = await create_key(
-            session, account_id=created.account.id, name="bench", environment=Environment.LIVE,
-            secret=settings.effective_secret_key, now=utcnow(),
-        )  # fmt: skip
     await engine.dispose()
-    return key.key, created.account.id
+    _, keys = await make_account(settings, 1)
+    return keys[0]
 
 
 def upload_readings(client: httpx.Client) -> str:
@@ -88,22 +77,7 @@ def upload_readings(client: httpx.Client) -> str:
     )  # fmt: skip
     created.raise_for_status()
     system_id = str(created.json()["id"])
-    start, end = int(YEAR_START.timestamp()), int(YEAR_END.timestamp())
-    batch: list[dict[str, object]] = []
-    for t in range(start, end, 900):
-        hour = (t % 86400) / 3600
-        energy = max(0.0, 1500 * math.sin((hour - 4) / 16 * math.pi)) if 4 <= hour <= 20 else 0.0
-        stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        batch.append({"timestamp": stamp, "energy_wh": round(energy, 1)})
-        if len(batch) == 10_000:
-            client.post(
-                f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
-            ).raise_for_status()
-            batch = []
-    if batch:
-        client.post(
-            f"/api/v1/systems/{system_id}/readings", json={"readings": batch}
-        ).raise_for_status()
+    upload_a_year(client, system_id, YEAR_START, YEAR_END)
     return system_id
 
 
@@ -122,7 +96,7 @@ def timed(client: httpx.Client, url: str, params: dict[str, str], runs: int) -> 
 
 def run_backend(backend: str, runs: int, keep: bool = False) -> None:
     with fresh_database("prices", backend, keep=keep) as db:
-        key, _ = asyncio.run(setup(db.settings))
+        key = asyncio.run(setup(db.settings))
         with serving(db.env) as base:
             headers = {"Authorization": f"Bearer {key}"}
             with httpx.Client(base_url=base, headers=headers, timeout=60) as client:

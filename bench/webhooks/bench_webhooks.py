@@ -38,11 +38,11 @@ import httpx
 from sqlalchemy import text
 
 from solarapi.config import Settings
-from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import fresh_database, serving
+from harness import fresh_database, make_account, serving
 
 SYSTEM = {
     "name": "Bench roof",
@@ -50,28 +50,6 @@ SYSTEM = {
     "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
 }
 CASES = ("plain", "idempotency key", "replay", "20 webhooks")
-
-
-async def make_account(settings: Settings, keys: int) -> tuple[str, list[str]]:
-    from solarapi.accounts.service import create_account
-    from solarapi.auth.service import create_key
-    from solarapi.db import create_oneshot_engine, sessionmaker_for
-
-    engine = create_oneshot_engine(settings)
-    made: list[str] = []
-    async with sessionmaker_for(engine)() as session, session.begin():
-        created = await create_account(
-            session, name="Bench", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
-            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
-        )  # fmt: skip
-        for i in range(keys):
-            _, key = await create_key(
-                session, account_id=created.account.id, name=f"bench {i}",
-                environment=Environment.LIVE, secret=settings.effective_secret_key, now=utcnow(),
-            )  # fmt: skip
-            made.append(key.key)
-    await engine.dispose()
-    return created.account.id, made
 
 
 def timed(action: Callable[[], httpx.Response], expect: int) -> float:
