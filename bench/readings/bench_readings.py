@@ -266,14 +266,14 @@ end
 
 
 def throughput(
-    base: str, path: str, keys: list[str], seconds: int, work: Path
+    base: str, path: str, keys: list[str], seconds: int, work: Path, connections: int = 16
 ) -> tuple[float, str]:
     keys_file = work / f"keys-{uuid.uuid4().hex[:6]}.txt"
     keys_file.write_text("\n".join(keys) + "\n")
     script = work / f"wrk-{uuid.uuid4().hex[:6]}.lua"
     script.write_text(WRK_SCRIPT % (keys_file, path))
     out = subprocess.run(
-        ["wrk", "-t1", "-c16", f"-d{seconds}s", "-s", str(script), base],
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), base],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
 from solarapi.auth.service import authenticate
+from solarapi.db import REQUEST_SESSION
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -225,6 +226,12 @@ class ApiGateway:
                     f"Internal server error; quote request id {request_id} when reporting it",
                 )(scope, receive, send_with_headers)
         finally:
+            session = scope_state.pop(REQUEST_SESSION, None)
+            if session is not None:
+                try:
+                    await session.close()
+                except Exception:
+                    log.exception("closing the request's session", extra={"request_id": request_id})
             principal = scope_state.get("principal")
             log.info(
                 "request",
@@ -319,14 +326,20 @@ class ApiGateway:
                 return self._too_many(decision, anonymous=True), template, receive
             return None, template, receive
 
+        # The request's one session: authenticated in here, continued by the endpoint's
+        # SessionDep, closed by __call__ when the response is done.
+        session = state.sessionmaker()
+        scope["state"][REQUEST_SESSION] = session
         try:
-            async with state.sessionmaker() as session:
-                principal = await authenticate(
-                    session,
-                    _header(scope, b"authorization"),
-                    settings.effective_secret_key,
-                    datetime.fromtimestamp(now, UTC),
-                )
+            principal, wrote = await authenticate(
+                session,
+                _header(scope, b"authorization"),
+                settings.effective_secret_key,
+                datetime.fromtimestamp(now, UTC),
+            )
+            if wrote:
+                # Its own commit: `last_used_at` stays whatever the endpoint does, and on
+                # SQLite the write lock is not held through the endpoint.
                 await session.commit()
         except Unauthorized as exc:
             decision = use(await limiter.hit(anon_bucket, anon, now))

@@ -27,7 +27,9 @@ class Principal:
     usage_today: int = 0
 
 
-def get_principal(request: Request) -> Principal:
+async def get_principal(request: Request) -> Principal:
+    # async although it awaits nothing: FastAPI runs a plain `def` dependency in its thread
+    # pool, a hand-over to another thread and back on every API request.
     principal = request.scope.get("state", {}).get("principal")
     if not isinstance(principal, Principal):
         # Reaching a protected route without the middleware having authenticated is a bug

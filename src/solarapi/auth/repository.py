@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import DriverQuery
 from solarapi.models import Account, ApiKey
 
 
@@ -26,9 +27,8 @@ class KeyRecord:
     sandbox_provisioned: bool
 
 
-# Built once: this runs on every authenticated request, and building the expression costs
-# more than SQLAlchemy's compiled-statement cache saves.
-_KEY_BY_HASH = (
+# Every authenticated request runs this: compiled once, one hand-over to the driver.
+_KEY_BY_HASH = DriverQuery(
     select(
         ApiKey.id,
         ApiKey.name,
@@ -48,7 +48,7 @@ _KEY_BY_HASH = (
 
 
 async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | None:
-    row = (await session.execute(_KEY_BY_HASH, {"key_hash": key_hash})).first()
+    row = await _KEY_BY_HASH.first(session, {"key_hash": key_hash})
     if row is None:
         return None
     key_id, key_name, environment, display, created_at, last_used_at, revoked_at = row[:7]

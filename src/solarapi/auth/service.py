@@ -30,7 +30,9 @@ def bearer_token(authorization: str | None) -> str:
 
 async def authenticate(
     session: AsyncSession, authorization: str | None, secret: bytes, now: datetime
-) -> Principal:
+) -> tuple[Principal, bool]:
+    """The caller of a request, and whether authenticating it wrote (`last_used_at`, at most
+    once a minute per key, or the sandbox's first provisioning): the caller commits then."""
     token = bearer_token(authorization)
     environment = parse_key(token)
     if environment is None:
@@ -42,16 +44,20 @@ async def authenticate(
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
     last_used_at = record.last_used_at
+    wrote = False
     stale = last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
-    if stale and await repository.touch_last_used(
-        session, record.key_id, now, now - LAST_USED_RESOLUTION
-    ):
-        last_used_at = now
+    if stale:
+        wrote = True  # the UPDATE ran (and on SQLite began a write) even if it changed nothing
+        if await repository.touch_last_used(
+            session, record.key_id, now, now - LAST_USED_RESOLUTION
+        ):
+            last_used_at = now
     if record.environment == Environment.TEST and not record.sandbox_provisioned:
         from solarapi.sandbox.provision import ensure_sandbox
 
+        wrote = True
         await ensure_sandbox(session, record.account_id, now)
-    return Principal(
+    principal = Principal(
         account_id=record.account_id,
         account_name=record.account_name,
         plan=Plan(record.plan),
@@ -62,6 +68,7 @@ async def authenticate(
         key_created_at=record.created_at,
         key_last_used_at=last_used_at,
     )
+    return principal, wrote
 
 
 def validate_key_name(name: str) -> str:

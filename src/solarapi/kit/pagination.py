@@ -41,7 +41,7 @@ def _parse_positive(name: str, raw: str | None, default: int, upper: int) -> int
     return value
 
 
-def page_params(
+async def page_params(
     page: Annotated[
         str | None, Query(description="Page number, 1–1,000,000,000 (default 1)")
     ] = None,
@@ -53,6 +53,7 @@ def page_params(
     )
 
 
+# async: FastAPI runs a plain `def` dependency in its thread pool, a thread hand-over per request.
 PageDep = Annotated[PageParams, Depends(page_params)]
 
 

@@ -30,7 +30,7 @@ from solarapi.kit.plans import Environment
 from solarapi.prices.service import bucket_means, quarter_hour_prices, rounded_or_none
 from solarapi.prices.zones import ZONES
 from solarapi.readings.service import quarter_hours
-from solarapi.systems.service import get_system
+from solarapi.systems.service import read_system
 
 BoolArray = npt.NDArray[np.bool_]
 WH_PER_MWH = 1_000_000.0
@@ -61,7 +61,7 @@ async def market_value(
     interval = parse_interval(interval_text)
     start, end = parse_range(from_text, to_text, now)
     widen_range(start, end, interval, _UTC)
-    system = await get_system(session, principal, system_id)
+    system = await read_system(session, principal, system_id)
     if system.market_zone is None:
         raise Conflict(
             f"System {system.id} has no market_zone, so its production has no price; set one "

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import driver_connection
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay
 
@@ -64,9 +65,7 @@ async def _read_columns(
     key = columns[0][0]
     names = ", ".join(name for name, _ in columns)
     where = f"FROM {table} WHERE system_id = $1 AND {key} >= $2 AND {key} < $3"
-    connection = await session.connection()
-    raw = (await connection.get_raw_connection()).driver_connection
-    assert raw is not None
+    raw = await driver_connection(session)
     arrays: list[npt.NDArray[Any]]
     if _dialect(session) == "postgresql":
         aggregates = ", ".join(

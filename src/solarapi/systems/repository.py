@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import DriverQuery
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System
 
@@ -17,6 +18,19 @@ async def get(session: AsyncSession, system_id: str, *, for_update: bool = False
         # Serialises concurrent uploads to one system on PostgreSQL (SQLite has one writer).
         statement = statement.with_for_update()
     return await session.scalar(statement)
+
+
+_COLUMNS = tuple(System.__table__.columns)
+_BY_ID = DriverQuery(select(*_COLUMNS).where(System.id == bindparam("id")))
+
+
+async def snapshot(session: AsyncSession, system_id: str) -> System | None:
+    """The system as a detached object (not in the session, so never written back), read in
+    one hand-over to the driver: for requests that only read it."""
+    row = await _BY_ID.first(session, {"id": system_id})
+    if row is None:
+        return None
+    return System(**{column.key: value for column, value in zip(_COLUMNS, row, strict=True)})
 
 
 async def list_page(

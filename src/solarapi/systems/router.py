@@ -59,7 +59,7 @@ async def create_system(
 
 @router.get("/systems/{system_id}", response_model=SystemOut, summary="Get a system")
 async def get_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    system = await service.get_system(session, principal, system_id)
+    system = await service.read_system(session, principal, system_id)
     return OrjsonResponse(service.system_to_api(system))
 
 
@@ -88,5 +88,5 @@ async def delete_system(system_id: str, principal: PrincipalDep, session: Sessio
     summary="Energy today, this month, this year and lifetime (local calendar)",
 )
 async def get_summary(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    system = await service.get_system(session, principal, system_id)
+    system = await service.read_system(session, principal, system_id)
     return OrjsonResponse(await summary(session, system, utcnow()))
