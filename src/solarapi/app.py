@@ -14,7 +14,7 @@ from starlette.staticfiles import StaticFiles
 
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
-from solarapi.db import create_engine, sessionmaker_for
+from solarapi.db import create_engine, dispose_engine, sessionmaker_for
 from solarapi.errors import install_error_handlers
 from solarapi.gateway import ApiGateway, RouteTable
 from solarapi.idempotency.middleware import IdempotencyMiddleware
@@ -47,7 +47,7 @@ def create_app(
             if inline_jobs:
                 await stop_inline_runner(app)
             await app.state.limiter.close()
-            await app.state.engine.dispose()
+            await dispose_engine(app.state.engine)
 
     app = FastAPI(
         title="Solar Energy Platform API",

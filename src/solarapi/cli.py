@@ -40,7 +40,7 @@ def _settings() -> Settings:
 
 def run_in_session(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     """Run `work` in one transaction: committed if it returns, rolled back if it raises."""
-    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 
     async def main() -> T:
         engine = create_oneshot_engine(settings)
@@ -48,7 +48,7 @@ def run_in_session(settings: Settings, work: Callable[[AsyncSession], Awaitable[
             async with sessionmaker_for(engine)() as session, session.begin():
                 return await work(session)
         finally:
-            await engine.dispose()
+            await dispose_engine(engine)
 
     try:
         return asyncio.run(main())

@@ -33,7 +33,7 @@ def worker(
     """Run report and webhook jobs. Start any number of these against one PostgreSQL database
     (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
     from solarapi.cli import _settings
-    from solarapi.db import create_engine, sessionmaker_for
+    from solarapi.db import create_engine, dispose_engine, sessionmaker_for
     from solarapi.jobs.runner import (
         JobRunner,
         RunnerSettings,
@@ -77,6 +77,6 @@ def worker(
             typer.echo(f"worker {worker_id} stopping", err=True)
             await runner.stop(grace_seconds=lease / 2)
         finally:
-            await engine.dispose()
+            await dispose_engine(engine)
 
     asyncio.run(main())

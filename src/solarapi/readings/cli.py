@@ -89,7 +89,7 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
     """Stream `path` into the system in batches of 10,000, one transaction per batch."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
     from solarapi.errors import ApiError
     from solarapi.kit.timefmt import utcnow
     from solarapi.readings.upload import ReadingRejected, upload_readings
@@ -136,7 +136,7 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
     except CsvRowError as exc:
         totals.errors.append(str(exc))
     finally:
-        await engine.dispose()
+        await dispose_engine(engine)
     return totals
 
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import driver_connection
+from solarapi.db import driver_connection, sqlite_fetchall
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay
 
@@ -65,9 +65,9 @@ async def _read_columns(
     key = columns[0][0]
     names = ", ".join(name for name, _ in columns)
     where = f"FROM {table} WHERE system_id = $1 AND {key} >= $2 AND {key} < $3"
-    raw = await driver_connection(session)
     arrays: list[npt.NDArray[Any]]
     if _dialect(session) == "postgresql":
+        raw = await driver_connection(session)
         aggregates = ", ".join(
             f"string_agg({_PG_COLUMN[kind][0].format(name)}, '')" for name, kind in columns
         )
@@ -81,7 +81,7 @@ async def _read_columns(
         ]
     else:
         sql = f"SELECT {names} {where} ORDER BY {key}".replace("$", "?")
-        rows = await raw.execute_fetchall(sql, (system_id, start_s, end_s))  # aiosqlite
+        rows = await sqlite_fetchall(session, sql, (system_id, start_s, end_s))
         # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
         # in float64 (< 2**53).
         matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))

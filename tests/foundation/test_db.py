@@ -1,0 +1,198 @@
+"""The database layer's fast paths: DriverQuery, SQLite reads on the event loop, and the
+SQLite dialect that skips empty commits. Each must give exactly what SQLAlchemy's own path
+gives; only the cost differs."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite.core
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+
+from solarapi.app import create_app
+from solarapi.config import Settings
+from solarapi.db import dispose_engine, sqlite_fetchall
+from solarapi.kit.ids import new_id
+from solarapi.models.systems import System
+from solarapi.systems import repository
+from tests.support import client_for, make_tenant
+
+
+def _new_system(account_id: str, **changes: Any) -> System:
+    now = datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+    values: dict[str, Any] = {
+        "id": new_id("sys"), "account_id": account_id, "environment": "live", "name": "Driver query",
+        "status": "active", "data_source": "metered", "capacity_kwp": 7.25, "inverter_capacity_kw": None,
+        "latitude": -34.93, "longitude": 138.6, "timezone": "Australia/Adelaide", "country": "AU",
+        "tilt_deg": 20.0, "azimuth_deg": 0.0, "market_zone": None, "installed_on": date(2024, 2, 29),
+        "first_reading_at": datetime(2025, 1, 1, 13, 30, tzinfo=UTC), "last_reading_at": None,
+        "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    values.update(changes)
+    return System(**values)
+
+
+def _columns(system: System) -> dict[str, Any]:
+    return {column.key: getattr(system, column.key) for column in System.__table__.columns}
+
+
+async def test_snapshot_equals_the_orm_row(app: FastAPI) -> None:
+    tenant = await make_tenant(app, _plan("enterprise"))
+    system = _new_system(tenant.account_id)
+    async with app.state.sessionmaker() as session, session.begin():
+        session.add(system)
+    async with app.state.sessionmaker() as session:
+        orm = await session.get(System, system.id)
+        assert orm is not None
+        snapshot = await repository.snapshot(session, system.id)
+        assert snapshot is not None
+        assert _columns(snapshot) == _columns(orm)
+        # Types as the ORM gives them, not as the driver stores them (SQLite: text).
+        assert snapshot.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+        assert snapshot.created_at.tzinfo is UTC
+        assert snapshot.installed_on == date(2024, 2, 29)
+        assert snapshot.last_reading_at is None
+        # Detached: changing it writes nothing.
+        assert snapshot not in session
+        assert await repository.snapshot(session, "sys_missing") is None
+
+
+async def test_api_request_uses_one_session_closed_after_the_response(app: FastAPI) -> None:
+    tenant = await make_tenant(app, _plan("pro"))
+    seen: list[AsyncSession] = []
+
+    original = app.state.sessionmaker
+
+    def counting_maker(*args: Any, **kwargs: Any) -> AsyncSession:
+        session: AsyncSession = original(*args, **kwargs)
+        seen.append(session)
+        return session
+
+    app.state.sessionmaker = counting_maker
+    try:
+        async with client_for(app, tenant.live) as client:
+            response = await client.get("/api/v1/systems")
+    finally:
+        app.state.sessionmaker = original
+    assert response.status_code == 200, response.text
+    # The gateway's session is the endpoint's; none is left holding a connection.
+    assert len(seen) == 1
+    assert seen[0].get_transaction() is None
+
+
+def _plan(name: str) -> Any:
+    from solarapi.kit.plans import Plan
+
+    return Plan(name)
+
+
+@pytest.fixture(scope="module")
+async def sqlite_app(sqlite_settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(sqlite_settings, run_jobs=False)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+async def test_sqlite_read_inside_a_write_sees_the_write_and_others_do_not(
+    sqlite_app: FastAPI,
+) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    maker = sqlite_app.state.sessionmaker
+    system = _new_system(tenant.account_id)
+    async with maker() as writer, maker() as other:
+        writer.add(system)
+        await writer.flush()  # SQLite has begun the write transaction
+        assert (await repository.snapshot(writer, system.id)) is not None
+        assert (await repository.snapshot(other, system.id)) is None
+        await writer.commit()
+        assert (await repository.snapshot(other, system.id)) is not None
+
+
+async def test_sqlite_read_hands_nothing_to_aiosqlite_outside_a_write(
+    sqlite_app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    async with client_for(sqlite_app, tenant.live) as client:
+        created = await client.post(
+            "/api/v1/systems",
+            json={"name": "Hops", "capacity_kwp": 5,
+                  "location": {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"}},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        path = f"/api/v1/systems/{created.json()['id']}/readings"
+        await client.get(path)  # the key's last_used_at write happens on its first use
+        calls: list[str] = []
+        original = aiosqlite.core.Connection._execute
+
+        async def counting(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(getattr(fn, "__name__", repr(fn)))
+            return await original(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+        monkeypatch.setattr(aiosqlite.core.Connection, "_execute", counting)
+        response = await client.get(path, params={"interval": "1h"})
+    assert response.status_code == 200, response.text
+    assert len(response.json()["data"]) >= 24
+    # Key, system and rollup rows read on the loop; no empty commit or rollback either.
+    assert calls == []
+
+
+async def test_sqlite_busy_database_reads_through_aiosqlite_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    # A rollback-journal database (not WAL): an exclusive transaction shuts readers out, which
+    # in WAL mode only WAL recovery does.
+    path = tmp_path / "busy.db"
+    setup = sqlite3.connect(path)
+    setup.execute("CREATE TABLE t (x INTEGER)")
+    setup.execute("INSERT INTO t VALUES (42)")
+    setup.commit()
+    setup.close()
+    engine = create_async_engine(f"sqlite+solarapi:///{path}")
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    released: list[float] = []
+
+    def release() -> None:
+        blocker.execute("ROLLBACK")
+        released.append(time.monotonic())
+
+    try:
+        asyncio.get_running_loop().call_later(0.3, release)
+        started = time.monotonic()
+        async with async_sessionmaker(engine)() as session:
+            rows = await sqlite_fetchall(session, "SELECT x FROM t", ())
+        # The loop stayed free to run `release`, and the read waited for it in aiosqlite.
+        assert rows == [(42,)]
+        assert released
+        assert released[0] - started >= 0.3
+    finally:
+        blocker.close()
+        await dispose_engine(engine)
+
+
+async def test_sqlite_dialect_still_commits_real_writes(sqlite_app: FastAPI) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    system = _new_system(tenant.account_id)
+    async with sqlite_app.state.sessionmaker() as session:
+        session.add(system)
+        await session.commit()
+    async with sqlite_app.state.sessionmaker() as session:
+        assert await session.get(System, system.id) is not None
+    async with sqlite_app.state.sessionmaker() as session:
+        loaded = await session.get(System, system.id)
+        assert loaded is not None
+        loaded.name = "Renamed"
+        await session.flush()
+        await session.rollback()  # a real rollback of a real transaction
+    async with sqlite_app.state.sessionmaker() as session:
+        loaded = await session.get(System, system.id)
+        assert loaded is not None
+        assert loaded.name == "Driver query"
