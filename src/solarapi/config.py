@@ -39,7 +39,11 @@ class Settings(BaseSettings):
     # "inline" runs jobs in the API process (embedded default); "external" leaves them to
     # `solarapi worker` processes.
     job_runner: Literal["inline", "external"] = "inline"
-    db_pool_size: int = 10
+    # Connections kept per process (plus 10 overflow). Below the number of requests in
+    # flight, overflow connections are opened and closed all the time: 16 concurrent requests
+    # on a pool of 10 opened 211 PostgreSQL sessions in 16 s (a process fork each), on 20 none
+    # after warm-up, and the 1-day `1h` throughput went from 32 % to 53 % of /health.
+    db_pool_size: int = 20
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -354,6 +354,10 @@ async def _purge_finished_jobs(maker: async_sessionmaker[AsyncSession], now: dat
 
 async def start_inline_runner(app: FastAPI) -> None:
     """Start background job processing inside the API process (embedded mode)."""
+    # Imported here, during start-up, not in the runner's first turn: the handlers pull in
+    # matplotlib and reportlab, seconds of import that would otherwise stall the event loop
+    # while the server already answers (GET /health timed out its database check meanwhile).
+    load_handlers()
     runner = JobRunner(app.state.sessionmaker, worker_id=new_worker_id("inline"), concurrency=2)
     app.state.job_runner = runner
     runner.start()
