@@ -68,6 +68,7 @@ def create_engine(settings: Settings) -> AsyncEngine:
             connect_args={"timeout": 30},
             pool_size=settings.db_pool_size,
             max_overflow=10,
+            pool_use_lifo=True,
         )
         _configure_sqlite(engine)
         return engine
@@ -78,6 +79,10 @@ def create_engine(settings: Settings) -> AsyncEngine:
         connect_args={"timeout": 5},
         pool_size=settings.db_pool_size,
         max_overflow=10,
+        # Last in, first out: a lightly loaded process keeps reusing its warmest connections
+        # (asyncpg prepares each statement once per connection) instead of cycling through
+        # all of them, and the rest can idle.
+        pool_use_lifo=True,
         pool_pre_ping=False,
         pool_recycle=1800,
     )
