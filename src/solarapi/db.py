@@ -150,10 +150,18 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
             yield unit
 
 
+def untouched(session: AsyncSession) -> bool:
+    """True when the session holds nothing: no transaction (so no connection), no object.
+    Committing or closing it would do nothing but still cost ~50-120 µs of SQLAlchemy's
+    machinery — a readings GET on SQLite reads without ever touching its session."""
+    return not (session.in_transaction() or session.identity_map or session.new)
+
+
 async def _unit_of_work(session: AsyncSession) -> AsyncIterator[AsyncSession]:
     try:
         yield session
-        await session.commit()
+        if not untouched(session):
+            await session.commit()
     except BaseException:
         await session.rollback()
         raise

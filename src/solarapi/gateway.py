@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
 from solarapi.auth.service import authenticate
-from solarapi.db import REQUEST_SESSION
+from solarapi.db import REQUEST_SESSION, untouched
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -227,7 +227,7 @@ class ApiGateway:
                 )(scope, receive, send_with_headers)
         finally:
             session = scope_state.pop(REQUEST_SESSION, None)
-            if session is not None:
+            if session is not None and not untouched(session):
                 try:
                     await session.close()
                 except Exception:
