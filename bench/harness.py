@@ -87,8 +87,8 @@ def wait_for(base: str, timeout: float = 60) -> None:
 
 
 @contextmanager
-def serving(env: dict[str, str]) -> Iterator[str]:
-    """A single-worker `solarapi serve` with `env`; yields its base URL."""
+def server_process(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """A single-worker `solarapi serve` with `env`; yields its base URL and process id."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
@@ -99,10 +99,17 @@ def serving(env: dict[str, str]) -> Iterator[str]:
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(base)
-        yield base
+        yield base, server.pid
     finally:
         server.terminate()
         server.wait(10)
+
+
+@contextmanager
+def serving(env: dict[str, str]) -> Iterator[str]:
+    """A single-worker `solarapi serve` with `env`; yields its base URL."""
+    with server_process(env) as (base, _):
+        yield base
 
 
 async def make_account(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import re
 import statistics
 import subprocess
@@ -42,13 +41,14 @@ import httpx
 import numpy as np
 import orjson
 
+sys.path.insert(0, str(Path(__file__).parent.parent))
+
+from harness import PG_ADMIN, SECRET, serving
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.migrate import upgrade
 
-SECRET = "bench-secret-key-that-is-long-enough-0123456789"
-PG_ADMIN = os.environ.get("SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 ROOT = Path(tempfile.gettempdir()) / "bench-readings"
 START = datetime(2024, 1, 1, tzinfo=UTC)
 TZ = "Europe/Amsterdam"
@@ -64,6 +64,11 @@ QUERIES = {
     },
 }  # fmt: skip
 USES_PER_KEY = 50
+
+
+def query_string(case: str) -> str:
+    """The query of one of QUERIES, URL-encoded for wrk (which sends paths as given)."""
+    return "&".join(f"{k}={v.replace('+', '%2B')}" for k, v in QUERIES[case].items())
 
 
 def synthetic_day(starts: np.ndarray, capacity_kwp: float, seed: int) -> np.ndarray:
@@ -215,14 +220,6 @@ def prepare(
     return settings, env
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[max(0, math.ceil(len(ordered) * fraction) - 1)]
@@ -318,23 +315,8 @@ def run(backend: str, dataset: str, args: argparse.Namespace) -> None:
     pro = asyncio.run(
         make_keys(settings, Plan.PRO, per_case * len(QUERIES) + 2 * wrk_keys * args.rounds)
     )
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="bench-readings-wrk-"))
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+    with serving(env) as base:
         label = f"{backend:8} {dataset:4}"
         health = latency(base, "/api/v1/health", {}, pro[:per_case], args.runs)
         print(f"{label} {'GET /health':16} median {statistics.median(health):6.2f} ms  "
@@ -352,7 +334,7 @@ def run(backend: str, dataset: str, args: argparse.Namespace) -> None:
             health_rate, _ = throughput(base, "/api/v1/health", rest[:1], args.seconds, work)
             for n, case in enumerate(ratios):
                 params = QUERIES[case]
-                query = "&".join(f"{k}={v.replace('+', '%2B')}" for k, v in params.items())
+                query = query_string(case)
                 first = (round_no * 2 + n) * wrk_keys
                 rate, status = throughput(
                     base, f"/api/v1/systems/{target}/readings?{query}",
@@ -369,9 +351,6 @@ def run(backend: str, dataset: str, args: argparse.Namespace) -> None:
             writer = asyncio.run(make_keys(settings, Plan.ENTERPRISE, 1))[0]
             print(f"{label} upload 20 x 10,000 readings: {upload_rate(base, writer):,.0f} "
                   "readings/s", flush=True)  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def main() -> None:

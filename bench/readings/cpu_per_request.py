@@ -19,26 +19,23 @@ import argparse
 import asyncio
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_readings import (
-    QUERIES,
     USES_PER_KEY,
-    free_port,
     make_keys,
     prepare,
+    query_string,
     system_ids,
     throughput,
 )
 
+from harness import server_process
 from solarapi.kit.plans import Plan
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -83,26 +80,10 @@ def main() -> None:
         "GET /systems/{id}": f"/api/v1/systems/{target}",
     }
     for case in ("1 day of 1h", "1 year of 1d"):
-        query = "&".join(f"{k}={v.replace('+', '%2B')}" for k, v in QUERIES[case].items())
-        cases[case] = f"/api/v1/systems/{target}/readings?{query}"
+        cases[case] = f"/api/v1/systems/{target}/readings?{query_string(case)}"
     keys = asyncio.run(make_keys(settings, Plan.PRO, per_case * (len(cases) - 1) * args.rounds))
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+    with server_process(env) as (base, server_pid):
         used = 0
         for round_no in range(args.rounds):
             print(f"{args.backend} {args.dataset} round {round_no + 1} {' '.join(args.env)}")
@@ -113,12 +94,12 @@ def main() -> None:
                 else:
                     case_keys = keys[used : used + per_case]
                     used += per_case
-                before, began = cpu_seconds(server.pid), time.perf_counter()
+                before, began = cpu_seconds(server_pid), time.perf_counter()
                 pg_before = postgres_cpu_seconds() if args.backend == "postgres" else 0.0
                 rate, status = throughput(
                     base, path, case_keys, args.seconds, work, args.connections
                 )
-                cpu = cpu_seconds(server.pid) - before
+                cpu = cpu_seconds(server_pid) - before
                 count = rate * (time.perf_counter() - began)
                 per_request = cpu / count * 1000
                 database = ""
@@ -130,9 +111,6 @@ def main() -> None:
                 print(f"  {case:18} {rate:7.0f} req/s {rate / health_rate:5.0%}   "
                       f"CPU {per_request:5.2f} ms/request {health_cpu / per_request:5.0%}"
                       f"{database}   ({status})", flush=True)  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

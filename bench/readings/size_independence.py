@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,8 +24,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_readings import QUERIES, USES_PER_KEY, free_port, make_keys, prepare, system_ids
+from bench_readings import QUERIES, USES_PER_KEY, make_keys, prepare, system_ids
 
+from harness import serving
 from solarapi.kit.plans import Plan
 
 
@@ -37,10 +37,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     args = parser.parse_args()
 
-    servers: dict[str, subprocess.Popen[bytes]] = {}
     clients: dict[str, list[httpx.Client]] = {}
     targets: dict[str, str] = {}
-    try:
+    with contextlib.ExitStack() as stack:
         for dataset in ("one", "many"):
             settings, env = prepare(args.backend, dataset, args.systems, rebuild=False)
             ids = asyncio.run(system_ids(settings))
@@ -50,23 +49,13 @@ def main() -> None:
                     settings, Plan.PRO, len(QUERIES) * math.ceil(args.runs / USES_PER_KEY) + 1
                 )
             )
-            port = free_port()
-            servers[dataset] = subprocess.Popen(
-                [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-                env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    httpx.get(f"{base}/api/v1/health", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+            base = stack.enter_context(serving(env))
             clients[dataset] = [
-                httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+                stack.enter_context(
+                    httpx.Client(
+                        base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+                    )
+                )
                 for key in keys
             ]
         print(f"{args.backend}: medians of {args.runs} requests, alternating between databases")
@@ -91,13 +80,6 @@ def main() -> None:
             one, many = statistics.median(times["one"]), statistics.median(times["many"])
             print(f"  {case:16} one {one:6.2f} ms   many {many:6.2f} ms   many/one {many / one:5.2f}",
                   flush=True)  # fmt: skip
-    finally:
-        for group in clients.values():
-            for client in group:
-                client.close()
-        for server in servers.values():
-            server.terminate()
-            server.wait(10)
 
 
 if __name__ == "__main__":
