@@ -221,20 +221,31 @@ async def sqlite_fetchall(session: AsyncSession, sql: str, params: Sequence[Any]
     a thread wake-up, the GIL, the loop's self-pipe), so three reads per API request spent
     more in hand-overs than in SQLite. Reads that hold the GIL in sqlite3 (building the row
     tuples) block the loop as long on either thread; the reads sent here are index range
-    scans of bounded size (the bucket cap bounds every readings query)."""
-    if session.get_transaction() is not None:
-        raw = await driver_connection(session)
-        if raw.in_transaction:
-            return list(await raw.execute_fetchall(sql, params))
-    reader = _loop_reader(session)
-    if reader is not None:
-        try:
-            return reader.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
+    scans bounded by the endpoints' range caps (at most a year of quarter-hours)."""
+    if not await _in_write_transaction(session):
+        reader = _loop_reader(session)
+        if reader is not None:
+            try:
+                return reader.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
     raw = await driver_connection(session)
     return list(await raw.execute_fetchall(sql, params))
+
+
+async def _in_write_transaction(session: AsyncSession) -> bool:
+    if session.get_transaction() is None:
+        return False  # no connection checked out, so nothing of its own to see
+    return bool((await driver_connection(session)).in_transaction)
+
+
+async def fetch_rows(session: AsyncSession, sql: str, params: Sequence[Any]) -> Sequence[Any]:
+    """Rows of a read through the driver (`sql` in its parameter style: `$1` for asyncpg,
+    `?` for SQLite): asyncpg on the session's connection, SQLite by `sqlite_fetchall`."""
+    if session.get_bind().dialect.driver == "asyncpg":
+        return list(await (await driver_connection(session)).fetch(sql, *params))
+    return await sqlite_fetchall(session, sql, params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,10 +277,17 @@ class DriverQuery:
         self._statement = statement
         self._compiled: dict[str, _Compiled] = {}
 
-    def _compile(self, dialect: Dialect, column_types: list[Any]) -> _Compiled:
+    async def _compile(self, session: AsyncSession, dialect: Dialect) -> _Compiled:
         result = self._statement.compile(dialect=dialect)
+        sql = str(result)
+        column_types: list[Any]
+        if dialect.driver == "asyncpg":  # its result processors need the column type ids
+            prepared = await (await driver_connection(session)).prepare(sql)
+            column_types = [attribute.type.oid for attribute in prepared.get_attributes()]
+        else:  # SQLite reports no column types
+            column_types = [None] * len(self._statement.selected_columns)
         compiled = _Compiled(
-            sql=str(result),
+            sql=sql,
             names=tuple(result.positiontup or ()),
             processors=tuple(
                 column.type.dialect_impl(dialect).result_processor(dialect, column_type)
@@ -283,21 +301,8 @@ class DriverQuery:
 
     async def all(self, session: AsyncSession, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         dialect = session.get_bind().dialect
-        compiled = self._compiled.get(dialect.name)
-        if dialect.driver == "asyncpg":
-            raw = await driver_connection(session)
-            if compiled is None:
-                sql = str(self._statement.compile(dialect=dialect))
-                prepared = await raw.prepare(sql)
-                types = [attribute.type.oid for attribute in prepared.get_attributes()]
-                compiled = self._compile(dialect, types)
-            values = [params[name] for name in compiled.names]
-            rows = await raw.fetch(compiled.sql, *values)
-        else:  # SQLite reports no column types
-            if compiled is None:
-                compiled = self._compile(dialect, [None] * len(self._statement.selected_columns))
-            values = [params[name] for name in compiled.names]
-            rows = await sqlite_fetchall(session, compiled.sql, values)
+        compiled = self._compiled.get(dialect.name) or await self._compile(session, dialect)
+        rows = await fetch_rows(session, compiled.sql, [params[name] for name in compiled.names])
         processors = compiled.processors
         return [
             tuple(

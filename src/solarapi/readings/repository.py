@@ -16,7 +16,7 @@ import numpy.typing as npt
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import driver_connection, sqlite_fetchall
+from solarapi.db import fetch_rows
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay
 
@@ -66,13 +66,13 @@ async def _read_columns(
     names = ", ".join(name for name, _ in columns)
     where = f"FROM {table} WHERE system_id = $1 AND {key} >= $2 AND {key} < $3"
     arrays: list[npt.NDArray[Any]]
+    params = (system_id, start_s, end_s)
     if _dialect(session) == "postgresql":
-        raw = await driver_connection(session)
         aggregates = ", ".join(
             f"string_agg({_PG_COLUMN[kind][0].format(name)}, '')" for name, kind in columns
         )
         sql = f"SELECT {aggregates} FROM (SELECT {names} {where} ORDER BY {key}) AS r"  # noqa: S608
-        row = await raw.fetchrow(sql, system_id, start_s, end_s)  # asyncpg
+        (row,) = await fetch_rows(session, sql, params)  # an aggregate: always one row
         arrays = [
             np.frombuffer(b"" if blob is None else blob, dtype=_PG_COLUMN[kind][1]).astype(
                 _PG_COLUMN[kind][2]
@@ -81,7 +81,7 @@ async def _read_columns(
         ]
     else:
         sql = f"SELECT {names} {where} ORDER BY {key}".replace("$", "?")
-        rows = await sqlite_fetchall(session, sql, (system_id, start_s, end_s))
+        rows = await fetch_rows(session, sql, params)
         # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
         # in float64 (< 2**53).
         matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(columns))
