@@ -211,6 +211,16 @@ async def test_concurrent_first_requests_write_last_used_at_once(
     assert writes.rows == 1
 
 
+async def test_last_used_at_is_kept_when_the_endpoint_fails(app: FastAPI, pro: Tenant) -> None:
+    # Authentication commits its own write: the endpoint's rollback (here after a 404) must
+    # not take `last_used_at` with it.
+    key_id = pro.key_ids[Environment.LIVE]
+    async with client_for(app, pro.live) as client:
+        missing = await client.get("/api/v1/systems/sys_does_not_exist/readings")
+    assert missing.status_code == 404
+    assert await _last_used(app, key_id) is not None
+
+
 async def test_key_never_appears_in_log_lines(
     app: FastAPI, enterprise: Tenant, log_lines: LogCapture
 ) -> None:
