@@ -8,40 +8,24 @@ claimed the account creates systems.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
-from solarapi.models.systems import System
 from solarapi.sandbox.repository import claim_provisioning
-from solarapi.systems.service import add_system
+from solarapi.systems.service import SystemSpec, add_system, new_system
 
 # Simulated history starts this many whole years before the year of provisioning, so a new
 # sandbox already has complete past years to aggregate, declare and report on.
 HISTORY_YEARS = 2
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxSystem:
-    name: str
-    latitude: float
-    longitude: float
-    timezone: str
-    country: str
-    capacity_kwp: float
-    inverter_capacity_kw: float | None
-    tilt_deg: float
-    azimuth_deg: float
-    market_zone: str | None
-
-
 # Chosen to exercise time zones, hemispheres and clipping (contract section 9).
-SANDBOX_SYSTEMS: tuple[SandboxSystem, ...] = (
+SANDBOX_SYSTEMS: tuple[SystemSpec, ...] = (
     # A typical Dutch terraced-house roof: south, 35°, inverter a little under the array.
-    SandboxSystem(
+    SystemSpec(
         name="Residential roof Utrecht (sandbox)",
         latitude=52.0907,
         longitude=5.1214,
@@ -54,7 +38,7 @@ SANDBOX_SYSTEMS: tuple[SandboxSystem, ...] = (
         market_zone="NL",
     ),
     # A ground-mounted park with a DC/AC ratio of 1.25: it clips at 600 kW on bright days.
-    SandboxSystem(
+    SystemSpec(
         name="Solar park Brandenburg (sandbox)",
         latitude=52.2500,
         longitude=13.6000,
@@ -67,7 +51,7 @@ SANDBOX_SYSTEMS: tuple[SandboxSystem, ...] = (
         market_zone="DE-LU",
     ),
     # The common Australian 6.6 kWp / 5 kW install, facing north (the equator), no market zone.
-    SandboxSystem(
+    SystemSpec(
         name="Residential roof Sydney (sandbox)",
         latitude=-33.8688,
         longitude=151.2093,
@@ -90,26 +74,11 @@ async def ensure_sandbox(session: AsyncSession, account_id: str, now: datetime) 
     for order, spec in enumerate(SANDBOX_SYSTEMS):
         # A microsecond apart, so the list endpoint (created_at, id) shows them in this order.
         created_at = now + timedelta(microseconds=order)
-        system = System(
-            id=new_id("sys"),
+        system = new_system(
+            replace(spec, installed_on=installed_on),
             account_id=account_id,
             environment=Environment.TEST.value,
-            name=spec.name,
-            status="active",
             data_source="simulated",
-            capacity_kwp=spec.capacity_kwp,
-            inverter_capacity_kw=spec.inverter_capacity_kw,
-            latitude=spec.latitude,
-            longitude=spec.longitude,
-            timezone=spec.timezone,
-            country=spec.country,
-            tilt_deg=spec.tilt_deg,
-            azimuth_deg=spec.azimuth_deg,
-            market_zone=spec.market_zone,
-            installed_on=installed_on,
-            first_reading_at=None,
-            last_reading_at=None,
             created_at=created_at,
-            updated_at=created_at,
         )
         await add_system(session, system)

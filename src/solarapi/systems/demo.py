@@ -11,7 +11,6 @@ above winter) but is not a physical model.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import date, datetime
 
 import numpy as np
@@ -19,55 +18,40 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray
-from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Plan
 from solarapi.models.systems import System
+from solarapi.systems.service import SystemSpec, new_system
 
 DEMO_DAYS = 365
 BATCH = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class DemoSystem:
-    name: str
-    capacity_kwp: float
-    inverter_capacity_kw: float | None
-    latitude: float
-    longitude: float
-    timezone: str
-    country: str
-    market_zone: str
-    tilt_deg: float
-    azimuth_deg: float
-    installed_on: date
-
-
 DEMO_SYSTEMS = (
-    DemoSystem(
-        "Rooftop Haarlem",
-        8.4,
-        7.0,
-        52.38,
-        4.64,
-        "Europe/Amsterdam",
-        "NL",
-        "NL",
-        35.0,
-        180.0,
-        date(2023, 4, 1),
+    SystemSpec(
+        name="Rooftop Haarlem",
+        capacity_kwp=8.4,
+        inverter_capacity_kw=7.0,
+        latitude=52.38,
+        longitude=4.64,
+        timezone="Europe/Amsterdam",
+        country="NL",
+        market_zone="NL",
+        tilt_deg=35.0,
+        azimuth_deg=180.0,
+        installed_on=date(2023, 4, 1),
     ),
-    DemoSystem(
-        "Barn Freiburg",
-        30.0,
-        27.0,
-        47.99,
-        7.84,
-        "Europe/Berlin",
-        "DE",
-        "DE-LU",
-        20.0,
-        200.0,
-        date(2022, 9, 15),
+    SystemSpec(
+        name="Barn Freiburg",
+        capacity_kwp=30.0,
+        inverter_capacity_kw=27.0,
+        latitude=47.99,
+        longitude=7.84,
+        timezone="Europe/Berlin",
+        country="DE",
+        market_zone="DE-LU",
+        tilt_deg=20.0,
+        azimuth_deg=200.0,
+        installed_on=date(2022, 9, 15),
     ),
 )
 
@@ -91,7 +75,9 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
     for spec in DEMO_SYSTEMS:
         if spec.name in existing:
             continue  # idempotent: a re-run keeps the system and its readings as they are
-        system = _system(spec, account_id, now)
+        system = new_system(
+            spec, account_id=account_id, environment="live", data_source="metered", created_at=now
+        )
         session.add(system)
         await session.flush()
         starts, energy, power = await demo_series(system, now)
@@ -103,29 +89,6 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
                 energy[lo : lo + BATCH],
                 power[lo : lo + BATCH],
             )
-
-
-def _system(spec: DemoSystem, account_id: str, now: datetime) -> System:
-    return System(
-        id=new_id("sys"),
-        account_id=account_id,
-        environment="live",
-        name=spec.name,
-        status="active",
-        data_source="metered",
-        capacity_kwp=spec.capacity_kwp,
-        inverter_capacity_kw=spec.inverter_capacity_kw,
-        latitude=spec.latitude,
-        longitude=spec.longitude,
-        timezone=spec.timezone,
-        country=spec.country,
-        tilt_deg=spec.tilt_deg,
-        azimuth_deg=spec.azimuth_deg,
-        market_zone=spec.market_zone,
-        installed_on=spec.installed_on,
-        created_at=now,
-        updated_at=now,
-    )
 
 
 async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -122,30 +123,81 @@ async def create_system(
     azimuth = (
         orientation.azimuth_deg if orientation and orientation.azimuth_deg is not None else None
     )
-    system = System(
-        id=new_id("sys"),
-        account_id=principal.account_id,
-        environment=principal.environment.value,
+    spec = SystemSpec(
         name=body.name,
-        status=body.status,
-        data_source=data_source,
-        capacity_kwp=body.capacity_kwp,
-        inverter_capacity_kw=body.inverter_capacity_kw,
         latitude=body.location.latitude,
         longitude=body.location.longitude,
         timezone=body.location.timezone,
         country=body.location.country,
+        capacity_kwp=body.capacity_kwp,
+        inverter_capacity_kw=body.inverter_capacity_kw,
         tilt_deg=DEFAULT_TILT_DEG if tilt is None else tilt,
         azimuth_deg=default_azimuth(body.location.latitude) if azimuth is None else azimuth,
         market_zone=body.market_zone,
         installed_on=body.installed_on,
-        first_reading_at=None,
-        last_reading_at=None,
+    )
+    system = new_system(
+        spec,
+        account_id=principal.account_id,
+        environment=principal.environment.value,
+        data_source=data_source,
+        status=body.status,
         created_at=now,
-        updated_at=now,
     )
     await add_system(session, system)
     return system
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSpec:
+    """What a new system is made of: from a create request, or in code (demo data, sandbox
+    provisioning)."""
+
+    name: str
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str | None
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    tilt_deg: float
+    azimuth_deg: float
+    market_zone: str | None
+    installed_on: date | None = None
+
+
+def new_system(
+    spec: SystemSpec,
+    *,
+    account_id: str,
+    environment: str,
+    data_source: str,
+    created_at: datetime,
+    status: str = "active",
+) -> System:
+    """A system from `spec`, not yet stored (see `add_system`)."""
+    return System(
+        id=new_id("sys"),
+        account_id=account_id,
+        environment=environment,
+        name=spec.name,
+        status=status,
+        data_source=data_source,
+        capacity_kwp=spec.capacity_kwp,
+        inverter_capacity_kw=spec.inverter_capacity_kw,
+        latitude=spec.latitude,
+        longitude=spec.longitude,
+        timezone=spec.timezone,
+        country=spec.country,
+        tilt_deg=spec.tilt_deg,
+        azimuth_deg=spec.azimuth_deg,
+        market_zone=spec.market_zone,
+        installed_on=spec.installed_on,
+        first_reading_at=None,
+        last_reading_at=None,
+        created_at=created_at,
+        updated_at=created_at,
+    )
 
 
 async def add_system(session: AsyncSession, system: System) -> None:
