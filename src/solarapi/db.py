@@ -6,15 +6,17 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import asyncpg
 from fastapi import Depends, Request
 from sqlalchemy import Select, event
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
-from sqlalchemy.engine import URL, Dialect, make_url
+from sqlalchemy.engine import URL, Dialect, Engine, make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -22,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.pool import NullPool
+from sqlalchemy.util import greenlet_spawn
 
 from solarapi.config import Settings
 
@@ -240,11 +243,45 @@ async def _in_write_transaction(session: AsyncSession) -> bool:
     return bool((await driver_connection(session)).in_transaction)
 
 
+@asynccontextmanager
+async def pg_reader(session: AsyncSession) -> AsyncIterator[Any]:
+    """The asyncpg connection for one read: the session's own once it has begun a
+    transaction (the read must see its writes); before that, a connection checked out of the
+    engine's pool for this one statement, which the session never learns about.
+
+    Why: a read-only request never needs the session's transaction — each statement alone
+    reads the last committed state, as it would as the transaction's first statement under
+    READ COMMITTED. Checking a connection out of the pool and back costs ~12 µs of CPU;
+    beginning, committing and closing the session around the same reads ~165 µs (measured
+    with two primary-key lookups: 113 against 250 µs in all). One connection per statement,
+    so a request never holds two: a later write begins the session's own."""
+    if session.get_transaction() is not None:
+        yield await driver_connection(session)
+        return
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)  # sessions here are bound to engines, not connections
+    pooled = await greenlet_spawn(engine.raw_connection)
+    connection = pooled.driver_connection
+    assert connection is not None
+    try:
+        yield connection
+    except BaseException as exc:
+        # An error the server reported leaves the connection usable (no transaction is
+        # open), unless it closed it (a terminated backend); anything else — a lost
+        # connection, a cancellation mid-protocol — may have left it unusable.
+        if connection.is_closed() or not isinstance(exc, asyncpg.PostgresError):
+            await greenlet_spawn(pooled.invalidate)
+        raise
+    finally:
+        await greenlet_spawn(pooled.close)  # back to the pool (or closed, if invalidated)
+
+
 async def fetch_rows(session: AsyncSession, sql: str, params: Sequence[Any]) -> Sequence[Any]:
     """Rows of a read through the driver (`sql` in its parameter style: `$1` for asyncpg,
-    `?` for SQLite): asyncpg on the session's connection, SQLite by `sqlite_fetchall`."""
+    `?` for SQLite): asyncpg by `pg_reader`, SQLite by `sqlite_fetchall`."""
     if session.get_bind().dialect.driver == "asyncpg":
-        return list(await (await driver_connection(session)).fetch(sql, *params))
+        async with pg_reader(session) as connection:
+            return list(await connection.fetch(sql, *params))
     return await sqlite_fetchall(session, sql, params)
 
 
@@ -269,8 +306,9 @@ class DriverQuery:
     (with PostgreSQL's column type ids, which its processors need, from asyncpg's prepared
     statement, which asyncpg caches per connection).
 
-    Run before the session's first adapter statement it is a lone read (autocommit, as any
-    single statement under READ COMMITTED); after it, inside that transaction. Reads only.
+    Run before the session has begun a transaction it is a lone read (on PostgreSQL on a
+    connection of its own, `pg_reader`; autocommit, as any single statement under READ
+    COMMITTED); after, inside that transaction. Reads only.
     """
 
     def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
@@ -282,8 +320,9 @@ class DriverQuery:
         sql = str(result)
         column_types: list[Any]
         if dialect.driver == "asyncpg":  # its result processors need the column type ids
-            prepared = await (await driver_connection(session)).prepare(sql)
-            column_types = [attribute.type.oid for attribute in prepared.get_attributes()]
+            async with pg_reader(session) as connection:
+                prepared = await connection.prepare(sql)
+                column_types = [attribute.type.oid for attribute in prepared.get_attributes()]
         else:  # SQLite reports no column types
             column_types = [None] * len(self._statement.selected_columns)
         compiled = _Compiled(

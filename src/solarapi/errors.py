@@ -128,7 +128,11 @@ def is_database_unavailable(exc: BaseException) -> bool:
         )
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return True
-    return type(exc).__module__.startswith("asyncpg") and "Connection" in type(exc).__name__
+    if type(exc).__module__.startswith("asyncpg"):
+        # ConnectionDoesNotExistError & co.; reads through the driver itself (db.fetch_rows)
+        # see a connection the server closed as InterfaceError("connection is closed").
+        return "Connection" in type(exc).__name__ or "connection is closed" in str(exc)
+    return False
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -13,13 +13,25 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite.core
+import asyncpg
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from solarapi.app import create_app
 from solarapi.config import Settings
-from solarapi.db import dispose_engine, sqlite_fetchall
+from solarapi.db import (
+    DriverQuery,
+    create_engine,
+    create_oneshot_engine,
+    dispose_engine,
+    fetch_rows,
+    sessionmaker_for,
+    sqlite_fetchall,
+    untouched,
+)
+from solarapi.errors import is_database_unavailable
 from solarapi.kit.ids import new_id
 from solarapi.models.systems import System
 from solarapi.systems import repository
@@ -196,3 +208,75 @@ async def test_sqlite_dialect_still_commits_real_writes(sqlite_app: FastAPI) -> 
         loaded = await session.get(System, system.id)
         assert loaded is not None
         assert loaded.name == "Driver query"
+
+
+# --- PostgreSQL: lone reads on a connection of their own -------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def pg_app(postgres_settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(postgres_settings, run_jobs=False)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+async def test_pg_lone_reads_leave_the_session_alone_and_writes_see_their_own(
+    pg_app: FastAPI,
+) -> None:
+    tenant = await make_tenant(pg_app, _plan("enterprise"))
+    maker = pg_app.state.sessionmaker
+    system = _new_system(tenant.account_id)
+    async with maker() as writer, maker() as other:
+        assert (await repository.snapshot(other, "sys_missing")) is None
+        assert untouched(other)  # the read borrowed a pooled connection, not the session's
+        writer.add(system)
+        await writer.flush()  # inserted in the writer's open transaction
+        assert (await repository.snapshot(writer, system.id)) is not None
+        assert (await repository.snapshot(other, system.id)) is None
+        await writer.commit()
+        assert (await repository.snapshot(other, system.id)) is not None
+        assert untouched(other)
+
+
+async def test_pg_driver_query_compiles_on_a_connection_closed_when_returned(
+    postgres_settings: Settings,
+) -> None:
+    # Without pooling every connection is closed when it goes back: a DriverQuery must read
+    # the statement's column types before that (a first request under load, with the pool's
+    # overflow connections closing on return, failed this way).
+    engine = create_oneshot_engine(postgres_settings)
+    try:
+        query = DriverQuery(
+            select(System.id, System.created_at).where(System.id == bindparam("id"))
+        )
+        async with sessionmaker_for(engine)() as session:
+            assert await query.first(session, {"id": "sys_missing"}) is None
+            assert await fetch_rows(session, "SELECT 1", ()) == [(1,)]
+    finally:
+        await dispose_engine(engine)
+
+
+async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
+    postgres_settings: Settings,
+) -> None:
+    settings = postgres_settings.model_copy(update={"db_pool_size": 1})
+    engine = create_engine(settings)
+    maker = sessionmaker_for(engine, settings)
+    try:
+        async with maker() as session:
+            ((first_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert await fetch_rows(session, "SELECT pg_backend_pid()", ()) == [(first_pid,)]
+            admin = create_oneshot_engine(postgres_settings)  # not from the pool under test
+            async with admin.begin() as connection:
+                await connection.execute(
+                    text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
+                )
+            await admin.dispose()
+            with pytest.raises(asyncpg.InterfaceError) as failed:
+                await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert is_database_unavailable(failed.value)
+            # The very next read gets a working connection, not the dead one back.
+            ((second_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert second_pid != first_pid
+    finally:
+        await dispose_engine(engine)

@@ -86,7 +86,7 @@ async def test_redis_limits_are_exact_across_two_processes(
             health = (await client.get("/api/v1/health")).json()
     statuses = one + two
     assert statuses.count(200) == 300, sorted(set(statuses))
-    assert statuses.count(429) == 100
+    assert statuses.count(429) == 100, sorted(set(statuses))
     # Both processes served and refused some: the count really is shared.
     assert 0 < one.count(200) < 200 or 0 < two.count(200) < 200
     assert health["checks"]["rate_limiter"] == "ok"
