@@ -16,7 +16,7 @@ import aiosqlite.core
 import asyncpg
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from solarapi.app import create_app
@@ -271,7 +271,18 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
                 await connection.execute(
                     text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
                 )
+                # Gone on the server, and its goodbye handled by our side, before the read
+                # (else asyncpg reports the race itself, as another kind of error).
+                for _ in range(100):
+                    alive = await connection.scalar(
+                        text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
+                        {"pid": first_pid},
+                    )
+                    if not alive:
+                        break
+                    await asyncio.sleep(0.02)
             await admin.dispose()
+            await asyncio.sleep(0.1)
             with pytest.raises(asyncpg.InterfaceError) as failed:
                 await fetch_rows(session, "SELECT pg_backend_pid()", ())
             assert is_database_unavailable(failed.value)
@@ -280,3 +291,41 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
             assert second_pid != first_pid
     finally:
         await dispose_engine(engine)
+
+
+async def test_pg_readings_get_is_two_statements_and_begins_no_transaction(
+    pg_app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(pg_app, _plan("pro"))
+    system = _new_system(tenant.account_id, latitude=52.0, longitude=5.0, timezone="UTC")
+    async with pg_app.state.sessionmaker() as session, session.begin():
+        session.add(system)
+    async with client_for(pg_app, tenant.live) as client:
+        path = f"/api/v1/systems/{system.id}/readings"
+        assert (await client.get(path)).status_code == 200  # the key's last_used_at write
+        driver: list[str] = []
+        adapter: list[str] = []
+        original = asyncpg.Connection.fetch
+
+        async def counting(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            driver.append(query)
+            return await original(self, query, *args, **kwargs)
+
+        def on_execute(*args: Any) -> None:
+            adapter.append(str(args[2]))
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", counting)
+        engine = pg_app.state.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", on_execute)
+        try:
+            response = await client.get(path, params={"interval": "1h"})
+        finally:
+            event.remove(engine, "before_cursor_execute", on_execute)
+    assert response.status_code == 200, response.text
+    assert len(response.json()["data"]) >= 24
+    # The key, then the system with its hourly rows; nothing through the session (no BEGIN).
+    assert len(driver) == 2, driver
+    assert "api_keys" in driver[0]
+    assert "FROM systems" in driver[1]
+    assert "reading_hours" in driver[1]
+    assert adapter == []

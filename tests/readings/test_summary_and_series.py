@@ -198,19 +198,21 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
     assert days.samples.dtype == np.int64
     assert days.samples.tolist() == [96, 96]
     assert days.power_max_w.tolist() == [powers[95], powers[191]]
-
-
-def test_columns_out_of_order_are_sorted_by_time() -> None:
-    """The guard for a database that hands the aggregated rows back out of order: every
-    column follows its time key; columns already in order come back unchanged."""
-    starts = np.array([1800, 0, 2700, 900], dtype=np.int64)
-    energy = np.array([3.0, 1.0, 4.0, 2.0])
-    power = np.array([np.nan, 10.0, 40.0, 20.0])
-    sorted_starts, sorted_energy, sorted_power = repository.in_time_order([starts, energy, power])
-    assert sorted_starts.tolist() == [0, 900, 1800, 2700]
-    assert sorted_energy.tolist() == [1.0, 2.0, 3.0, 4.0]
-    assert sorted_power[:2].tolist() == [10.0, 20.0]
-    assert np.isnan(sorted_power[2])
-    assert sorted_power[3] == 40.0
-    ordered = [np.array([0, 900], dtype=np.int64), np.array([5.0, 6.0])]
-    assert repository.in_time_order(ordered) is ordered
+    # The system and its hours in one read (PostgreSQL: one statement) give exactly what the
+    # two reads give; a missing system gives no rows.
+    async with app.state.sessionmaker() as session:
+        found, together = await repository.system_and_series(
+            session, repository.HOURS, system_id, int(start.timestamp()), int(end.timestamp())
+        )
+        missing, nothing = await repository.system_and_series(
+            session, repository.HOURS, "sys_missing", int(start.timestamp()), int(end.timestamp())
+        )
+    assert found is not None
+    assert {c.key: getattr(found, c.key) for c in System.__table__.columns} == {
+        c.key: getattr(system, c.key) for c in System.__table__.columns
+    }
+    for name in ("starts", "energy_wh", "samples", "power_max_w"):
+        assert np.array_equal(getattr(together, name), getattr(hours, name), equal_nan=True)
+        assert getattr(together, name).dtype == getattr(hours, name).dtype
+    assert missing is None
+    assert len(nothing.starts) == 0

@@ -306,5 +306,6 @@ def aggregate_into(
 
 def iso_strings(instants: IntArray) -> list[str]:
     """Vectorised `format_timestamp` for many epoch seconds: `2025-06-15T12:00:00Z`."""
-    text = np.datetime_as_string(instants.astype("datetime64[s]"), unit="s")
-    return [f"{item}Z" for item in text.tolist()]
+    return list(
+        np.datetime_as_string(instants.astype("datetime64[s]"), unit="s", timezone="UTC").tolist()
+    )

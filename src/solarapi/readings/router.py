@@ -16,7 +16,7 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings import service, upload
 from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
-from solarapi.systems.service import get_system, read_system
+from solarapi.systems.service import get_system
 
 router = APIRouter(tags=["Readings"])
 
@@ -46,8 +46,9 @@ async def get_readings(
     now = utcnow()
     bucket_interval = parse_interval(interval)
     start, end = parse_range(from_, to, now)
-    system = await read_system(session, principal, system_id)
-    body = await service.aggregate(session, system, start, end, bucket_interval, now)
+    body = await service.read_readings(
+        session, principal, system_id, start, end, bucket_interval, now
+    )
     return OrjsonResponse(body)
 
 

@@ -19,12 +19,14 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
     QUARTER_S,
     Buckets,
     FloatArray,
     IntArray,
     Interval,
+    TimeRange,
     aggregate_into,
     iso_strings,
     local_date,
@@ -35,6 +37,7 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
+from solarapi.systems.service import owned, read_system
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,17 @@ def _place(
 # --- aggregation -------------------------------------------------------------------------------
 
 
+_UTC = ZoneInfo("UTC")
+
+
+def _series(interval: Interval) -> Any:
+    """The finest stored rows that tile the buckets of `interval` exactly: raw quarter-hours
+    for 15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
+    if interval is Interval.HOUR:
+        return repository.HOURS
+    return repository.DAYS if interval.is_calendar else repository.RAW
+
+
 async def _source_rows(
     session: AsyncSession,
     system: System,
@@ -160,8 +174,8 @@ async def _source_rows(
     end_s: int,
     now: datetime,
 ) -> Rows:
-    """The finest stored rows that tile the requested buckets exactly: raw quarter-hours for
-    15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
+    """The rows the buckets of [start_s, end_s) are summed from: stored (`_series`) or, for a
+    simulated system, the sandbox model's quarter-hours."""
     if system.data_source == "simulated":
         series = await _quarter_hours_s(session, system, start_s, end_s, now)
         known = ~np.isnan(series.energy_wh)
@@ -171,15 +185,7 @@ async def _source_rows(
             np.ones(int(known.sum()), dtype=np.int64),
             series.power_w[known],
         )
-    if interval is Interval.HOUR:
-        return await repository.hours_between(session, system.id, start_s, end_s)
-    if interval.is_calendar:
-        return await repository.days_between(session, system.id, start_s, end_s)
-    return await repository.readings_between(session, system.id, start_s, end_s)
-
-
-def _rounded(values: FloatArray) -> list[float | None]:
-    return [None if value != value else value for value in np.round(values, 3).tolist()]
+    return await repository.series_between(session, _series(interval), system.id, start_s, end_s)
 
 
 async def aggregate(
@@ -192,35 +198,81 @@ async def aggregate(
 ) -> dict[str, Any]:
     """The body of `GET /systems/{id}/readings` (`data` + `meta`) for [start, end) widened to
     the grid. Raises ValidationFailed for an empty/reversed range or over 10,000 buckets."""
-    tz = ZoneInfo(system.timezone)
-    time_range = widen_range(start, end, interval, tz)
-    edges = time_range.edges()
+    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
     rows = await _source_rows(session, system, interval, time_range.start_s, time_range.end_s, now)
-    buckets = aggregate_into(edges, rows.starts, rows.energy_wh, rows.samples, rows.power_max_w)
-    return _body(system, interval, buckets)
+    return _aggregated(system, time_range, rows)
+
+
+async def read_readings(
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> dict[str, Any]:
+    """`aggregate` for the caller's system `system_id` (404 if it is not theirs).
+
+    On the UTC grid (15m, 30m, 1h) the widened range does not depend on the system's time
+    zone, so it is known before the system is, and the system and its stored rows come in
+    one read (`repository.system_and_series`: one round trip instead of two on
+    PostgreSQL). Local-calendar intervals need the system's zone first."""
+    if interval.is_calendar:
+        return await aggregate(
+            session, await read_system(session, principal, system_id), start, end, interval, now
+        )
+    time_range = widen_range(start, end, interval, _UTC)
+    found, rows = await repository.system_and_series(
+        session, _series(interval), system_id, time_range.start_s, time_range.end_s
+    )
+    system = owned(found, principal, system_id)
+    if system.data_source == "simulated":
+        rows = await _source_rows(
+            session, system, interval, time_range.start_s, time_range.end_s, now
+        )
+    return _aggregated(system, time_range, rows)
+
+
+def _aggregated(system: System, time_range: TimeRange, rows: Rows) -> dict[str, Any]:
+    buckets = aggregate_into(
+        time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
+    )
+    return _body(system, time_range.interval, buckets)
+
+
+def _rounded(columns: FloatArray) -> list[list[float | None]]:
+    """Rows of `columns` rounded to 3 decimals as Python floats, NaN as None (null)."""
+    rounded = np.round(columns, 3)
+    values = rounded.astype(object)
+    values[np.isnan(rounded)] = None
+    return list(values.tolist())
 
 
 def _body(system: System, interval: Interval, buckets: Buckets) -> dict[str, Any]:
     edges = buckets.edges
     lengths = np.diff(edges)
     labels = iso_strings(edges)
-    energy = _rounded(buckets.energy_wh)
-    power_avg = _rounded(buckets.energy_wh / (lengths / 3600.0))
-    power_max = _rounded(buckets.power_max_w)
-    samples = buckets.samples.tolist()
+    energy, power_avg, power_max = _rounded(
+        np.stack((buckets.energy_wh, buckets.energy_wh / (lengths / 3600.0), buckets.power_max_w))
+    )
     expected = (lengths // QUARTER_S).tolist()
     data = [
         {
-            "start": labels[i],
-            "end": labels[i + 1],
-            "energy_wh": energy[i],
-            "power_avg_w": power_avg[i],
-            "power_max_w": power_max[i],
-            "samples": samples[i],
-            "expected_samples": expected[i],
+            "start": start,
+            "end": end,
+            "energy_wh": bucket_energy,
+            "power_avg_w": bucket_power_avg,
+            "power_max_w": bucket_power_max,
+            "samples": samples,
+            "expected_samples": bucket_expected,
         }
-        for i in range(len(samples))
-    ]
+        for start, end, bucket_energy, bucket_power_avg, bucket_power_max, samples, bucket_expected
+        in zip(
+            labels, labels[1:], energy, power_avg, power_max, buckets.samples.tolist(), expected,
+            strict=False,
+        )
+    ]  # fmt: skip
     total_samples = int(buckets.samples.sum())
     reported = buckets.power_max_w[~np.isnan(buckets.power_max_w)]
     totals = {

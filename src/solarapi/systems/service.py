@@ -28,7 +28,7 @@ async def get_system(
 ) -> System:
     """The caller's system in the caller's environment; anything else is 404 (never 403,
     so ids of other tenants cannot be probed)."""
-    return _owned(
+    return owned(
         await repository.get(session, system_id, for_update=for_update), principal, system_id
     )
 
@@ -36,10 +36,12 @@ async def get_system(
 async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
     """The caller's system for a request that only reads it: a snapshot outside the session
     (changing it changes nothing), read without the ORM — every readings query starts here."""
-    return _owned(await repository.snapshot(session, system_id), principal, system_id)
+    return owned(await repository.snapshot(session, system_id), principal, system_id)
 
 
-def _owned(system: System | None, principal: Principal, system_id: str) -> System:
+def owned(system: System | None, principal: Principal, system_id: str) -> System:
+    """`system` if it is the caller's, in the caller's environment; else 404 (never 403, so
+    ids of other tenants cannot be probed)."""
     if (
         system is None
         or system.account_id != principal.account_id
