@@ -216,3 +216,19 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
         assert getattr(together, name).dtype == getattr(hours, name).dtype
     assert missing is None
     assert len(nothing.starts) == 0
+
+
+def test_columns_out_of_order_are_sorted_by_time() -> None:
+    """The guard for a database that hands the aggregated rows back out of order: every
+    column follows its time key; columns already in order come back unchanged."""
+    starts = np.array([1800, 0, 2700, 900], dtype=np.int64)
+    energy = np.array([3.0, 1.0, 4.0, 2.0])
+    power = np.array([np.nan, 10.0, 40.0, 20.0])
+    sorted_starts, sorted_energy, sorted_power = repository.in_time_order([starts, energy, power])
+    assert sorted_starts.tolist() == [0, 900, 1800, 2700]
+    assert sorted_energy.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert sorted_power[:2].tolist() == [10.0, 20.0]
+    assert np.isnan(sorted_power[2])
+    assert sorted_power[3] == 40.0
+    ordered = [np.array([0, 900], dtype=np.int64), np.array([5.0, 6.0])]
+    assert repository.in_time_order(ordered) is ordered
