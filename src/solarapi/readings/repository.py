@@ -52,7 +52,7 @@ def _dialect(session: AsyncSession) -> str:
 
 
 @dataclass(frozen=True)
-class _Series:
+class Series:
     """A time series table read by range: its time key first, then the value columns, each
     with its PostgreSQL type (int8, int4, float8)."""
 
@@ -144,12 +144,12 @@ def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
 _PG_BINARY = {"int8": ">i8", "int4": ">i4", "float8": ">f8"}
 _NUMPY: dict[str, type[np.generic]] = {"int8": np.int64, "int4": np.int64, "float8": np.float64}
 
-RAW = _Series(Reading, (("start_s", "int8"), ("energy_wh", "float8"), ("power_w", "float8")))
-HOURS = _Series(
+RAW = Series(Reading, (("start_s", "int8"), ("energy_wh", "float8"), ("power_w", "float8")))
+HOURS = Series(
     ReadingHour,
     (("hour_s", "int8"), ("energy_wh", "float8"), ("samples", "int4"), ("power_max_w", "float8")),
 )
-DAYS = _Series(
+DAYS = Series(
     ReadingDay,
     (
         ("day_start_s", "int8"),
@@ -160,7 +160,7 @@ DAYS = _Series(
 )
 
 
-def _rows(series: _Series, arrays: list[npt.NDArray[Any]]) -> Rows:
+def _rows(series: Series, arrays: list[npt.NDArray[Any]]) -> Rows:
     if series is RAW:
         starts, energy, power = arrays
         return Rows(starts, energy, np.ones(len(starts), dtype=np.int64), power)
@@ -169,7 +169,7 @@ def _rows(series: _Series, arrays: list[npt.NDArray[Any]]) -> Rows:
 
 
 async def series_between(
-    session: AsyncSession, series: _Series, system_id: str, start_s: int, end_s: int
+    session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
 ) -> Rows:
     """A system's rows of `series` whose time key lies in [start_s, end_s), as arrays in
     time order (NULL floats as NaN), through the driver (`db.fetch_rows`: inside the
@@ -194,7 +194,7 @@ async def series_between(
 
 
 async def system_and_series(
-    session: AsyncSession, series: _Series, system_id: str, start_s: int, end_s: int
+    session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
 ) -> tuple[System | None, Rows]:
     """The system (a detached snapshot, as `systems.repository.snapshot`) and its rows of
     `series` in [start_s, end_s). On PostgreSQL one statement: one round trip instead of

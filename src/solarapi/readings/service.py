@@ -158,7 +158,7 @@ def _place(
 _UTC = ZoneInfo("UTC")
 
 
-def _series(interval: Interval) -> Any:
+def _series(interval: Interval) -> repository.Series:
     """The finest stored rows that tile the buckets of `interval` exactly: raw quarter-hours
     for 15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
     if interval is Interval.HOUR:
