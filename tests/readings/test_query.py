@@ -352,6 +352,29 @@ async def test_query_validation(
     assert message in response.json()["error"]
 
 
+async def test_utc_grid_range_errors_come_before_the_system_lookup(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The contract's order of checks, 400 before 404: on the UTC grid the range is checked
+    before the system is read (they are read together). Local-calendar buckets depend on the
+    system's zone, so there the unknown system is what is reported."""
+    too_many = {"from": "2025-01-01T00:00:00Z", "to": "2025-05-01T00:00:00Z"}
+    async with client_for(app, enterprise.live) as client:
+        utc_grid = await client.get(
+            "/api/v1/systems/sys_missing/readings", params={**too_many, "interval": "15m"}
+        )
+        calendar = await client.get(
+            "/api/v1/systems/sys_missing/readings",
+            params={"from": "2000-01-01T00:00:00Z", "to": "2030-01-01T00:00:00Z", "interval": "1d"},
+        )
+        fine = await client.get("/api/v1/systems/sys_missing/readings", params={"interval": "15m"})
+    assert utc_grid.status_code == 400, utc_grid.text
+    assert "largest allowed 'to'" in utc_grid.json()["error"]
+    assert calendar.status_code == 404, calendar.text
+    assert fine.status_code == 404, fine.text
+    assert fine.json() == {"error": "No system with id 'sys_missing'", "code": "not_found"}
+
+
 async def test_exactly_ten_thousand_buckets_are_allowed(app: FastAPI, enterprise: Tenant) -> None:
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
