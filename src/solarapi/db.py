@@ -156,7 +156,8 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 def untouched(session: AsyncSession) -> bool:
     """True when the session holds nothing: no transaction (so no connection), no object.
     Committing or closing it would do nothing but still cost ~50-120 µs of SQLAlchemy's
-    machinery — a readings GET on SQLite reads without ever touching its session."""
+    machinery — a read-only GET reads without ever touching its session (SQLite on the
+    event loop's reader, PostgreSQL through `pg_reader`)."""
     return not (session.in_transaction() or session.identity_map or session.new)
 
 

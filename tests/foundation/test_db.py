@@ -106,10 +106,16 @@ def _plan(name: str) -> Any:
     return Plan(name)
 
 
+async def _started(settings: Settings) -> AsyncIterator[FastAPI]:
+    """An app on one database (the shared `app` fixture runs each test on both)."""
+    application = create_app(settings, run_jobs=False)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
 @pytest.fixture(scope="module")
 async def sqlite_app(sqlite_settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(sqlite_settings, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async for application in _started(sqlite_settings):
         yield application
 
 
@@ -215,8 +221,7 @@ async def test_sqlite_dialect_still_commits_real_writes(sqlite_app: FastAPI) -> 
 
 @pytest.fixture(scope="module")
 async def pg_app(postgres_settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(postgres_settings, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async for application in _started(postgres_settings):
         yield application
 
 

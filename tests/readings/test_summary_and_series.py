@@ -178,8 +178,8 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
     end = start + timedelta(minutes=15 * count)
     async with app.state.sessionmaker() as session:
         series = await quarter_hours(session, system, start, end, now=end + timedelta(hours=1))
-        hours = await repository.hours_between(
-            session, system_id, int(start.timestamp()), int(end.timestamp())
+        hours = await repository.series_between(
+            session, repository.HOURS, system_id, int(start.timestamp()), int(end.timestamp())
         )
         days = await repository.days_between(
             session, system_id, int(start.timestamp()), int(end.timestamp())

@@ -187,7 +187,7 @@ async def series_between(
     return _rows(
         series,
         [
-            matrix[:, i].astype(_NUMPY[kind]) if kind != "float8" else matrix[:, i]
+            matrix[:, i].astype(_NUMPY[kind], copy=False)
             for i, (_, kind) in enumerate(series.columns)
         ],
     )
@@ -216,10 +216,6 @@ async def system_and_series(
 async def readings_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
     """Raw quarter-hours with start in [start_s, end_s), in time order; samples = 1 each."""
     return await series_between(session, RAW, system_id, start_s, end_s)
-
-
-async def hours_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
-    return await series_between(session, HOURS, system_id, start_s, end_s)
 
 
 async def days_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
