@@ -19,6 +19,7 @@ from solarapi.errors import install_error_handlers
 from solarapi.gateway import ApiGateway, RouteTable
 from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
@@ -48,6 +49,10 @@ def create_app(
                 await stop_inline_runner(app)
             await app.state.limiter.close()
             await dispose_engine(app.state.engine)
+            if app.state.metrics is not None:
+                from solarapi.metrics.recorder import mark_process_dead
+
+                mark_process_dead()
 
     app = FastAPI(
         title="Solar Energy Platform API",
@@ -62,7 +67,13 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = sessionmaker_for(engine, settings)
-    app.state.limiter = limiter or create_limiter(settings)
+    # None unless SOLARAPI_METRICS_PORT is set: then the gateway, the limiter and the jobs
+    # record into it (see solarapi.metrics).
+    app.state.metrics = recorder_for(settings)
+    app.state.limiter = limiter or create_limiter(
+        settings,
+        on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,
+    )
     app.state.clock = clock
 
     install_error_handlers(app)

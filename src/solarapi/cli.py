@@ -103,6 +103,8 @@ def serve(
         )
     settings.effective_secret_key  # noqa: B018 - create the embedded secret before workers fork
     configure_logging(settings.log_level)
+    if settings.metrics_port is not None:
+        _serve_metrics(settings)
     uvicorn.run(
         "solarapi.app:create_app",
         factory=True,
@@ -116,6 +118,28 @@ def serve(
         proxy_headers=False,
         server_header=False,
         timeout_graceful_shutdown=20,
+    )
+
+
+def _serve_metrics(settings: Settings) -> None:
+    """Start the operator metrics endpoint in this (the supervising) process, before the
+    workers start: they inherit `PROMETHEUS_MULTIPROC_DIR` and write their values there."""
+    from solarapi.metrics import prepare_multiprocess_dir
+
+    directory = prepare_multiprocess_dir()  # before anything here imports prometheus_client
+    from solarapi.metrics.exposition import start_metrics_server
+
+    try:
+        start_metrics_server(settings, directory)
+    except OSError as exc:
+        typer.echo(
+            f"error: cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+            f"{exc.strerror or exc}",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"metrics on http://{settings.metrics_host}:{settings.metrics_port}/metrics", err=True
     )
 
 

@@ -29,6 +29,14 @@ def worker(
         list[str] | None,
         typer.Option("--handlers", help="Extra module to import that registers job handlers"),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535,
+            help="Serve this worker's Prometheus metrics on this port of SOLARAPI_METRICS_HOST",
+        ),
+    ] = None,
 ) -> None:
     """Run report and webhook jobs. Start any number of these against one PostgreSQL database
     (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
@@ -43,8 +51,18 @@ def worker(
     )
     from solarapi.logs import configure_logging
 
-    settings = _settings()
+    # Only an explicit --metrics-port turns metrics on here: SOLARAPI_METRICS_PORT belongs to
+    # `solarapi serve`, which may run on the same host.
+    settings = _settings().model_copy(update={"metrics_port": metrics_port})
     configure_logging(settings.log_level)
+    if metrics_port is not None:
+        from solarapi.metrics.exposition import start_metrics_server
+
+        try:
+            start_metrics_server(settings, None)
+        except OSError as exc:
+            typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
+            raise typer.Exit(2) from None
     load_handlers()
     for module in handlers or []:
         importlib.import_module(module)

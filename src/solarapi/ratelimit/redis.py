@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -50,7 +50,7 @@ _POOL_WAIT_SECONDS = 2.0
 
 
 class RedisRateLimiter:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, on_fallback: Callable[[], None] | None = None) -> None:
         # A blocking pool: a burst of concurrent requests waits briefly for a connection
         # instead of failing with "Too many connections", which would fail open and let the
         # burst through uncounted. No client-side retries either: a retry with backoff would
@@ -69,6 +69,7 @@ class RedisRateLimiter:
         self._script = self._redis.register_script(_SCRIPT)
         self._fallback = MemoryRateLimiter()
         self._down_until = 0.0
+        self._on_fallback = on_fallback
 
     @staticmethod
     def _keys(bucket: str, windows: Sequence[Window], now: float) -> list[str]:
@@ -97,6 +98,8 @@ class RedisRateLimiter:
     def _fallback_decision(
         self, bucket: str, windows: Sequence[Window], now: float, count: bool
     ) -> Decision:
+        if self._on_fallback is not None:
+            self._on_fallback()
         if count:
             return self._fallback.hit_sync(bucket, windows, now, degraded=True)
         return self._fallback.peek_sync(bucket, windows, now, degraded=True)

@@ -2,10 +2,11 @@
 (Imported by `jobs.runner.load_handlers`.)
 
 An attempt: mark the report running → read the data → render the file off the event loop
-(CPU-bound; the API keeps serving in embedded mode) → in one transaction, check the job is
-still ours and mark the report completed with the file's size and SHA-256, plus the
-`report.completed` event. A killed attempt leaves at most an unreferenced file of its own
-name (`<report>-<attempt>.<ext>`), which is removed by the next attempt's success path.
+(CPU-bound; the API keeps serving in embedded mode) → hand it to the report storage (local
+disk, or an upload to object storage) → in one transaction, check the job is still ours and
+mark the report completed with the file's size and SHA-256, plus the `report.completed`
+event. A killed attempt leaves at most an unreferenced file of its own name
+(`<report>-<attempt>.<ext>`), which is removed by the next attempt's success path.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from solarapi.jobs.queue import (
 from solarapi.jobs.runner import ABANDONED_ERROR
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.metrics import recorder_for
 from solarapi.models.reports import Report
 from solarapi.reports import repository
 from solarapi.reports.content import ReportContent, ReportContext, ReportFailed, build
@@ -46,6 +49,7 @@ from solarapi.reports.service import (
     RETENTION,
     report_to_api,
 )
+from solarapi.reports.storage import storage_for
 
 log = logging.getLogger("solarapi.reports")
 ORPHAN_AGE = timedelta(days=1)
@@ -107,7 +111,10 @@ def write_file(
 @job_handler(JOB_KIND)
 async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
     report_id = str(payload["report_id"])
-    directory = settings_of(maker).effective_reports_dir
+    settings = settings_of(maker)
+    storage = storage_for(settings)
+    directory = storage.staging_dir
+    started = time.perf_counter()
     job = current_job()
     attempt = job.attempt if job is not None else 1
     now = utcnow()
@@ -138,6 +145,7 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     size, sha256 = written
     completed = False
     try:
+        await storage.save(name, directory / name, CONTENT_TYPES[report.format])
         async with maker() as session, session.begin():
             if not await lease_held(session):
                 log.warning("report %s: job lost its lease; discarding %s", report_id, name)
@@ -166,10 +174,14 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     finally:
         if not completed:
             (directory / name).unlink(missing_ok=True)
+            await storage.delete(name)
     if completed:
         # Files of earlier, interrupted attempts of this report.
         for earlier in range(1, attempt):
-            (directory / f"{report_id}-{earlier}.{report.format}").unlink(missing_ok=True)
+            await storage.delete(f"{report_id}-{earlier}.{report.format}")
+        metrics = recorder_for(settings)
+        if metrics is not None:
+            metrics.report_generated(report.type, report.format, time.perf_counter() - started)
 
 
 def client_error(error: str, report_id: str) -> str:
@@ -206,14 +218,18 @@ async def report_failed(session: AsyncSession, payload: dict[str, Any], error: s
 
 async def remove_expired_files(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
     """Delete the files of reports past `expires_at`; the report rows stay (they show the
-    report existed and when it expired). Idempotent, so several runners may race."""
-    directory = settings_of(maker).effective_reports_dir
+    report existed and when it expired). Idempotent, so several runners may race. The files
+    are deleted outside the transaction that forgets them: an object-storage round trip per
+    file must not hold SQLite's write lock."""
+    storage = storage_for(settings_of(maker))
     removed = 0
     while True:
-        async with maker() as session, session.begin():
+        async with maker() as session:
             batch = await repository.expired_with_files(session, now)
-            for report_id, file_name in batch:
-                (directory / file_name).unlink(missing_ok=True)
+        for _, file_name in batch:
+            await storage.delete(file_name)
+        async with maker() as session, session.begin():
+            for report_id, _ in batch:
                 await repository.forget_file(session, report_id, now)
         removed += len(batch)
         if len(batch) < 500:
@@ -224,24 +240,17 @@ async def remove_orphan_files(maker: async_sessionmaker[AsyncSession], now: date
     """Delete files no report refers to, once they are a day old: left by an attempt that was
     killed or cancelled while rendering, or by a report deleted in a transaction that then
     failed. The age keeps files of attempts still running out of reach."""
-    directory = settings_of(maker).effective_reports_dir
-    if not directory.is_dir():
-        return 0
-    cutoff = (now - ORPHAN_AGE).timestamp()
-    old = [
-        entry
-        for entry in directory.iterdir()
-        if entry.is_file() and entry.name.startswith(("rpt_", ".rpt_"))
-        and entry.stat().st_mtime < cutoff
-    ]  # fmt: skip
-    removed = 0
+    storage = storage_for(settings_of(maker))
+    cutoff = now - ORPHAN_AGE
+    removed = await storage.sweep_staging(cutoff)
+    old = await storage.names_older_than(cutoff)
     for first in range(0, len(old), 500):
         batch = old[first : first + 500]
         async with maker() as session:
-            used = await repository.referenced_files(session, [entry.name for entry in batch])
-        for entry in batch:
-            if entry.name not in used:
-                entry.unlink(missing_ok=True)
+            used = await repository.referenced_files(session, batch)
+        for name in batch:
+            if name not in used:
+                await storage.delete(name)
                 removed += 1
     return removed
 

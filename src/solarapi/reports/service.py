@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,6 +33,7 @@ from solarapi.models.reports import Report, ReportStatus
 from solarapi.models.systems import System
 from solarapi.reports import repository
 from solarapi.reports.schemas import ReportCreate
+from solarapi.reports.storage import ReportStorage, StoredFile
 
 REPORT_TYPES: tuple[str, ...] = ("production", "market_value", "declarations")
 CONTENT_TYPES: dict[str, str] = {"csv": "text/csv; charset=utf-8", "pdf": "application/pdf"}
@@ -234,7 +234,7 @@ async def list_reports(
 
 
 async def delete_report(
-    session: AsyncSession, principal: Principal, report_id: str, reports_dir: Path
+    session: AsyncSession, principal: Principal, report_id: str, storage: ReportStorage
 ) -> None:
     """Delete the report and its file; a queued or running job is cancelled (a running one
     stops at its next heartbeat and its file is discarded)."""
@@ -246,12 +246,12 @@ async def delete_report(
         await cancel_job(session, report.job_id)
     await repository.delete_report(session, report.id)
     if report.file_name is not None:
-        (reports_dir / report.file_name).unlink(missing_ok=True)
+        await storage.delete(report.file_name)
 
 
 @dataclass(frozen=True, slots=True)
 class Download:
-    path: Path
+    file: StoredFile
     content_type: str
     filename: str
     sha256: str
@@ -262,7 +262,11 @@ def is_expired(report: Report, now: datetime) -> bool:
 
 
 async def download(
-    session: AsyncSession, principal: Principal, report_id: str, reports_dir: Path, now: datetime
+    session: AsyncSession,
+    principal: Principal,
+    report_id: str,
+    storage: ReportStorage,
+    now: datetime,
 ) -> Download:
     report = await get_report(session, principal, report_id)
     if report.status == ReportStatus.FAILED.value:
@@ -278,12 +282,12 @@ async def download(
     )
     if is_expired(report, now) or report.file_name is None:
         raise gone
-    path = reports_dir / report.file_name
-    if not path.is_file():
-        raise gone
     assert report.content_type is not None
     assert report.sha256 is not None
-    return Download(path, report.content_type, download_name(report), report.sha256)
+    file = await storage.open(report.file_name)
+    if file is None:
+        raise gone
+    return Download(file, report.content_type, download_name(report), report.sha256)
 
 
 def download_name(report: Report) -> str:
