@@ -68,6 +68,11 @@ class Settings(BaseSettings):
             ipaddress.ip_network(item, strict=False)
         return value
 
+    @field_validator("metrics_port", "reports_s3_endpoint_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("reports_url")
     @classmethod
     def _reports_url(cls, value: str | None) -> str | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -37,6 +38,7 @@ from tests.reports.helpers import JUNE_1, make_system, run_report_jobs, upload_r
 from tests.support import (
     REDIS_URL,
     SERVER_START_SECONDS,
+    Tenant,
     TestClock,
     client_for,
     free_port,
@@ -412,3 +414,55 @@ def test_metrics_are_off_unless_a_port_is_set() -> None:
     assert Settings().metrics_host == "127.0.0.1"
     assert recorder_for(Settings()) is None
     assert recorder_for(Settings(metrics_port=9464)) is not None
+
+
+@pytest.mark.slow
+async def test_a_worker_serves_its_job_metrics_on_its_own_port(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    settings = app.state.settings
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Worker metrics", "Europe/Amsterdam")
+        await upload_readings(client, system, JUNE_1, 96)
+        created = await client.post(
+            "/api/v1/reports",
+            json={"type": "production", "format": "csv", "from": "2025-06-01T00:00:00Z",
+                  "to": "2025-06-02T00:00:00Z"},
+        )  # fmt: skip
+        assert created.status_code == 202, created.text
+        metrics_port = free_port()
+        log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
+        env = {
+            **os.environ,
+            "SOLARAPI_DATABASE_URL": settings.database_url,
+            "SOLARAPI_SECRET_KEY": TEST_SECRET,
+            "SOLARAPI_DATA_DIR": str(settings.data_dir),
+            # Belongs to `serve`: the worker must not take it (only --metrics-port counts).
+            "SOLARAPI_METRICS_PORT": str(free_port()),
+        }
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "solarapi", "worker", "--poll", "0.2",
+                 "--metrics-port", str(metrics_port)],
+                env=env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + SERVER_START_SECONDS
+            report = created.json()
+            while report["status"] in ("queued", "running"):
+                assert proc.poll() is None, "the worker exited"
+                assert time.monotonic() < deadline, "the report was not generated in time"
+                await asyncio.sleep(0.2)
+                report = (await client.get(created.headers["location"])).json()
+            samples = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+        except BaseException:
+            print(f"--- worker log ---\n{log.read_text(errors='replace')}")
+            raise
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            log.unlink(missing_ok=True)
+    assert report["status"] == "completed", report
+    count = ("solarapi_report_generation_seconds_count", (("format", "csv"), ("type", "production")))  # fmt: skip
+    assert samples[count] == 1
+    assert samples[("solarapi_metrics_database_up", ())] == 1
