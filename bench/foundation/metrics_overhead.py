@@ -2,11 +2,15 @@
 
     .venv/bin/python bench/foundation/metrics_overhead.py [--seconds 8] [--rounds 3]
 
-Two measurements:
+Three measurements:
   1. The recording itself, in-process: `Recorder.request` (one counter increment and one
      histogram observation, the work the gateway adds to every request) with the values in
      a multiprocess directory, as under `solarapi serve` — median of 5 × 200,000 calls.
-  2. End to end: a single-worker `solarapi serve` on SQLite with metrics off and on
+  2. The gateway with and without metrics, in-process: CPU time (`time.process_time`) per
+     request of an unknown API path (404: routing, the limiter's peek, the error rendering,
+     no database), through the ASGI app, in a fresh process per mode, alternated three
+     times — median of 7 × 2,000 requests each.
+  3. End to end: a single-worker `solarapi serve` on SQLite with metrics off and on
      (SOLARAPI_METRICS_PORT), alternated `--rounds` times; `wrk` (1 thread, 16 connections,
      `--seconds`) on `GET /api/v1/health` and on the hot read path
      `GET /api/v1/systems/{id}/readings` (1 day of `1h`) with an Enterprise key. The limits
@@ -56,6 +60,48 @@ print(statistics.median(runs) / 200_000 * 1e6)
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+GATEWAY_ONLY = """
+import asyncio, os, statistics, sys, tempfile, time
+mode = sys.argv[1]
+if mode == "on":
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp()
+from solarapi.app import create_app
+from solarapi.config import Settings
+from solarapi.migrate import upgrade
+settings = Settings(data_dir=tempfile.mkdtemp(), secret_key="x" * 40, job_runner="external",
+                    metrics_port=9 if mode == "on" else None)
+upgrade(settings)
+app = create_app(settings)
+scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+         "scheme": "http", "path": "/api/v1/nope", "raw_path": b"/api/v1/nope",
+         "query_string": b"", "root_path": "", "headers": [(b"host", b"x")],
+         "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+async def receive():
+    return {"type": "http.request", "body": b"", "more_body": False}
+async def send(message):
+    pass
+async def main():
+    async with app.router.lifespan_context(app):
+        for _ in range(500):
+            await app({**scope, "app": app}, receive, send)
+        runs = []
+        for _ in range(7):
+            started = time.process_time()
+            for _ in range(2000):
+                await app({**scope, "app": app}, receive, send)
+            runs.append((time.process_time() - started) / 2000 * 1e6)
+        print(statistics.median(runs))
+asyncio.run(main())
+"""
+
+
+def gateway_cost(mode: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", GATEWAY_ONLY, mode], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (all threads)
@@ -82,6 +128,16 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"Recorder.request: {recording_cost():.2f} µs per call (multiprocess mode)")
+    gateway: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(3):
+        for mode in ("off", "on"):
+            gateway[mode].append(gateway_cost(mode))
+    off, on = statistics.median(gateway["off"]), statistics.median(gateway["on"])
+    print(
+        f"gateway-only request (404), CPU: off {off:.1f} µs, on {on:.1f} µs ({on - off:+.1f} µs); "
+        f"runs off {[round(v, 1) for v in gateway['off']]} on {[round(v, 1) for v in gateway['on']]}",
+        flush=True,
+    )
 
     with fresh_database("metrics", "sqlite") as db:
         _, (key,) = asyncio.run(make_account(db.settings, 1))
