@@ -297,7 +297,8 @@ async def test_reading_span_is_exact_when_uploads_interleave(
         async with maker() as first, maker() as second:
             stale_first = await systems.get(first, system_id)
             stale_second = await systems.get(second, system_id)
-            assert stale_first is not None and stale_second is not None
+            assert stale_first is not None
+            assert stale_second is not None
             assert stale_second.last_reading_at is None
             # Ends the read transactions (SQLite would refuse a write from a reader whose
             # snapshot is older than the other's commit); the objects stay as read.

@@ -335,8 +335,11 @@ async def extend_reading_span(
         .returning(System.first_reading_at, System.last_reading_at)
         .execution_options(synchronize_session=False)
     )
-    row = (await session.execute(statement)).one()
-    return row[0], row[1]
+    first_at, last_at = (await session.execute(statement)).one()
+    # Both were just set wherever they were NULL.
+    assert first_at is not None
+    assert last_at is not None
+    return first_at, last_at
 
 
 async def upsert_hours(
