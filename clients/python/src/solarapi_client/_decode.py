@@ -12,9 +12,7 @@ T = TypeVar("T")
 
 
 def parse_timestamp(text: str) -> datetime:
-    # The API writes RFC 3339 UTC with "Z"; fromisoformat takes "Z" only from Python 3.11.
-    parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    return parsed.astimezone(UTC)
+    return datetime.fromisoformat(text).astimezone(UTC)
 
 
 _FIELDS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
