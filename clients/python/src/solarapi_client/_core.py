@@ -4,6 +4,7 @@ retries. `Client` and `AsyncClient` are thin loops around it, so both behave the
 from __future__ import annotations
 
 import email.utils
+import importlib.metadata
 import os
 import random
 import time
@@ -22,7 +23,7 @@ from solarapi_client.models import Pagination
 
 T = TypeVar("T")
 
-__version__ = "1.0.0"
+__version__ = importlib.metadata.version("solarapi-client")
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 API_PREFIX = "/api/v1"
 # Connecting should be quick; a year of 15-minute readings or a PDF download may take a while.
