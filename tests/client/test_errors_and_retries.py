@@ -4,11 +4,13 @@ server (the broken connections come from a proxy in front of it, see proxy.py)."
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import httpx
 import pytest
 
 from solarapi_client import (
+    AsyncClient,
     AuthenticationError,
     Client,
     ConnectionError,
@@ -16,11 +18,13 @@ from solarapi_client import (
     PermissionDeniedError,
     RateLimitError,
     RetryPolicy,
+    ServiceUnavailableError,
     ValidationError,
 )
 from tests.client.conftest import Served
 from tests.client.proxy import flaky_proxy
-from tests.support import Tenant
+from tests.conftest import TEST_SECRET
+from tests.support import Tenant, free_port, running_server
 
 ROOF = {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"}
 
@@ -178,3 +182,46 @@ def test_a_patch_is_not_retried_after_a_connection_reset(
         api.systems.update(system.id, name="Changed?")
     assert len(proxy.requests) == 1
     assert client.systems.get(system.id).name == "Patched"
+
+
+def test_503_is_retried_as_asked_then_raised(tmp_path: Path, pro: Tenant) -> None:
+    env = {
+        "SOLARAPI_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
+        "SOLARAPI_DATA_DIR": str(tmp_path),
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_JOB_RUNNER": "external",
+        "SOLARAPI_REDIS_URL": "",
+    }
+    answers: list[httpx.Response] = []
+    waits: list[float] = []
+    http = httpx.Client(timeout=30, event_hooks={"response": [answers.append]})
+    with (
+        running_server(env) as base,
+        Client(api_key=pro.live, base_url=base, http_client=http, max_retries=2,
+               sleep=waits.append) as api,
+        pytest.raises(ServiceUnavailableError) as unavailable,
+    ):  # fmt: skip
+        api.account.get()
+    assert [a.status_code for a in answers] == [503, 503, 503]
+    assert waits == [float(a.headers["retry-after"]) for a in answers[:2]]
+    assert unavailable.value.code == "unavailable"
+    assert unavailable.value.request_id == answers[-1].headers["x-request-id"]
+
+
+async def test_the_async_client_retries_the_same_way(served: Served, enterprise: Tenant) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    with flaky_proxy(served.base_url, "after", drops=1) as proxy:
+        async with AsyncClient(api_key=enterprise.live, base_url=proxy.url, sleep=sleep) as api:
+            system = await api.systems.create(name="Async lost", capacity_kwp=1.0, location=ROOF)
+            with pytest.raises(NotFoundError) as missing:
+                await api.systems.get("sys_nope")
+    assert len(waits) == 1
+    assert len(proxy.requests) == 3
+    assert proxy.headers_of(0)["idempotency-key"] == proxy.headers_of(1)["idempotency-key"]
+    assert missing.value.request_id is not None
+    with Client(api_key=enterprise.live, base_url=served.base_url) as check:
+        assert [s.id for s in check.systems.list()] == [system.id]
