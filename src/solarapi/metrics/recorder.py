@@ -102,11 +102,11 @@ class Recorder:
     def report_generated(self, report_type: str, report_format: str, seconds: float) -> None:
         self.report_seconds.labels(report_type, report_format).observe(seconds)
 
-
-def mark_process_dead() -> None:
-    """On a worker's exit: drop its live-gauge files (counters and histograms stay counted)."""
-    if os.environ.get(MULTIPROC_ENV):
-        multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+    def process_exiting(self) -> None:
+        """On a worker's exit (`mark_process_dead`): drop its live-gauge files; its counters
+        and histograms stay in the sum."""
+        if os.environ.get(MULTIPROC_ENV):
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
 
 RECORDER = Recorder()
