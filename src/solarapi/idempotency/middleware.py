@@ -21,7 +21,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
-from solarapi.errors import Conflict, PayloadTooLarge, ValidationFailed, render_api_error
+from solarapi.errors import (
+    Conflict,
+    ValidationFailed,
+    http_exception_response,
+    render_api_error,
+)
 from solarapi.idempotency import store
 from solarapi.kit.timefmt import utcnow
 
@@ -82,9 +87,8 @@ class IdempotencyMiddleware:
             if body is None:
                 return  # the client went away mid-body: nothing ran, nothing to answer
         except HTTPException as exc:
-            if exc.status_code != 413:
-                raise
-            await render_api_error(PayloadTooLarge(str(exc.detail)))(scope, receive, send)
+            # The gateway's body checks (size, NUL) fail while the body is read.
+            await http_exception_response(exc)(scope, receive, send)
             return
 
         query = scope.get("query_string", b"").decode("latin-1")
