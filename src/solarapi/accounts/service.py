@@ -51,7 +51,7 @@ async def create_account(
     # Hash before looking the e-mail up, so a taken address costs the same time as a new one.
     password_hash = await hash_password(password)
     if await repository.find_user_by_email(session, email) is not None:
-        raise Conflict(f"An account with the e-mail {email} already exists")
+        raise Conflict(f"An account with the e-mail {excerpt(email)} already exists")
     account = Account(id=new_id("acct"), name=name, plan=plan.value, created_at=now)
     user = User(
         id=new_id("usr"),

@@ -51,7 +51,7 @@ class JsonNulScanner:
         """True when the text so far holds a NUL."""
         if b"\x00" in chunk:
             return True
-        text = self._carry + chunk
+        text = self._carry + chunk if self._carry else chunk
         if b"u0000" in text and _ESCAPED_NUL.search(text) is not None:
             return True
         self._carry = self._pending(text)

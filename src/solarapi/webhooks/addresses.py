@@ -156,7 +156,11 @@ def check_addresses(host: str, addresses: list[IPAddress], *, allow_loopback: bo
     for address in addresses:
         reason = forbidden_reason(address, allow_loopback=allow_loopback)
         if reason is not None:
-            shown = host if literal_address(host) is not None else f"{host} resolves to {address}"
+            shown = (
+                excerpt(host)
+                if literal_address(host) is not None
+                else f"{excerpt(host)} resolves to {address}"
+            )
             raise ForbiddenDestination(
                 f"{shown}, {reason}; webhooks can only be sent to public internet addresses"
             )
@@ -169,7 +173,7 @@ async def validate_destination(raw: str, *, allow_loopback: bool) -> WebhookUrl:
     endpoint); every delivery resolves and checks again."""
     parsed = parse_url(raw)
     if parsed.host in _METADATA_HOSTNAMES:
-        raise ForbiddenDestination(f"{parsed.host} is a cloud metadata host name")
+        raise ForbiddenDestination(f"{excerpt(parsed.host)} is a cloud metadata host name")
     addresses = await resolve(parsed.host, parsed.port)
     if addresses is not None:
         check_addresses(parsed.host, addresses, allow_loopback=allow_loopback)
