@@ -158,7 +158,9 @@ _NETWORK_ERRNOS = frozenset(
 def _is_network_failure(exc: BaseException) -> bool:
     if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
         return True
-    return isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS
+    # No errno: asyncio's create_connection when every address of a host failed differently
+    # ("Multiple exceptions: …", e.g. `localhost` refusing on ::1 and 127.0.0.1).
+    return isinstance(exc, OSError) and (exc.errno is None or exc.errno in _NETWORK_ERRNOS)
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

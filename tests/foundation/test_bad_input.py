@@ -334,6 +334,7 @@ def test_only_network_os_errors_read_as_a_database_outage() -> None:
     assert is_database_unavailable(OSError(errno.EHOSTUNREACH, "No route to host"))
     assert is_database_unavailable(socket.gaierror(socket.EAI_NONAME, "Name unknown"))
     assert is_database_unavailable(TimeoutError())
+    assert is_database_unavailable(OSError("Multiple exceptions: refused, refused"))
 
 
 # --- 8. bounded echo ------------------------------------------------------------------------
