@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import logging
-import socket
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -135,53 +133,6 @@ def describe_validation_errors(errors: Any) -> str:
         msg = msg.removeprefix("Value error, ")
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts) or "invalid request"
-
-
-# OS errors of a network connection. Any other OSError (a file name too long, a missing file:
-# `ZoneInfo` opens files) is a bug or bad input, never an outage to retry.
-_NETWORK_ERRNOS = frozenset(
-    {
-        errno.ECONNREFUSED,
-        errno.ECONNRESET,
-        errno.ECONNABORTED,
-        errno.EPIPE,
-        errno.ETIMEDOUT,
-        errno.EHOSTUNREACH,
-        errno.EHOSTDOWN,
-        errno.ENETUNREACH,
-        errno.ENETDOWN,
-        errno.EADDRNOTAVAIL,
-    }
-)
-
-
-def _is_network_failure(exc: BaseException) -> bool:
-    if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
-        return True
-    # No errno: asyncio's create_connection when every address of a host failed differently
-    # ("Multiple exceptions: …", e.g. `localhost` refusing on ::1 and 127.0.0.1).
-    return isinstance(exc, OSError) and (exc.errno is None or exc.errno in _NETWORK_ERRNOS)
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Connection-level failures (server down, refused), not query bugs."""
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-
-    if _is_network_failure(exc):
-        return True
-    if isinstance(exc, InterfaceError | OperationalError):
-        text = str(exc).lower()
-        return any(
-            word in text
-            for word in ("connect", "connection", "closed", "refused", "unable to open", "terminat")
-        )
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    if type(exc).__module__.startswith("asyncpg"):
-        # ConnectionDoesNotExistError & co.; reads through the driver itself (db.fetch_rows)
-        # see a connection the server closed as InterfaceError("connection is closed").
-        return "Connection" in type(exc).__name__ or "connection is closed" in str(exc)
-    return False
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solarapi.errors import is_database_unavailable
+from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.text import QUOTE_LIMIT, JsonNulScanner, excerpt, url_has_nul
 from solarapi.kit.timefmt import TimestampError, parse_timestamp
 from solarapi.kit.tznames import check_time_zone, tz_database_names
@@ -334,7 +334,8 @@ def test_only_network_os_errors_read_as_a_database_outage() -> None:
     assert is_database_unavailable(OSError(errno.EHOSTUNREACH, "No route to host"))
     assert is_database_unavailable(socket.gaierror(socket.EAI_NONAME, "Name unknown"))
     assert is_database_unavailable(TimeoutError())
-    assert is_database_unavailable(OSError("Multiple exceptions: refused, refused"))
+    # A failure to connect, whatever its OS error, arrives wrapped (db.watch_connects).
+    assert is_database_unavailable(DatabaseUnreachable("cannot connect: OSError"))
 
 
 # --- 8. bounded echo ------------------------------------------------------------------------
