@@ -38,11 +38,13 @@ from solarapi.errors import (
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
+    ValidationFailed,
     error_response,
     render_api_error,
 )
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
+from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
 from solarapi.ratelimit.base import Decision
 from solarapi.ratelimit.policy import (
     anonymous_windows,
@@ -69,6 +71,13 @@ class _Refused(RateLimited):
 class _BodyTooLarge(HTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"Request body exceeds the limit of {limit} bytes")
+
+
+class _NulInBody(HTTPException):
+    # An HTTPException, like _BodyTooLarge: raised while the app reads the body, it reaches
+    # the app's handlers (FastAPI re-raises HTTPExceptions from body reading).
+    def __init__(self) -> None:
+        super().__init__(400, f"request body: {NUL_MESSAGE}")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -326,10 +335,10 @@ class ApiGateway:
             # Routing comes first: 404/405 whatever the key, counted in no window.
             use(await limiter.peek(anon_bucket, anon, now))
             if found.template is None:
-                return NotFound(f"No such endpoint: {scope['path']}"), "-", receive
+                return NotFound(f"No such endpoint: {excerpt(scope['path'])}"), "-", receive
             return (
                 MethodNotAllowed(
-                    f"Method {method} is not allowed on {scope['path']}; "
+                    f"Method {excerpt(method)} is not allowed on {excerpt(scope['path'])}; "
                     f"allowed: {found.allow_header}",
                     headers={"Allow": found.allow_header},
                 ),
@@ -399,6 +408,8 @@ class ApiGateway:
                 receive,
             )
 
+        if url_has_nul(scope["path"], scope.get("query_string", b"")):
+            return ValidationFailed(f"URL: {NUL_MESSAGE}"), template, receive
         body_error, receive = self._check_body(scope, receive, settings.max_body_bytes)
         return body_error, template, receive
 
@@ -429,20 +440,24 @@ class ApiGateway:
                 return (
                     UnsupportedMediaType(
                         f"Request bodies must be JSON (Content-Type: application/json); "
-                        f"got '{content_type or 'none'}'"
+                        f"got '{excerpt(content_type or 'none')}'"
                     ),
                     receive,
                 )
         received = 0
+        nul_scanner = JsonNulScanner()
 
         async def limited_receive() -> Message:
             # A chunked body has no Content-Length to check up front: count as it streams.
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                received += len(chunk)
                 if received > max_bytes:
                     raise _BodyTooLarge(max_bytes)
+                if nul_scanner.feed(chunk):
+                    raise _NulInBody
             return message
 
         return None, limited_receive

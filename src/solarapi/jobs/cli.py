@@ -48,6 +48,7 @@ def worker(
         load_handlers,
         new_worker_id,
         run_pending,
+        warm_render_process,
     )
     from solarapi.logs import configure_logging
 
@@ -64,6 +65,7 @@ def worker(
             typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
             raise typer.Exit(2) from None
     load_handlers()
+    warm_render_process()
     for module in handlers or []:
         importlib.import_module(module)
     runner_settings = RunnerSettings(lease_seconds=lease)
