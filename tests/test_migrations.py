@@ -22,7 +22,7 @@ from solarapi.db import create_oneshot_engine
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
 from tests.conftest import TEST_SECRET, _admin
-from tests.support import POSTGRES_ADMIN_URL, need_service, postgres_available
+from tests.support import DATABASES, POSTGRES_ADMIN_URL, need_service, postgres_available
 
 
 async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
@@ -61,7 +61,7 @@ def _schema(settings: Settings) -> tuple[set[str], set[str]]:
     return asyncio.run(read())
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=DATABASES)
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
     if request.param == "sqlite":
         yield Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
