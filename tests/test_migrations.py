@@ -19,10 +19,17 @@ from sqlalchemy.engine import Connection, make_url
 
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
+from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
 from tests.conftest import TEST_SECRET, _admin
-from tests.support import DATABASES, POSTGRES_ADMIN_URL, need_service, postgres_available
+from tests.support import (
+    DATABASES,
+    POSTGRES_ADMIN_URL,
+    need_service,
+    postgres_available,
+    run_cli,
+)
 
 
 async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
@@ -103,3 +110,38 @@ def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None
 
     upgrade(settings)
     assert _schema(settings) == (head_tables, head_indexes)
+
+
+def test_the_schema_revision_the_app_needs_is_alembics_head(sqlite_settings: Settings) -> None:
+    """/health and the 503 of an unmigrated database compare with SCHEMA_REVISION, read from
+    the file names (Alembic is too slow to import at start-up): it must be the real head."""
+    script = ScriptDirectory.from_config(alembic_config(sqlite_settings))
+    assert script.get_heads() == [SCHEMA_REVISION]
+    for revision in script.walk_revisions():
+        assert revision.revision[:4].isdigit()
+        assert Path(str(revision.path)).stem == revision.revision
+
+
+def test_migrate_says_what_it_did(empty_database: Settings) -> None:
+    settings = empty_database
+    env = {
+        "SOLARAPI_DATA_DIR": str(settings.data_dir),
+        "SOLARAPI_DATABASE_URL": settings.database_url,
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_REDIS_URL": "",
+    }
+    head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
+    assert head is not None
+    created = run_cli(env, "migrate").stderr
+    assert f"created the schema in {settings.database_url.split('://')[0]}" in created
+    assert f"(revision {head})" in created
+
+    again = run_cli(env, "migrate").stderr
+    assert f"is already up to date (revision {head})" in again
+    assert "created" not in again
+
+    previous = ScriptDirectory.from_config(alembic_config(settings)).get_revision(head)
+    downgrade(settings, str(previous.down_revision))
+    upgraded = run_cli(env, "migrate").stderr
+    assert "upgraded the schema" in upgraded
+    assert f"from revision {previous.down_revision} to {head}" in upgraded

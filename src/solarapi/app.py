@@ -19,6 +19,7 @@ from solarapi.errors import install_error_handlers
 from solarapi.gateway import ApiGateway, RouteTable
 from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.logs import configure_logging
 from solarapi.openapi import build_openapi
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
@@ -77,6 +78,16 @@ def create_app(
     # a 9 % smaller body, level 4 ~4 ms for the size of level 6 (bench/prices/README.md).
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=4)
     return app
+
+
+def serve_app() -> FastAPI:
+    """The app of one `solarapi serve` worker process. Logging is configured here, in the
+    process that serves, not only in the command: with `--workers N` uvicorn starts each
+    worker as a fresh (spawned) interpreter that inherits none of its parent's handlers, and
+    a worker without them wrote no request line and printed its errors as plain text."""
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)
 
 
 def _include_routers(app: FastAPI) -> None:

@@ -67,8 +67,19 @@ def migrate() -> None:
     from solarapi.migrate import upgrade
 
     settings = _settings()
-    upgrade(settings)
-    typer.echo(f"database at {_redacted(settings.database_url)} is up to date", err=True)
+    migration = upgrade(settings)
+    where = _redacted(settings.database_url)
+    if migration.created:
+        typer.echo(f"created the schema in {where} (revision {migration.after})", err=True)
+    elif migration.changed:
+        typer.echo(
+            f"upgraded the schema in {where} from revision {migration.before} to {migration.after}",
+            err=True,
+        )
+    else:
+        typer.echo(
+            f"the schema in {where} is already up to date (revision {migration.after})", err=True
+        )
 
 
 def _redacted(url: str) -> str:
@@ -104,7 +115,7 @@ def serve(
     settings.effective_secret_key  # noqa: B018 - create the embedded secret before workers fork
     configure_logging(settings.log_level)
     uvicorn.run(
-        "solarapi.app:create_app",
+        "solarapi.app:serve_app",
         factory=True,
         host=host,
         port=port,

@@ -114,27 +114,6 @@ def describe_validation_errors(errors: Any) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Connection-level failures (server down, refused), not query bugs."""
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-
-    if isinstance(exc, OSError | ConnectionError | TimeoutError):
-        return True
-    if isinstance(exc, InterfaceError | OperationalError):
-        text = str(exc).lower()
-        return any(
-            word in text
-            for word in ("connect", "connection", "closed", "refused", "unable to open", "terminat")
-        )
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    if type(exc).__module__.startswith("asyncpg"):
-        # ConnectionDoesNotExistError & co.; reads through the driver itself (db.fetch_rows)
-        # see a connection the server closed as InterfaceError("connection is closed").
-        return "Connection" in type(exc).__name__ or "connection is closed" in str(exc)
-    return False
-
-
 def install_error_handlers(app: FastAPI) -> None:
     async def api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)

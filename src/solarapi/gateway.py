@@ -27,6 +27,7 @@ from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
 from solarapi.auth.service import authenticate
 from solarapi.db import REQUEST_SESSION, untouched
+from solarapi.dbfaults import is_outage
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -38,7 +39,6 @@ from solarapi.errors import (
     Unavailable,
     UnsupportedMediaType,
     error_response,
-    is_database_unavailable,
     render_api_error,
 )
 from solarapi.kit.ids import new_id
@@ -213,7 +213,7 @@ class ApiGateway:
                 return
             if not any(name == _RATE_LIMIT_HEADER for name, _ in extra):
                 await self._peek_anonymous(state, client_ip, extra)
-            if is_database_unavailable(exc):
+            if await is_outage(exc, state.engine):
                 log.error(
                     "database unavailable: %s", type(exc).__name__, extra={"request_id": request_id}
                 )
@@ -243,6 +243,7 @@ class ApiGateway:
                     "status": status,
                     "latency_ms": round((time.perf_counter() - started) * 1000, 2),
                     "key_id": principal.key_id if isinstance(principal, Principal) else None,
+                    "key": principal.key_display if isinstance(principal, Principal) else None,
                     "account_id": principal.account_id
                     if isinstance(principal, Principal)
                     else None,

@@ -31,7 +31,7 @@ from solarapi.db import (
     sqlite_fetchall,
     untouched,
 )
-from solarapi.errors import is_database_unavailable
+from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.ids import new_id
 from solarapi.models.systems import System
 from solarapi.systems import repository
@@ -290,10 +290,12 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
             # Whether our side has read the server's goodbye yet (InterfaceError: connection
             # is closed) or finds out mid-read (ConnectionDoesNotExistError) is a race that
             # depends on the machine's speed; both are the same outage.
-            with pytest.raises(
-                (asyncpg.InterfaceError, asyncpg.ConnectionDoesNotExistError)
-            ) as failed:
+            with pytest.raises(DatabaseUnreachable) as failed:
                 await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert isinstance(
+                failed.value.__cause__,
+                asyncpg.InterfaceError | asyncpg.ConnectionDoesNotExistError,
+            )
             assert is_database_unavailable(failed.value)
             # The very next read gets a working connection, not the dead one back.
             ((second_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())

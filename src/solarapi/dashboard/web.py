@@ -25,7 +25,8 @@ from solarapi.dashboard.chart import format_energy
 from solarapi.dashboard.csrf import csrf_token, csrf_valid
 from solarapi.dashboard.sessions import WebUser, resolve_session
 from solarapi.db import SessionDep
-from solarapi.errors import ApiError, is_database_unavailable
+from solarapi.dbfaults import is_outage
+from solarapi.errors import ApiError
 from solarapi.gateway import ApiGateway
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
@@ -268,7 +269,7 @@ class DashboardRoute(APIRoute):
                 return await http_error_page(request, exc)
             except Exception as exc:
                 request_id = request.scope.get("state", {}).get("request_id", "")
-                if is_database_unavailable(exc):
+                if await is_outage(exc, request.app.state.engine):
                     log.error("database unavailable: %s", exc, extra={"request_id": request_id})
                     return error_page(
                         request,

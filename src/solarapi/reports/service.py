@@ -7,7 +7,7 @@ type in `reports.content`; the file formats in `reports.csvfile` and `reports.pd
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,10 +29,11 @@ from solarapi.kit.grid import (
 )
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
-from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.kit.timefmt import format_optional, format_timestamp, parse_timestamp
 from solarapi.models.reports import Report, ReportStatus
 from solarapi.models.systems import System
 from solarapi.reports import repository
+from solarapi.reports.content import local_period
 from solarapi.reports.schemas import ReportCreate
 
 REPORT_TYPES: tuple[str, ...] = ("production", "market_value", "declarations")
@@ -283,13 +284,19 @@ async def download(
         raise gone
     assert report.content_type is not None
     assert report.sha256 is not None
-    return Download(path, report.content_type, download_name(report), report.sha256)
+    zones = await repository.system_timezones(session, report.parameters.get("system_ids", []))
+    return Download(path, report.content_type, download_name(report, zones), report.sha256)
 
 
-def download_name(report: Report) -> str:
-    start = str(report.parameters.get("from", ""))[:10]
-    end = str(report.parameters.get("to", ""))[:10]
-    return f"{report.type}_{start}_{end}_{report.id}.{report.format}"
+def download_name(report: Report, zones: Iterable[str]) -> str:
+    """`<type>_<first day>_<last day>_<id>.<format>`: the period's first and last local day of
+    the report's systems (UTC when they are in several zones, or all deleted)."""
+    period = local_period(
+        parse_timestamp(str(report.parameters["from"])),
+        parse_timestamp(str(report.parameters["to"])),
+        zones,
+    )
+    return f"{report.type}_{period.first}_{period.last}_{report.id}.{report.format}"
 
 
 def report_to_api(report: Report, now: datetime) -> dict[str, Any]:
