@@ -25,6 +25,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 # Revision ids are "NNNN_name", one file each, applied in order: the newest file names the
@@ -109,6 +110,10 @@ def is_database_unavailable(exc: BaseException) -> bool:
         if isinstance(cause, OSError | TimeoutError):  # ConnectionError, DatabaseUnreachable
             return True
         if isinstance(cause, DBAPIError) and cause.connection_invalidated:
+            return True
+        if isinstance(cause, PoolTimeout):
+            # Every pooled connection stayed busy for `db_pool_timeout` (a burst on a loaded
+            # machine): the process cannot serve now, and a retry later will do — not a 500.
             return True
         if isinstance(cause, asyncpg.PostgresConnectionError):
             return True

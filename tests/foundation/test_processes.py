@@ -73,7 +73,9 @@ async def test_redis_limits_are_exact_across_two_processes(
     postgres_settings: Settings, pg_env: dict[str, str]
 ) -> None:
     need_service("Redis", redis_available())
-    env = {**pg_env, "SOLARAPI_REDIS_URL": REDIS_URL}
+    # Small pools: at 30 connections each, two bursts of 200 took a third of a shared
+    # PostgreSQL's 100 slots and met "too many clients" (an honest 503, but not this test's).
+    env = {**pg_env, "SOLARAPI_REDIS_URL": REDIS_URL, "SOLARAPI_DB_POOL_SIZE": "4"}
     with running_server(env) as first, running_server(env) as second:
         for _attempt in range(3):
             tenant = await _tenant(postgres_settings, Plan.ENTERPRISE)  # 300 a minute
