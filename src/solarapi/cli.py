@@ -145,14 +145,14 @@ def demo(
     no_data: Annotated[bool, typer.Option("--no-data", help="Accounts and keys only")] = False,
 ) -> None:
     """Create (idempotently) one demo account per plan, each with a live and a test key."""
-    from solarapi.demo import DEMO_PASSWORD, ensure_demo_accounts
+    from solarapi.demo import DEMO_PASSWORD, demo_data_summary, ensure_demo_accounts
 
     settings = _settings()
     secret = settings.effective_secret_key
     accounts = run_in_session(
         settings, lambda s: ensure_demo_accounts(s, secret, utcnow(), with_data=not no_data)
     )
-    payload = {
+    payload: dict[str, object] = {
         "password": DEMO_PASSWORD,
         "accounts": [
             {
@@ -165,6 +165,9 @@ def demo(
             for a in accounts
         ],
     }
+    data = None if no_data else demo_data_summary()
+    if data is not None:
+        payload["data"] = data.to_json()
     if as_json:
         _print_json(payload)
         return
@@ -173,6 +176,12 @@ def demo(
         typer.echo(f"  {a.plan.value:<10} {a.email}")
         for env, key in a.keys.items():
             typer.echo(f"      {env.value}: {key}")
+    if data is not None:
+        typer.echo(f"Demo data (live): {', '.join(data.systems)} with {data.readings}.")
+        typer.echo(
+            f"Day-ahead prices for {', '.join(data.price_zones)} (source "
+            f"'{data.price_source}'): {data.price_origin}."
+        )
 
 
 @accounts_app.command("create")
