@@ -44,13 +44,19 @@ async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
 
 def _schema(settings: Settings) -> tuple[set[str], set[str]]:
     """Table names and index names of the database."""
+    tables, indexes, _ = _schema_and_columns(settings)
+    return tables, indexes
 
-    async def read() -> tuple[set[str], set[str]]:
+
+def _schema_and_columns(settings: Settings) -> tuple[set[str], set[str], set[str]]:
+    """Table names, index names and `table.column null|not null` of the database."""
+
+    async def read() -> tuple[set[str], set[str], set[str]]:
         engine = create_oneshot_engine(settings)
         try:
             async with engine.connect() as connection:
 
-                def inspect_all(sync: Connection) -> tuple[set[str], set[str]]:
+                def inspect_all(sync: Connection) -> tuple[set[str], set[str], set[str]]:
                     inspector = inspect(sync)
                     tables = set(inspector.get_table_names()) - {"alembic_version"}
                     indexes = {
@@ -59,7 +65,12 @@ def _schema(settings: Settings) -> tuple[set[str], set[str]]:
                         for index in inspector.get_indexes(table)
                         if index["name"]
                     }
-                    return tables, indexes
+                    columns = {
+                        f"{table}.{column['name']} {'null' if column['nullable'] else 'not null'}"
+                        for table in tables
+                        for column in inspector.get_columns(table)
+                    }
+                    return tables, indexes, columns
 
                 return await connection.run_sync(inspect_all)
         finally:
@@ -93,20 +104,20 @@ def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None
     head_tables, head_indexes = _schema(settings)
     assert head_tables == set(Base.metadata.tables)
 
-    # Walk down one revision at a time: each takes away exactly what it created, the tables
-    # of the revisions below it stay.
+    # Walk down one revision at a time: each takes away exactly what it created (or changes
+    # columns back), the tables of the revisions below it stay.
     removed_by: dict[str, set[str]] = {}
-    tables = head_tables
+    tables, _, columns = _schema_and_columns(settings)
     for revision in reversed(revisions):
         target = revision.down_revision or "base"
         downgrade(settings, str(target))
-        remaining, _ = _schema(settings)
+        remaining, _, remaining_columns = _schema_and_columns(settings)
         assert remaining <= tables, f"{revision.revision} going down created {remaining - tables}"
-        removed_by[revision.revision] = tables - remaining
-        tables = remaining
+        removed_by[revision.revision] = (tables - remaining) | (columns ^ remaining_columns)
+        tables, columns = remaining, remaining_columns
     assert tables == set()
     for revision in revisions:
-        assert removed_by[revision.revision], f"{revision.revision} creates no table"
+        assert removed_by[revision.revision], f"{revision.revision} changes nothing"
 
     upgrade(settings)
     assert _schema(settings) == (head_tables, head_indexes)

@@ -95,9 +95,11 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes")] = 1,
 ) -> None:
     """Serve the API and the dashboard."""
+    # Deferred: uvicorn and its protocols are only needed here, not by the other commands.
     import uvicorn
 
     from solarapi.logs import configure_logging
+    from solarapi.server import BoundedHttpToolsProtocol
 
     settings = _settings()
     if workers > 1 and not settings.redis_url:
@@ -121,7 +123,9 @@ def serve(
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
+        timeout_keep_alive=settings.keep_alive_seconds,
+        limit_concurrency=settings.max_connections,
         log_config=None,
         access_log=False,
         proxy_headers=False,

@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     db_pool_size: int = 20
     # How long a request waits for a pooled connection before its 503 (overload, not a fault).
     db_pool_timeout: float = 30.0
+    # `solarapi serve` (server.py). Idle keep-alive connections stay open longer than client
+    # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
+    # closes one just as the client reuses it; their number is capped per process.
+    keep_alive_seconds: int = Field(default=75, ge=1)
+    max_connections: int = Field(default=800, ge=1)
+    # The request line's URL and all header lines together (nginx: 8 KiB lines).
+    max_url_bytes: int = Field(default=8 * 1024, ge=256)
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

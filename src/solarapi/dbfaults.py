@@ -17,6 +17,8 @@ discarded by the pool, and the next request reaches whatever the database is the
 
 from __future__ import annotations
 
+import errno
+import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,10 +106,35 @@ def _sqlite_code(exc: BaseException) -> int | None:
     return code & 0xFF if isinstance(code, int) else None  # the primary of an extended code
 
 
+# OS errors of a network connection. Any other OSError (a file name too long, a missing file:
+# `ZoneInfo` opens files) is a bug or bad input, never an outage to retry: a 300-character
+# time-zone name once came back as 503 "database unavailable", and clients retried forever.
+_NETWORK_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EPIPE,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.EHOSTDOWN,
+        errno.ENETUNREACH,
+        errno.ENETDOWN,
+        errno.EADDRNOTAVAIL,
+    }
+)
+
+
+def _is_network_failure(exc: BaseException) -> bool:
+    if isinstance(exc, ConnectionError | TimeoutError | socket.gaierror):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS
+
+
 def is_database_unavailable(exc: BaseException) -> bool:
     """A fault of the database's availability, not of the statement."""
     for cause in _causes(exc):
-        if isinstance(cause, OSError | TimeoutError):  # ConnectionError, DatabaseUnreachable
+        if _is_network_failure(cause):  # DatabaseUnreachable is a ConnectionError
             return True
         if isinstance(cause, DBAPIError) and cause.connection_invalidated:
             return True

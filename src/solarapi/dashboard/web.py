@@ -28,6 +28,7 @@ from solarapi.db import SessionDep
 from solarapi.dbfaults import is_outage
 from solarapi.errors import ApiError
 from solarapi.gateway import ApiGateway
+from solarapi.kit.text import NUL_MESSAGE, url_has_nul
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
 log = logging.getLogger("solarapi.dashboard")
@@ -242,6 +243,8 @@ class DashboardRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def dashboard_handler(request: Request) -> Response:
+            if url_has_nul(request.scope["path"], request.scope.get("query_string", b"")):
+                return error_page(request, 400, f"The address is not valid: {NUL_MESSAGE}.")
             try:
                 response = await handler(request)
             except LoginRequired:
@@ -393,6 +396,8 @@ async def read_form(request: Request, user: WebUser | None) -> dict[str, str]:
         raise PageError(400, "That request did not work", "The form was not UTF-8.") from None
     form: dict[str, str] = {}
     for name, value in pairs:
+        if "\x00" in name or "\x00" in value:
+            raise PageError(400, "That request did not work", f"Form fields: {NUL_MESSAGE}.")
         form.setdefault(name, value)
     _check_origin(request)
     if user is not None:

@@ -29,6 +29,7 @@ from solarapi.kit.grid import (
 )
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_optional, format_timestamp, parse_timestamp
 from solarapi.models.reports import Report, ReportStatus
 from solarapi.models.systems import System
@@ -71,7 +72,9 @@ class ReportRequest:
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        raise ValidationFailed(f"{name} must be one of {', '.join(allowed)}; got '{value}'")
+        raise ValidationFailed(
+            f"{name} must be one of {', '.join(allowed)}; got '{excerpt(value)}'"
+        )
     return value
 
 
@@ -112,7 +115,9 @@ async def validate_request(
         seen: set[str] = set()
         for index, system_id in enumerate(ids):
             if system_id in seen:
-                raise ValidationFailed(f"system_ids[{index}]: '{system_id}' is listed twice")
+                raise ValidationFailed(
+                    f"system_ids[{index}]: '{excerpt(system_id)}' is listed twice"
+                )
             seen.add(system_id)
     if interval is not None:
         buckets = bucket_count(time_range.start_s, time_range.end_s, interval, _UTC)
@@ -206,7 +211,7 @@ async def get_report(session: AsyncSession, principal: Principal, report_id: str
         session, principal.account_id, principal.environment.value, report_id
     )
     if report is None:
-        raise NotFound(f"No report with id '{report_id}'")
+        raise NotFound(f"No report with id '{excerpt(report_id)}'")
     return report
 
 

@@ -16,6 +16,7 @@ from solarapi.kit.grid import QUARTER_S, local_midnight
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
 from solarapi.models.systems import SYSTEM_STATUSES, System
 from solarapi.prices.zones import ZONES
@@ -50,7 +51,7 @@ def owned(system: System | None, principal: Principal, system_id: str) -> System
         or system.account_id != principal.account_id
         or system.environment != principal.environment.value
     ):
-        raise NotFound(f"No system with id '{system_id}'")
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
     return system
 
 
@@ -121,11 +122,11 @@ async def list_systems(
 ) -> tuple[list[dict[str, Any]], int]:
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
-            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{status}'"
+            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
         )
     if market_zone is not None and market_zone not in ZONES:
         raise ValidationFailed(
-            f"market_zone: unknown zone '{market_zone}'; see GET /api/v1/market-prices/zones"
+            f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
     systems, total = await repository.list_page(
         session,
@@ -308,7 +309,7 @@ async def delete_system(session: AsyncSession, principal: Principal, system_id: 
     system = await get_system(session, principal, system_id)
     if await blocks_system_deletion(session, system.id):
         raise Conflict(
-            f"System '{system_id}' has a submitted or approved declaration and cannot be "
+            f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
         )
     data = system_to_api(system)
