@@ -95,9 +95,11 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes")] = 1,
 ) -> None:
     """Serve the API and the dashboard."""
+    # Deferred: uvicorn and its protocols are only needed here, not by the other commands.
     import uvicorn
 
     from solarapi.logs import configure_logging
+    from solarapi.server import BoundedHttpToolsProtocol
 
     settings = _settings()
     if workers > 1 and not settings.redis_url:
@@ -121,7 +123,9 @@ def serve(
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
+        timeout_keep_alive=settings.keep_alive_seconds,
+        limit_concurrency=settings.max_connections,
         log_config=None,
         access_log=False,
         proxy_headers=False,
@@ -145,14 +149,14 @@ def demo(
     no_data: Annotated[bool, typer.Option("--no-data", help="Accounts and keys only")] = False,
 ) -> None:
     """Create (idempotently) one demo account per plan, each with a live and a test key."""
-    from solarapi.demo import DEMO_PASSWORD, ensure_demo_accounts
+    from solarapi.demo import DEMO_PASSWORD, demo_data_summary, ensure_demo_accounts
 
     settings = _settings()
     secret = settings.effective_secret_key
     accounts = run_in_session(
         settings, lambda s: ensure_demo_accounts(s, secret, utcnow(), with_data=not no_data)
     )
-    payload = {
+    payload: dict[str, object] = {
         "password": DEMO_PASSWORD,
         "accounts": [
             {
@@ -165,6 +169,9 @@ def demo(
             for a in accounts
         ],
     }
+    data = None if no_data else demo_data_summary()
+    if data is not None:
+        payload["data"] = data.to_json()
     if as_json:
         _print_json(payload)
         return
@@ -173,6 +180,12 @@ def demo(
         typer.echo(f"  {a.plan.value:<10} {a.email}")
         for env, key in a.keys.items():
             typer.echo(f"      {env.value}: {key}")
+    if data is not None:
+        typer.echo(f"Demo data (live): {', '.join(data.systems)} with {data.readings}.")
+        typer.echo(
+            f"Day-ahead prices for {', '.join(data.price_zones)} (source "
+            f"'{data.price_source}'): {data.price_origin}."
+        )
 
 
 @accounts_app.command("create")

@@ -40,12 +40,14 @@ def worker(
         load_handlers,
         new_worker_id,
         run_pending,
+        warm_render_process,
     )
     from solarapi.logs import configure_logging
 
     settings = _settings()
     configure_logging(settings.log_level)
     load_handlers()
+    warm_render_process()
     for module in handlers or []:
         importlib.import_module(module)
     runner_settings = RunnerSettings(lease_seconds=lease)

@@ -15,6 +15,7 @@ As published, prices before 2025-10-01 are stored hourly and from then on per qu
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -52,6 +53,13 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
     ).scalars()
     for code in sorted(z for z in zones if z in ZONES):
         await ensure_demo_prices(session, ZONES[code], now)
+
+
+def price_origin() -> str:
+    """Where demo prices come from, in words (never market data)."""
+    if importlib.util.find_spec("solarapi.sandbox.prices") is not None:
+        return "simulated by the sandbox price model (solarapi.sandbox.prices), not market data"
+    return "a simulated stand-in curve (solarapi.prices.demo), not market data"
 
 
 def demo_range(zone: Zone, now: datetime) -> tuple[int, int]:

@@ -37,7 +37,7 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
-from solarapi.systems.service import owned, read_system
+from solarapi.systems.service import owned, read_system, simulated_since
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +70,9 @@ async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries
             model = await asyncio.to_thread(importlib.import_module, "solarapi.sandbox.model")
         except ImportError:
             return None
-    # Simulated history is bounded (see docs/sandbox.md): a 1M query may span 833 years.
-    start_s = max(start_s, model.SIMULATION_START_S)
+    # Simulated history starts at the installation day, and never before 2000 (see
+    # docs/sandbox.md): a 1M query may span 833 years.
+    start_s = max(start_s, simulated_since(system))
     if end_s <= start_s:
         return None
     params = model.PvParams(

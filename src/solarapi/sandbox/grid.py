@@ -9,6 +9,11 @@ import numpy as np
 import numpy.typing as npt
 
 QUARTER_S = 900
+# Simulated readings exist from this instant on (earlier quarter-hours are "no reading"): it
+# keeps one request's work finite, since 10,000 monthly buckets would otherwise ask for 833
+# years of quarter-hours. A system's installation day moves its start later
+# (`systems.service.simulated_since`).
+SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
 FloatArray = npt.NDArray[np.float64]
 # (year, month, month start, month end) → one value per quarter-hour of that UTC month.
 MonthValues = Callable[[int, int, int, int], FloatArray]

@@ -1,6 +1,10 @@
 """Demo data of the systems area: two live metered systems per demo account with a year of
 15-minute readings up to now, with a few deliberate gaps (idempotent).
 
+A demo system is `installed_on` the local day a year before the first demo run, and its
+readings start at that day's local midnight: demo data must not contradict itself (a system
+installed years before its first reading teaches users that such gaps are normal).
+
 Readings come from the sandbox's physical model when `solarapi.sandbox.model` is installed;
 otherwise from a clear-sky stand-in (`_stand_in_energy`): the sine of the sun's elevation
 from the textbook declination and hour-angle formulas, scaled to the capacity and dimmed by a
@@ -11,13 +15,15 @@ above winter) but is not a physical model.
 from __future__ import annotations
 
 import hashlib
-from datetime import date, datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray
+from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray, local_date, local_midnight
 from solarapi.kit.plans import Plan
 from solarapi.models.systems import System
 from solarapi.systems.service import SystemSpec, new_system
@@ -38,7 +44,6 @@ DEMO_SYSTEMS = (
         market_zone="NL",
         tilt_deg=35.0,
         azimuth_deg=180.0,
-        installed_on=date(2023, 4, 1),
     ),
     SystemSpec(
         name="Barn Freiburg",
@@ -51,7 +56,6 @@ DEMO_SYSTEMS = (
         market_zone="DE-LU",
         tilt_deg=20.0,
         azimuth_deg=200.0,
-        installed_on=date(2022, 9, 15),
     ),
 )
 
@@ -75,8 +79,14 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
     for spec in DEMO_SYSTEMS:
         if spec.name in existing:
             continue  # idempotent: a re-run keeps the system and its readings as they are
+        tz = ZoneInfo(spec.timezone)
+        installed_on = local_date(int(now.timestamp()), tz) - timedelta(days=DEMO_DAYS)
         system = new_system(
-            spec, account_id=account_id, environment="live", data_source="metered", created_at=now
+            replace(spec, installed_on=installed_on),
+            account_id=account_id,
+            environment="live",
+            data_source="metered",
+            created_at=now,
         )
         session.add(system)
         await session.flush()
@@ -92,10 +102,13 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
 
 
 async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
-    """A year of quarter-hours up to the last one that has ended, minus the gaps."""
+    """The quarter-hours from the local midnight of `installed_on` (else a year back) up to the
+    last one that has ended, minus the gaps."""
     now_s = int(now.timestamp())
     end_s = now_s - now_s % QUARTER_S
     start_s = end_s - DEMO_DAYS * 86400
+    if system.installed_on is not None:
+        start_s = local_midnight(system.installed_on, ZoneInfo(system.timezone))
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
     energy = await _model_energy(system, start_s, end_s)
     if energy is None:
@@ -112,7 +125,9 @@ async def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray 
     from solarapi.readings.service import simulate
 
     series = await simulate(system, start_s, end_s)
-    return None if series is None else np.asarray(series.energy_wh, dtype=np.float64)
+    if series is None or len(series.starts) == 0 or int(series.starts[0]) != start_s:
+        return None
+    return np.asarray(series.energy_wh, dtype=np.float64)
 
 
 def _stand_in_energy(system: System, starts: IntArray) -> FloatArray:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.kit.grid import QUARTER_S, local_midnight
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
-from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.kit.text import excerpt
+from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
 from solarapi.models.systems import SYSTEM_STATUSES, System
 from solarapi.prices.zones import ZONES
+from solarapi.sandbox.grid import SIMULATION_START_S
 from solarapi.systems import repository
 from solarapi.systems.schemas import SystemCreate, SystemPatch
 
@@ -47,12 +51,38 @@ def owned(system: System | None, principal: Principal, system_id: str) -> System
         or system.account_id != principal.account_id
         or system.environment != principal.environment.value
     ):
-        raise NotFound(f"No system with id '{system_id}'")
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
     return system
 
 
-def system_to_api(system: System) -> dict[str, Any]:
-    """The contract's system object."""
+def simulated_since(system: System) -> int:
+    """Where a simulated system's readings start (epoch s): the local midnight of its
+    `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
+    if system.installed_on is None:
+        return SIMULATION_START_S
+    return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
+
+
+def reading_span(system: System, now: datetime | None = None) -> tuple[str | None, str | None]:
+    """`first_reading_at` / `last_reading_at`: the starts of the first and last stored
+    quarter-hours; for a simulated system, of the first and last it serves (its history's
+    start, and the last quarter-hour that has ended by `now`)."""
+    if system.data_source != "simulated":
+        return format_optional(system.first_reading_at), format_optional(system.last_reading_at)
+    now_s = int((now or utcnow()).timestamp())
+    last = now_s - now_s % QUARTER_S - QUARTER_S
+    first = simulated_since(system)
+    if last < first:
+        return None, None
+    return (
+        format_timestamp(datetime.fromtimestamp(first, UTC)),
+        format_timestamp(datetime.fromtimestamp(last, UTC)),
+    )
+
+
+def system_to_api(system: System, now: datetime | None = None) -> dict[str, Any]:
+    """The contract's system object (`now`: for a simulated system's last reading)."""
+    first_reading_at, last_reading_at = reading_span(system, now)
     return {
         "id": system.id,
         "name": system.name,
@@ -70,8 +100,8 @@ def system_to_api(system: System) -> dict[str, Any]:
         "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
         "market_zone": system.market_zone,
         "installed_on": system.installed_on.isoformat() if system.installed_on else None,
-        "first_reading_at": format_optional(system.first_reading_at),
-        "last_reading_at": format_optional(system.last_reading_at),
+        "first_reading_at": first_reading_at,
+        "last_reading_at": last_reading_at,
         "created_at": format_timestamp(system.created_at),
         "updated_at": format_timestamp(system.updated_at),
     }
@@ -92,11 +122,11 @@ async def list_systems(
 ) -> tuple[list[dict[str, Any]], int]:
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
-            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{status}'"
+            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
         )
     if market_zone is not None and market_zone not in ZONES:
         raise ValidationFailed(
-            f"market_zone: unknown zone '{market_zone}'; see GET /api/v1/market-prices/zones"
+            f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
     systems, total = await repository.list_page(
         session,
@@ -279,7 +309,7 @@ async def delete_system(session: AsyncSession, principal: Principal, system_id: 
     system = await get_system(session, principal, system_id)
     if await blocks_system_deletion(session, system.id):
         raise Conflict(
-            f"System '{system_id}' has a submitted or approved declaration and cannot be "
+            f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
         )
     data = system_to_api(system)
