@@ -5,11 +5,17 @@ once the database is back. Against real databases that the tests break on purpos
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
@@ -29,6 +35,7 @@ from tests.support import (
     POSTGRES_ADMIN_URL,
     Tenant,
     client_for,
+    free_port,
     make_tenant,
     need_service,
     postgres_available,
@@ -220,3 +227,81 @@ async def test_a_real_bug_in_sql_stays_a_500_on_a_current_schema(app: FastAPI) -
         with pytest.raises(DBAPIError) as failed:
             await connection.execute(text("SELECT * FROM no_such_table"))
     assert not await is_outage(failed.value, app.state.engine)
+
+
+_PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@contextmanager
+def _private_postgres() -> Iterator[tuple[int, Callable[..., None]]]:
+    """A PostgreSQL server of this test's own (the shared one must stay up for everyone), run
+    as the `postgres` user; yields its port and a `pg_ctl` runner."""
+    runuser = shutil.which("runuser")
+    if runuser is None or not (_PG_BIN / "initdb").exists():
+        need_service("a private PostgreSQL server (runuser, initdb)", False)
+    home = Path(tempfile.mkdtemp(prefix="solarapi-pg-"))
+    shutil.chown(home, "postgres")
+    port = free_port()
+
+    def pg_ctl(*args: str) -> None:
+        subprocess.run(
+            [str(runuser), "-u", "postgres", "--", str(_PG_BIN / "pg_ctl"), "-D",
+             str(home / "data"), "-l", str(home / "log"), *args],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+
+    subprocess.run(
+        [str(runuser), "-u", "postgres", "--", str(_PG_BIN / "initdb"), "-D", str(home / "data"),
+         "-A", "trust", "-U", "postgres"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    # The server's options ride in its data directory, so a plain `pg_ctl start` reuses them.
+    (home / "data" / "postgresql.auto.conf").write_text(
+        f"port = {port}\nunix_socket_directories = '{home}'\nlisten_addresses = '127.0.0.1'\n"
+    )
+    try:
+        pg_ctl("-w", "start")
+        yield port, pg_ctl
+    except BaseException:
+        print((home / "log").read_text(errors="replace"), file=sys.stderr)
+        raise
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            pg_ctl("-m", "immediate", "stop")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_a_postgres_server_shutting_down_is_503_and_recovery_needs_no_restart(
+    tmp_path: Path,
+) -> None:
+    with _private_postgres() as (port, pg_ctl):
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        settings = Settings(
+            database_url=url, secret_key=TEST_SECRET, data_dir=tmp_path, job_runner="external"
+        )
+        await asyncio.to_thread(upgrade, settings)
+        async with _served(settings) as (app, tenant), client_for(app, tenant.live) as client:
+            await _assert_serving(client, "running")
+            # A session of our own keeps a "smart" shutdown pending: the server refuses new
+            # connections ("the database system is shutting down", 57P03) until it ends.
+            held = await asyncpg.connect(host="127.0.0.1", port=port, user="postgres")
+            await held.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+            await asyncio.to_thread(pg_ctl, "-m", "smart", "-W", "stop")
+            deadline = asyncio.get_running_loop().time() + 60
+            while True:
+                try:
+                    probe = await asyncpg.connect(host="127.0.0.1", port=port, user="postgres")
+                except asyncpg.CannotConnectNowError:
+                    break
+                await probe.close()
+                assert asyncio.get_running_loop().time() < deadline, "never began shutting down"
+                await asyncio.sleep(0.05)
+            await _assert_outage(client, "shutting down")
+            await held.close()  # the server finishes stopping
+            await asyncio.to_thread(pg_ctl, "-w", "stop")
+            await _assert_outage(client, "stopped")
+            await asyncio.to_thread(pg_ctl, "-w", "start")
+            await _assert_serving(client, "started again")
