@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -116,8 +118,6 @@ def describe_validation_errors(errors: Any) -> str:
 
 def is_database_unavailable(exc: BaseException) -> bool:
     """Connection-level failures (server down, refused), not query bugs."""
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-
     if isinstance(exc, OSError | ConnectionError | TimeoutError):
         return True
     if isinstance(exc, InterfaceError | OperationalError):
@@ -135,7 +135,14 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return False
 
 
-def install_error_handlers(app: FastAPI) -> None:
+# Renders an HTTP error on a path outside the API (the dashboard's HTML error page).
+PageRenderer = Callable[[Request, StarletteHTTPException], Awaitable[Response]]
+
+
+def install_error_handlers(app: FastAPI, *, outside_api: PageRenderer) -> None:
+    """`outside_api` renders routing errors on non-API paths: the dashboard passes its HTML
+    page (app.py wires it), so this bottom-layer module imports no area."""
+
     async def api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
         return render_api_error(exc)
@@ -144,9 +151,7 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         if not request.url.path.startswith("/api/"):
             # Outside the API (the dashboard) errors are HTML pages in the dashboard's look.
-            from solarapi.dashboard.web import http_error_page
-
-            return await http_error_page(request, exc)
+            return await outside_api(request, exc)
         if exc.status_code == 404:
             return error_response(404, "not_found", f"No such endpoint: {request.url.path}")
         if exc.status_code == 405:

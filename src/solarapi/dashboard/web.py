@@ -26,7 +26,7 @@ from solarapi.dashboard.csrf import csrf_token, csrf_valid
 from solarapi.dashboard.sessions import WebUser, resolve_session
 from solarapi.db import SessionDep
 from solarapi.errors import ApiError, is_database_unavailable
-from solarapi.gateway import ApiGateway
+from solarapi.kit import clientip
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
 log = logging.getLogger("solarapi.dashboard")
@@ -317,7 +317,7 @@ def is_https(request: Request) -> bool:
 
 
 def client_ip(request: Request) -> str:
-    return ApiGateway._client_ip(request.scope, request.app.state.settings.trusted_networks)
+    return clientip.client_ip(request.scope, request.app.state.settings.trusted_networks)
 
 
 def set_session_cookie(request: Request, response: Response, token: str) -> None:
