@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-QUARTER_S = 900
+from solarapi.kit.grid import QUARTER_S
+
 FloatArray = npt.NDArray[np.float64]
 # (year, month, month start, month end) → one value per quarter-hour of that UTC month.
 MonthValues = Callable[[int, int, int, int], FloatArray]

@@ -35,8 +35,9 @@ import numpy.typing as npt
 import pandas as pd
 import pvlib
 
+from solarapi.kit.grid import QUARTER_S
 from solarapi.sandbox.cache import BoundedCache
-from solarapi.sandbox.grid import QUARTER_S, gather_months, grid_range, utc_months
+from solarapi.sandbox.grid import gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import weather_at
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.

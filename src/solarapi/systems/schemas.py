@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from solarapi.kit.timefmt import TimestampError, parse_date
-from solarapi.prices.zones import ZONES
+from solarapi.kit.zones import ZONES
 
 Status = Literal["active", "inactive", "decommissioned"]
 DataSource = Literal["metered", "simulated"]
