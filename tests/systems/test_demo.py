@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from solarapi.kit.plans import Plan
 from solarapi.models.readings import Reading
 from solarapi.models.systems import System
-from solarapi.systems.demo import GAPS, add_demo_data
+from solarapi.readings.demo import GAPS, add_demo_data
 from tests.support import Tenant, client_for
 
 

@@ -9,46 +9,21 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
-from solarapi.errors import Conflict, NotFound, ValidationFailed
+from solarapi.declarations.service import blocks_system_deletion
+from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, System
-from solarapi.prices.zones import ZONES
+from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
+from solarapi.systems.access import get_system
 from solarapi.systems.schemas import SystemCreate, SystemPatch
 
 DEFAULT_TILT_DEG = 30.0
-
-
-async def get_system(
-    session: AsyncSession, principal: Principal, system_id: str, *, for_update: bool = False
-) -> System:
-    """The caller's system in the caller's environment; anything else is 404 (never 403,
-    so ids of other tenants cannot be probed)."""
-    return owned(
-        await repository.get(session, system_id, for_update=for_update), principal, system_id
-    )
-
-
-async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
-    """The caller's system for a request that only reads it: a snapshot outside the session
-    (changing it changes nothing), read without the ORM — every readings query starts here."""
-    return owned(await repository.snapshot(session, system_id), principal, system_id)
-
-
-def owned(system: System | None, principal: Principal, system_id: str) -> System:
-    """`system` if it is the caller's, in the caller's environment; else 404 (never 403, so
-    ids of other tenants cannot be probed)."""
-    if (
-        system is None
-        or system.account_id != principal.account_id
-        or system.environment != principal.environment.value
-    ):
-        raise NotFound(f"No system with id '{system_id}'")
-    return system
 
 
 def system_to_api(system: System) -> dict[str, Any]:
@@ -260,7 +235,6 @@ async def update_system(
     await session.flush()
     if system.timezone != old_timezone:
         # The daily rollup follows the local calendar; a new zone moves every day's edges.
-        from solarapi.readings.upload import rebuild_daily_rollup
 
         await rebuild_daily_rollup(session, system)
     await record_event(
@@ -274,7 +248,6 @@ async def update_system(
 
 
 async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
-    from solarapi.declarations.service import blocks_system_deletion
 
     system = await get_system(session, principal, system_id)
     if await blocks_system_deletion(session, system.id):
