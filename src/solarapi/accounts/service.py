@@ -14,7 +14,6 @@ from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Plan
 from solarapi.models import Account, User
-from solarapi.sandbox.provision import ensure_sandbox
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 
@@ -63,8 +62,6 @@ async def create_account(
     )
     await repository.add(session, account)
     await repository.add(session, user)
-    # Every account has its sandbox from the start, so a test key works at once.
-    await ensure_sandbox(session, account.id, now)
     return NewAccount(account, user)
 
 

@@ -24,6 +24,7 @@ class KeyRecord:
     account_id: str
     account_name: str
     plan: str
+    sandbox_provisioned: bool
 
 
 # Every authenticated request runs this: compiled once, one hand-over to the driver.
@@ -39,6 +40,7 @@ _KEY_BY_HASH = DriverQuery(
         Account.id,
         Account.name,
         Account.plan,
+        Account.sandbox_provisioned_at,
     )
     .join(Account, Account.id == ApiKey.account_id)
     .where(ApiKey.key_hash == bindparam("key_hash"))
@@ -61,6 +63,7 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
         account_id=row[7],
         account_name=row[8],
         plan=row[9],
+        sandbox_provisioned=row[10] is not None,
     )
 
 

@@ -32,7 +32,7 @@ async def authenticate(
     session: AsyncSession, authorization: str | None, secret: bytes, now: datetime
 ) -> tuple[Principal, bool]:
     """The caller of a request, and whether authenticating it wrote (`last_used_at`, at most
-    once a minute per key): the caller commits then."""
+    once a minute per key, or the sandbox's first provisioning): the caller commits then."""
     token = bearer_token(authorization)
     environment = parse_key(token)
     if environment is None:
@@ -52,6 +52,11 @@ async def authenticate(
             session, record.key_id, now, now - LAST_USED_RESOLUTION
         ):
             last_used_at = now
+    if record.environment == Environment.TEST and not record.sandbox_provisioned:
+        from solarapi.sandbox.provision import ensure_sandbox
+
+        wrote = True
+        await ensure_sandbox(session, record.account_id, now)
     principal = Principal(
         account_id=record.account_id,
         account_name=record.account_name,

@@ -1,9 +1,9 @@
-"""Creating an account's simulated sandbox systems.
+"""Creating an account's simulated sandbox systems on its first sandbox request.
 
-Called by `accounts.service.create_account` in the transaction that creates the account (so
-its first test-key request already sees the systems), and by the dashboard's sandbox view for
-an account created before that (`accounts.sandbox_provisioned_at` still null). Idempotent and
-race-safe: only the transaction whose conditional UPDATE claimed the account creates systems.
+Called by `auth.service.authenticate` while `accounts.sandbox_provisioned_at` is null, in the
+gateway's own transaction (committed before the endpoint runs, so the first request already
+sees the systems). Idempotent and race-safe: only the transaction whose conditional UPDATE
+claimed the account creates systems.
 """
 
 from __future__ import annotations
