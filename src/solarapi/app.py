@@ -26,6 +26,7 @@ from solarapi.health.router import router as health_router
 from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.logs import configure_logging
 from solarapi.openapi import build_openapi
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
@@ -87,6 +88,16 @@ def create_app(
     # a 9 % smaller body, level 4 ~4 ms for the size of level 6 (bench/prices/README.md).
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=4)
     return app
+
+
+def serve_app() -> FastAPI:
+    """The app of one `solarapi serve` worker process. Logging is configured here, in the
+    process that serves, not only in the command: with `--workers N` uvicorn starts each
+    worker as a fresh (spawned) interpreter that inherits none of its parent's handlers, and
+    a worker without them wrote no request line and printed its errors as plain text."""
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)
 
 
 def _include_routers(app: FastAPI) -> None:

@@ -76,7 +76,7 @@ def serve(
     settings.effective_secret_key  # noqa: B018 - create the embedded secret before workers fork
     configure_logging(settings.log_level)
     uvicorn.run(
-        "solarapi.app:create_app",
+        "solarapi.app:serve_app",
         factory=True,
         host=host,
         port=port,

@@ -243,6 +243,7 @@ class ApiGateway:
                     "status": status,
                     "latency_ms": round((time.perf_counter() - started) * 1000, 2),
                     "key_id": principal.key_id if isinstance(principal, Principal) else None,
+                    "key": principal.key_display if isinstance(principal, Principal) else None,
                     "account_id": principal.account_id
                     if isinstance(principal, Principal)
                     else None,

@@ -29,6 +29,8 @@ class JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
+            # Which worker wrote it, when `solarapi serve --workers N` runs several.
+            "pid": record.process,
             "msg": record.getMessage(),
         }
         for key, value in vars(record).items():

@@ -8,10 +8,13 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select, update
 from starlette.background import BackgroundTask
+from starlette.types import Message
 
 from solarapi.app import create_app
 from solarapi.config import Settings
@@ -47,7 +50,8 @@ async def test_repeat_replays_the_first_response(app: FastAPI, enterprise: Tenan
     assert "idempotent-replayed" not in first.headers
     assert again.status_code == 201
     assert again.headers["idempotent-replayed"] == "true"
-    assert again.json() == first.json()
+    # The signing secret is shown once: the replay is the first answer without it.
+    assert again.json() == {k: v for k, v in first.json().items() if k != "secret"}
     assert again.headers["location"] == first.headers["location"]
     # The gateway's own headers are fresh on the replay.
     assert again.headers["x-request-id"] != first.headers["x-request-id"]
@@ -359,3 +363,98 @@ async def test_the_hourly_clean_up_deletes_expired_keys_only(
             )
         )
     assert left == {fresh}
+
+
+async def _stored_response(app: FastAPI, key: str) -> IdempotencyRecord:
+    async with app.state.sessionmaker() as session:
+        record = await session.scalar(
+            select(IdempotencyRecord).where(IdempotencyRecord.idempotency_key == key)
+        )
+    assert record is not None
+    return record
+
+
+async def test_a_webhook_secret_is_never_stored_nor_replayed(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    create_key, rotate_key = fresh_key(), fresh_key()
+    async with client_for(app, enterprise.live) as client:
+        created = await client.post(
+            "/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": create_key}
+        )
+        path = f"/api/v1/webhooks/{created.json()['id']}/rotate-secret"
+        rotated = await client.post(path, headers={"Idempotency-Key": rotate_key})
+        created_again = await client.post(
+            "/api/v1/webhooks", json=BODY, headers={"Idempotency-Key": create_key}
+        )
+        rotated_again = await client.post(path, headers={"Idempotency-Key": rotate_key})
+    secrets = [created.json()["secret"], rotated.json()["secret"]]
+    assert all(secret.startswith("whsec_") for secret in secrets)
+    for key in (create_key, rotate_key):
+        record = await _stored_response(app, key)
+        stored = (record.response_body or b"") + repr(record.response_headers).encode()
+        assert b"whsec_" not in stored
+        assert all(secret.encode() not in stored for secret in secrets)
+    for first, again in ((created, created_again), (rotated, rotated_again)):
+        assert again.status_code == first.status_code
+        assert again.headers["idempotent-replayed"] == "true"
+        assert "whsec_" not in again.text
+        assert again.json() == {k: v for k, v in first.json().items() if k != "secret"}
+        assert again.headers["content-length"] == str(len(again.content))
+
+
+async def test_the_answer_is_stored_before_the_client_receives_it(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A retry sent the moment the first answer's last byte arrives is a replay. The app is
+    driven through raw ASGI so the retry runs inside that moment (an HTTP client would only
+    return once the first request's handling had finished)."""
+    key = fresh_key()
+    body = orjson.dumps(BODY)
+    sent: list[Message] = []
+    retries: list[httpx.Response] = []
+    client = client_for(app, enterprise.live)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            retries.append(
+                await client.post("/api/v1/webhooks", content=body, headers=_json_and(key))
+            )
+
+    headers = [
+        (b"host", b"testserver"),
+        (b"authorization", f"Bearer {enterprise.live}".encode()),
+        (b"content-length", str(len(body)).encode()),
+        *((name.lower().encode(), value.encode()) for name, value in _json_and(key).items()),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/v1/webhooks",
+        "raw_path": b"/api/v1/webhooks",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("10.9.8.7", 50000),
+        "server": ("testserver", 80),
+    }
+    async with client:
+        await app(scope, receive, send)
+    assert sent[0]["status"] == 201
+    first = orjson.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+    (retry,) = retries
+    assert retry.status_code == 201, retry.text
+    assert retry.headers["idempotent-replayed"] == "true"
+    assert retry.json()["id"] == first["id"]
+    assert await endpoint_count(app, enterprise.account_id) == 1
+
+
+def _json_and(key: str) -> dict[str, str]:
+    return {"Content-Type": "application/json", "Idempotency-Key": key}

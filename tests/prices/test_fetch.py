@@ -115,7 +115,8 @@ async def test_fetch_imports_the_local_days_and_keeps_the_token_secret(
         check=False,
     )  # fmt: skip
     assert no_data.returncode == 1
-    assert "acknowledgement, not prices (no data): No matching data found" in no_data.stderr
+    assert "ENTSO-E has no prices for this zone and period" in no_data.stderr
+    assert "No matching data found for Data item Day-ahead Prices" in no_data.stderr
 
     wrong = run_cli(
         {**env, "SOLARAPI_ENTSOE_TOKEN": "wrong-token-value-77"},

@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
+from solarapi.kit.timefmt import utcnow
+from solarapi.readings.upload import batch_from_json, upload_readings
+from solarapi.systems import repository as systems
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, iso, quarter_series, upload
 
@@ -273,3 +276,61 @@ async def test_concurrent_uploads_keep_rollups_exact(app: FastAPI, enterprise: T
     assert hourly.json()["meta"]["totals"]["energy_wh"] == raw_total
     assert hourly.json()["meta"]["totals"]["samples"] == 96
     assert daily.json()["meta"]["totals"]["energy_wh"] == raw_total
+
+
+async def _span(client: Any, system_id: str) -> tuple[str, str]:
+    body = (await client.get(f"/api/v1/systems/{system_id}")).json()
+    return body["first_reading_at"], body["last_reading_at"]
+
+
+async def test_reading_span_is_exact_when_uploads_interleave(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The interleaving that lost a day: both uploads read the system before either takes
+    its lock, then one commits and the other, holding a stale row, writes after it. The span
+    must cover both days."""
+
+    early, late = JUNE, JUNE + timedelta(days=3)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        maker = app.state.sessionmaker
+        async with maker() as first, maker() as second:
+            stale_first = await systems.get(first, system_id)
+            stale_second = await systems.get(second, system_id)
+            assert stale_first is not None
+            assert stale_second is not None
+            assert stale_second.last_reading_at is None
+            # Ends the read transactions (SQLite would refuse a write from a reader whose
+            # snapshot is older than the other's commit); the objects stay as read.
+            await first.commit()
+            await second.commit()
+            batch = batch_from_json({"readings": quarter_series(late, 4, 10.0)})
+            await upload_readings(first, stale_first, batch, utcnow())
+            await first.commit()
+            batch = batch_from_json({"readings": quarter_series(early, 4, 10.0)})
+            await upload_readings(second, stale_second, batch, utcnow())
+            await second.commit()
+            assert stale_second.first_reading_at == early
+            assert stale_second.last_reading_at == late + timedelta(minutes=45)
+        assert await _span(client, system_id) == (
+            iso(early),
+            iso(late + timedelta(minutes=45)),
+        )
+
+
+async def test_reading_span_is_exact_under_concurrent_uploads(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    import asyncio
+
+    days = [JUNE + timedelta(days=d) for d in (4, 0, 6, 2, 5, 1)]
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        responses = await asyncio.gather(
+            *(upload(client, system_id, quarter_series(day, 8, 10.0)) for day in days)
+        )
+        assert [r.status_code for r in responses] == [200] * len(days)
+        assert await _span(client, system_id) == (
+            iso(JUNE),
+            iso(JUNE + timedelta(days=6, minutes=7 * 15)),
+        )

@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.webhooks import IdempotencyRecord
 
+Maker = async_sessionmaker[AsyncSession]
+
 # A key answers repeats for this long (contract: 24 h); after that it may be used afresh.
 KEY_TTL = timedelta(hours=24)
 # No request of this API runs this long: a key still in flight after it belongs to a request

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +15,7 @@ from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_date, u
 from solarapi.kit.zones import ZONES
 from solarapi.prices.fetch import ENTSOE_API_URL, fetch_day_ahead, local_day_range
 from solarapi.prices.imports import read_price_file
-from solarapi.prices.rows import ParsedPrices, PriceFileError
+from solarapi.prices.rows import ParsedPrices, PriceFileError, ResolutionSpan, resolution_spans
 from solarapi.prices.service import ImportResult, import_prices
 
 prices_app = typer.Typer(help="Day-ahead market prices (live data).", no_args_is_help=True)
@@ -91,7 +93,7 @@ def fetch_command(
     except (TimestampError, PriceFileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    parsed = ParsedPrices(found, "entsoe", document.rows)
+    parsed = ParsedPrices(found, "entsoe", document.rows, document.sequence, document.skipped)
 
     async def work(session: AsyncSession) -> ImportResult:
         return await import_prices(session, parsed, utcnow())
@@ -100,24 +102,58 @@ def fetch_command(
 
 
 def _report(result: ImportResult, as_json: bool) -> None:
+    """Per zone and sequence, what was stored (and what was skipped): range, resolution, count."""
 
-    resolutions = [f"PT{seconds // 60}M" for seconds in result.resolutions_s]
+    def iso(epoch: int) -> str:
+        return format_timestamp(datetime.fromtimestamp(epoch, UTC))
+
+    def spans(items: Sequence[ResolutionSpan]) -> list[dict[str, object]]:
+        return [
+            {
+                "resolution": f"PT{span.resolution_s // 60}M",
+                "count": span.count,
+                "from": iso(span.first_start),
+                "to": iso(span.last_end),
+            }
+            for span in items
+        ]
+
+    skipped_spans = [(item, spans(resolution_spans(item.rows))) for item in result.skipped]
+    skipped = [
+        {"sequence": item.sequence, "count": len(item.rows), "spans": item_spans}
+        for item, item_spans in skipped_spans
+    ]
     payload: dict[str, object] = {
         "zone": result.zone,
         "source": result.source,
+        "sequence": result.sequence,
         "stored": result.stored,
         "replaced": result.replaced,
         "from": format_timestamp(result.first_start),
         "to": format_timestamp(result.last_end),
-        "resolutions": resolutions,
+        "resolutions": [f"PT{seconds // 60}M" for seconds in result.resolutions_s],
+        "spans": spans(result.spans),
+        "skipped": skipped,
     }
     if as_json:
         print_json(payload)
         return
+    what = "" if result.sequence is None else f" sequence {result.sequence} (day-ahead price)"
     typer.echo(
-        f"{result.zone}: stored {result.stored} prices ({', '.join(resolutions)}) "
-        f"from {payload['from']} to {payload['to']}; replaced {result.replaced} stored before"
+        f"{result.zone}{what}: stored {result.stored} prices from {payload['from']} to "
+        f"{payload['to']}; replaced {result.replaced} stored before"
     )
+    for span in spans(result.spans):
+        typer.echo(f"  {span['resolution']}: {span['count']} from {span['from']} to {span['to']}")
+    for item, item_spans in skipped_spans:
+        typer.echo(
+            f"{result.zone} sequence {item.sequence}: skipped {len(item.rows)} prices (another "
+            "auction, not the day-ahead price; not stored)"
+        )
+        for span in item_spans:
+            typer.echo(
+                f"  {span['resolution']}: {span['count']} from {span['from']} to {span['to']}"
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -5,6 +5,16 @@ start/end in UTC, resolution PT15M/PT30M/PT60M) → Point (position from 1, pric
 Curve type A01 lists every position; A03 omits a position whose price repeats the previous
 one, so an omitted position carries the price before it up to the period's end.
 
+Classification sequences: for some zones a response holds several price series for the same
+hours, told apart by `classificationSequence_AttributeInstanceComponent.position`. Sequence 1
+(or a TimeSeries without the element) is the zone's day-ahead (SDAC) price; others are other
+auctions (DE-LU before the 15-minute market: sequence 2 was a quarter-hourly auction, not the
+day-ahead price). Only the day-ahead sequence is imported; the others are parsed, checked and
+reported as skipped, never mixed into it. Document order is not sequence order.
+
+An `Acknowledgement_MarketDocument` (the platform's answer when it has no data, reason 999,
+or refuses a request) becomes a `NoPricesAnswer` naming the platform's reason.
+
 Parsed with defusedxml's SAX parser: entity declarations (billion laughs) and external
 references (XXE) are refused before anything is expanded or fetched, and the SAX locator
 gives every element its line so errors can point at it.
@@ -26,7 +36,7 @@ from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidd
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.zones import ZONE_BY_EIC, Zone
-from solarapi.prices.rows import PriceFileError, PriceRow
+from solarapi.prices.rows import PriceFileError, PriceRow, PriceSequence
 
 _RESOLUTIONS = {"PT15M": 900, "PT30M": 1800, "PT60M": 3600, "PT1H": 3600}
 # ENTSO-E writes interval bounds without seconds (2025-06-14T22:00Z); accept them with, too.
@@ -84,21 +94,34 @@ class _TreeBuilder(xml.sax.handler.ContentHandler):
             self._stack[-1].text += content
 
 
+# The sequence that is the zone's day-ahead price; a TimeSeries without the element is it too.
+DAY_AHEAD_SEQUENCE = 1
+# The acknowledgement reason code the platform uses for "No matching data found".
+NO_DATA_REASON = "999"
+
+
+class NoPricesAnswer(PriceFileError):
+    """An ENTSO-E `Acknowledgement_MarketDocument`: the platform answered without prices."""
+
+    def __init__(self, message: str, code: str | None, text: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.text = text
+
+
 @dataclass(frozen=True, slots=True)
 class EntsoeDocument:
     zone: Zone
-    rows: list[PriceRow]
+    rows: list[PriceRow]  # the day-ahead sequence, sorted, never overlapping
+    # 1 when the TimeSeries carry the element, None when the document has no sequences.
+    sequence: int | None = None
+    skipped: tuple[PriceSequence, ...] = ()  # other sequences, by number: never imported
 
 
 def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
     root = _parse_tree(data)
     if root.name == "Acknowledgement_MarketDocument":
-        reason = root.first("Reason")
-        text = reason.first("text") if reason is not None else None
-        detail = f": {text.text}" if text is not None and text.text else ""
-        raise PriceFileError(
-            f"the document is an ENTSO-E acknowledgement, not prices (no data){detail}"
-        )
+        raise _acknowledgement(root)
     if root.name != "Publication_MarketDocument":
         raise PriceFileError(
             f"line {root.line}: root element is <{root.name}>; expected an ENTSO-E "
@@ -115,8 +138,8 @@ def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
         raise PriceFileError(f"line {root.line}: the document has no <TimeSeries>")
 
     zone: Zone | None = None
-    rows: list[PriceRow] = []
-    origins: list[str] = []
+    # Per sequence (None = no element): the rows and where each came from.
+    by_sequence: dict[int | None, tuple[list[PriceRow], list[str]]] = {}
     for ts_index, ts in enumerate(series, start=1):
         where = f"TimeSeries {ts_index} (line {ts.line})"
         ts_zone = _series_zone(ts, where)
@@ -139,13 +162,69 @@ def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
         periods = ts.all("Period")
         if not periods:
             raise PriceFileError(f"{where} has no <Period>")
+        rows, origins = by_sequence.setdefault(_sequence(ts), ([], []))
         for p_index, period in enumerate(periods, start=1):
             period_where = f"{where} Period {p_index} (line {period.line})"
             for row, point_line in _period_rows(period, period_where, curve_type == "A03"):
                 rows.append(row)
                 origins.append(f"the Point at line {point_line}")
     assert zone is not None
-    return EntsoeDocument(zone, _finest_without_overlap(rows, origins))
+    if None in by_sequence and DAY_AHEAD_SEQUENCE in by_sequence:
+        raise PriceFileError(
+            "some TimeSeries carry <classificationSequence_AttributeInstanceComponent.position> "
+            "1 and others none: it is ambiguous which of them is the day-ahead price"
+        )
+    sequences = {
+        number: _finest_without_overlap(rows, origins)
+        for number, (rows, origins) in sorted(by_sequence.items(), key=lambda item: item[0] or 0)
+    }
+    skipped = tuple(
+        PriceSequence(number, rows)
+        for number, rows in sequences.items()
+        if number is not None and number != DAY_AHEAD_SEQUENCE
+    )
+    if None not in sequences and DAY_AHEAD_SEQUENCE not in sequences:
+        numbers = ", ".join(str(item.sequence) for item in skipped)
+        raise PriceFileError(
+            f"the document holds no day-ahead price (classification sequence 1), only "
+            f"sequence {numbers} (other auctions, never imported as the day-ahead price); "
+            "nothing was imported"
+        )
+    number = None if None in sequences else DAY_AHEAD_SEQUENCE
+    return EntsoeDocument(zone, sequences[number], number, skipped)
+
+
+def _sequence(ts: _Element) -> int | None:
+    element = ts.first("classificationSequence_AttributeInstanceComponent.position")
+    if element is None:
+        return None
+    if not element.text.isdigit() or int(element.text) < 1:
+        raise PriceFileError(
+            f"line {element.line}: <{element.name}> {element.text!r} is not a sequence number "
+            "(1, 2, …)"
+        )
+    return int(element.text)
+
+
+def _acknowledgement(root: _Element) -> NoPricesAnswer:
+    """The platform's answer without prices, as one clear sentence with its reason."""
+    reasons = [
+        (reason.first("code"), reason.first("text"))
+        for reason in root.children
+        if reason.name == "Reason"
+    ]
+    code = next((c.text for c, _ in reasons if c is not None and c.text), None)
+    texts = [t.text for _, t in reasons if t is not None and t.text]
+    text = " ".join(texts) or None
+    said = f" (reason {code or 'without a code'}: {text or 'no text'})"
+    if code == NO_DATA_REASON and (text is None or "no matching data" in text.lower()):
+        message = (
+            "ENTSO-E has no prices for this zone and period (the day-ahead auction may not have "
+            f"run yet, or the zone publishes no prices){said}; nothing was imported"
+        )
+    else:
+        message = f"ENTSO-E answered without prices{said}; nothing was imported"
+    return NoPricesAnswer(message, code, text)
 
 
 def _finest_without_overlap(rows: list[PriceRow], origins: list[str]) -> list[PriceRow]:

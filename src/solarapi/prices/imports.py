@@ -15,7 +15,6 @@ from solarapi.prices.rows import MAX_FILE_BYTES, ParsedPrices, PriceFileError
 
 def read_price_file(path: Path, zone_code: str, resolution_s: int | None = None) -> ParsedPrices:
     """Parse `path` (XML when it starts with `<`, else CSV) for `zone_code`."""
-
     zone = ZONES.get(zone_code)
     if zone is None:
         known = ", ".join(ZONES)
@@ -36,7 +35,7 @@ def read_price_file(path: Path, zone_code: str, resolution_s: int | None = None)
                 f"the document is for zone {document.zone.code} ({document.zone.eic}), "
                 f"not {zone.code} ({zone.eic}) as --zone says"
             )
-        return ParsedPrices(zone, "entsoe", document.rows)
+        return ParsedPrices(zone, "entsoe", document.rows, document.sequence, document.skipped)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

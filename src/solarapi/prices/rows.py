@@ -32,7 +32,45 @@ class PriceRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PriceSequence:
+    """One classification sequence of an ENTSO-E document (another auction's prices)."""
+
+    sequence: int
+    rows: list[PriceRow]  # sorted by start, never overlapping
+
+
+@dataclass(frozen=True, slots=True)
+class ResolutionSpan:
+    """What a set of rows holds at one resolution: how many, from the first start to the last end."""
+
+    resolution_s: int
+    count: int
+    first_start: int
+    last_end: int
+
+
+def resolution_spans(rows: list[PriceRow]) -> list[ResolutionSpan]:
+    """Per resolution (coarsest first), the count and range of `rows`."""
+    spans: list[ResolutionSpan] = []
+    for resolution_s in sorted({row.resolution_s for row in rows}, reverse=True):
+        same = [row for row in rows if row.resolution_s == resolution_s]
+        spans.append(
+            ResolutionSpan(
+                resolution_s,
+                len(same),
+                min(row.start for row in same),
+                max(row.end for row in same),
+            )
+        )
+    return spans
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedPrices:
     zone: Zone
     source: PriceSource
     rows: list[PriceRow]  # sorted by start, never overlapping
+    # ENTSO-E only: the classification sequence imported (1, or None when the document has no
+    # sequences) and the other sequences, which are never imported.
+    sequence: int | None = None
+    skipped: tuple[PriceSequence, ...] = ()

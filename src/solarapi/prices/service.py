@@ -32,7 +32,15 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.zones import ZONES, Zone
 from solarapi.prices import repository
 from solarapi.prices.cache import quarter_prices
-from solarapi.prices.rows import ParsedPrices, PriceFileError, PriceRow, PriceSource
+from solarapi.prices.rows import (
+    ParsedPrices,
+    PriceFileError,
+    PriceRow,
+    PriceSequence,
+    PriceSource,
+    ResolutionSpan,
+    resolution_spans,
+)
 
 PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
 
@@ -73,6 +81,11 @@ class ImportResult:
     first_start: datetime
     last_end: datetime
     resolutions_s: tuple[int, ...]
+    # What was stored per resolution; the ENTSO-E sequence stored (None: CSV, or a document
+    # without sequences) and the sequences skipped (other auctions, never stored).
+    spans: tuple[ResolutionSpan, ...] = ()
+    sequence: int | None = None
+    skipped: tuple[PriceSequence, ...] = ()
 
 
 async def import_prices(session: AsyncSession, parsed: ParsedPrices, now: datetime) -> ImportResult:
@@ -118,6 +131,9 @@ async def import_prices(session: AsyncSession, parsed: ParsedPrices, now: dateti
         first_start=datetime.fromtimestamp(rows[0].start, UTC),
         last_end=datetime.fromtimestamp(rows[-1].end, UTC),
         resolutions_s=tuple(sorted({row.resolution_s for row in rows})),
+        spans=tuple(resolution_spans(rows)),
+        sequence=parsed.sequence,
+        skipped=parsed.skipped,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -20,16 +21,21 @@ from sqlalchemy import (
     LargeBinary,
     Select,
     bindparam,
+    case,
     delete,
     func,
+    literal,
     literal_column,
+    or_,
     select,
     text,
+    update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, fetch_rows
 from solarapi.kit.grid import FloatArray, IntArray
+from solarapi.models.base import UtcDateTime
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System
 from solarapi.systems.repository import SYSTEM_COLUMNS, detached, snapshot
@@ -299,6 +305,41 @@ async def lock_system(session: AsyncSession, system_id: str) -> None:
         # database's write lock now instead of at the first real write.
         statement = "UPDATE systems SET name = name WHERE id = :id"
     await session.execute(text(statement), {"id": system_id})
+
+
+async def extend_reading_span(
+    session: AsyncSession, system_id: str, first: datetime, last: datetime
+) -> tuple[datetime, datetime]:
+    """Widen the system's first/last reading to include [first, last] in one statement, so
+    the stored span is exact whatever another upload did before this one took the lock;
+    returns the span now stored."""
+    statement = (
+        update(System)
+        .where(System.id == system_id)
+        .values(
+            first_reading_at=case(
+                (
+                    or_(System.first_reading_at.is_(None), System.first_reading_at > first),
+                    literal(first, UtcDateTime()),
+                ),
+                else_=System.first_reading_at,
+            ),
+            last_reading_at=case(
+                (
+                    or_(System.last_reading_at.is_(None), System.last_reading_at < last),
+                    literal(last, UtcDateTime()),
+                ),
+                else_=System.last_reading_at,
+            ),
+        )
+        .returning(System.first_reading_at, System.last_reading_at)
+        .execution_options(synchronize_session=False)
+    )
+    first_at, last_at = (await session.execute(statement)).one()
+    # Both were just set wherever they were NULL.
+    assert first_at is not None
+    assert last_at is not None
+    return first_at, last_at
 
 
 async def upsert_hours(

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
@@ -303,13 +304,16 @@ async def store_series(
         # Only new quarter-hours (the usual case): add the batch's own sums to the rollups,
         # without reading anything back. Exact because the system is locked.
         await _add_to_rollups(session, system, starts, energy_wh, power_w, lo_s, hi_s)
-    first = datetime.fromtimestamp(lo_s, UTC)
-    last = datetime.fromtimestamp(hi_s - QUARTER_S, UTC)
-    if system.first_reading_at is None or first < system.first_reading_at:
-        system.first_reading_at = first
-    if system.last_reading_at is None or last > system.last_reading_at:
-        system.last_reading_at = last
-    await session.flush()
+    # In SQL, not by comparing with `system`: that object was read before the lock was taken,
+    # so a concurrent upload of another day may have moved the span since.
+    span = await repository.extend_reading_span(
+        session,
+        system.id,
+        datetime.fromtimestamp(lo_s, UTC),
+        datetime.fromtimestamp(hi_s - QUARTER_S, UTC),
+    )
+    set_committed_value(system, "first_reading_at", span[0])
+    set_committed_value(system, "last_reading_at", span[1])
     return len(existing)
 
 

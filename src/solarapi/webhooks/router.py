@@ -9,6 +9,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import Principal, PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.events.router import PaginationOut, add_routes
+from solarapi.idempotency.middleware import replay_without
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
@@ -54,7 +55,8 @@ def _location(endpoint_id: str) -> str:
     status_code=201,
     response_model=WebhookWithSecret,
     summary="Create a webhook endpoint",
-    description="The response carries the signing `secret` (`whsec_…`), shown only here. The "
+    description="The response carries the signing `secret` (`whsec_…`), shown only here: a "
+    "replay of the same request (`Idempotency-Key`) answers without it. The "
     "URL must be https and must not be, or resolve to, a private, loopback, link-local or "
     "metadata address.",
 )
@@ -66,6 +68,7 @@ async def create_webhook(
         session, _owner(principal), body, _config(request), now
     )
     content = {**service.endpoint_object(endpoint, now), "secret": secret}
+    replay_without(request, "secret")  # shown once: a replay answers without it
     return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
 
 
@@ -125,7 +128,8 @@ async def delete_webhook(webhook_id: str, principal: PrincipalDep, session: Sess
     "/webhooks/{webhook_id}/rotate-secret",
     response_model=WebhookWithSecret,
     summary="Replace the signing secret",
-    description="Returns the new secret (shown only here). For 24 hours deliveries carry two "
+    description="Returns the new secret (shown only here: a replay of the same request "
+    "(`Idempotency-Key`) answers without it). For 24 hours deliveries carry two "
     "signatures, one per secret, so receivers can switch without missing events.",
 )
 async def rotate_webhook_secret(
@@ -135,6 +139,7 @@ async def rotate_webhook_secret(
     endpoint, secret = await service.rotate_secret(
         session, _owner(principal), webhook_id, _config(request), now
     )
+    replay_without(request, "secret")  # shown once: a replay answers without it
     return OrjsonResponse({**service.endpoint_object(endpoint, now), "secret": secret})
 
 

@@ -61,7 +61,12 @@ class WebhookOut(BaseModel):
 
 
 class WebhookWithSecret(WebhookOut):
-    secret: str = Field(description="The signing secret (whsec_…); shown only in this response")
+    # Not required: a replay of the request (same Idempotency-Key) answers without it.
+    secret: str | None = Field(
+        default=None,
+        description="The signing secret (whsec_…); shown only in this response. Absent from "
+        "a replay of the same request (Idempotency-Key): secrets are never stored for one",
+    )
 
 
 class DeliveryOut(BaseModel):
