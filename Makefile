@@ -15,7 +15,7 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
 
-$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+$(VENV)/.installed: pyproject.toml uv.lock clients/python/pyproject.toml | $(UV)
 	$(UV) sync --frozen --compile-bytecode --python $(PYTHON)
 	touch $@
 
@@ -27,8 +27,8 @@ run: install
 	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port 8000
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench clients
+	$(VENV)/bin/ruff format --check src tests bench clients
 	$(VENV)/bin/lint-imports
 
 typecheck: install

@@ -138,13 +138,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(env: dict[str, str], *args: str) -> Iterator[str]:
-    """A real `solarapi serve` process; yields its base URL."""
+def running_server(env: dict[str, str], *args: str, log: Path | None = None) -> Iterator[str]:
+    """A real `solarapi serve` process; yields its base URL. With `log`, the server's stderr
+    goes to that file (kept), so a long-lived server's log can be shown when a test fails."""
     port = free_port()
     full_env = {**os.environ, **env}
     # A file, not a pipe: nobody reads the pipe while the server runs, and a server that
     # logs one JSON line per request would block once the pipe's 64 KiB buffer is full.
-    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    stderr = log.open("w+b") if log else tempfile.TemporaryFile()  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "solarapi", "serve", "--port", str(port), *args],
         env=full_env,

@@ -19,10 +19,11 @@ from sqlalchemy.engine import Connection, make_url
 
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
+from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
 from tests.conftest import TEST_SECRET, _admin
-from tests.support import POSTGRES_ADMIN_URL, need_service, postgres_available
+from tests.support import POSTGRES_ADMIN_URL, need_service, postgres_available, run_cli
 
 
 async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
@@ -37,13 +38,19 @@ async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
 
 def _schema(settings: Settings) -> tuple[set[str], set[str]]:
     """Table names and index names of the database."""
+    tables, indexes, _ = _schema_and_columns(settings)
+    return tables, indexes
 
-    async def read() -> tuple[set[str], set[str]]:
+
+def _schema_and_columns(settings: Settings) -> tuple[set[str], set[str], set[str]]:
+    """Table names, index names and `table.column null|not null` of the database."""
+
+    async def read() -> tuple[set[str], set[str], set[str]]:
         engine = create_oneshot_engine(settings)
         try:
             async with engine.connect() as connection:
 
-                def inspect_all(sync: Connection) -> tuple[set[str], set[str]]:
+                def inspect_all(sync: Connection) -> tuple[set[str], set[str], set[str]]:
                     inspector = inspect(sync)
                     tables = set(inspector.get_table_names()) - {"alembic_version"}
                     indexes = {
@@ -52,7 +59,12 @@ def _schema(settings: Settings) -> tuple[set[str], set[str]]:
                         for index in inspector.get_indexes(table)
                         if index["name"]
                     }
-                    return tables, indexes
+                    columns = {
+                        f"{table}.{column['name']} {'null' if column['nullable'] else 'not null'}"
+                        for table in tables
+                        for column in inspector.get_columns(table)
+                    }
+                    return tables, indexes, columns
 
                 return await connection.run_sync(inspect_all)
         finally:
@@ -86,20 +98,55 @@ def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None
     head_tables, head_indexes = _schema(settings)
     assert head_tables == set(Base.metadata.tables)
 
-    # Walk down one revision at a time: each takes away exactly what it created, the tables
-    # of the revisions below it stay.
+    # Walk down one revision at a time: each takes away exactly what it created (or changes
+    # columns back), the tables of the revisions below it stay.
     removed_by: dict[str, set[str]] = {}
-    tables = head_tables
+    tables, _, columns = _schema_and_columns(settings)
     for revision in reversed(revisions):
         target = revision.down_revision or "base"
         downgrade(settings, str(target))
-        remaining, _ = _schema(settings)
+        remaining, _, remaining_columns = _schema_and_columns(settings)
         assert remaining <= tables, f"{revision.revision} going down created {remaining - tables}"
-        removed_by[revision.revision] = tables - remaining
-        tables = remaining
+        removed_by[revision.revision] = (tables - remaining) | (columns ^ remaining_columns)
+        tables, columns = remaining, remaining_columns
     assert tables == set()
     for revision in revisions:
-        assert removed_by[revision.revision], f"{revision.revision} creates no table"
+        assert removed_by[revision.revision], f"{revision.revision} changes nothing"
 
     upgrade(settings)
     assert _schema(settings) == (head_tables, head_indexes)
+
+
+def test_the_schema_revision_the_app_needs_is_alembics_head(sqlite_settings: Settings) -> None:
+    """/health and the 503 of an unmigrated database compare with SCHEMA_REVISION, read from
+    the file names (Alembic is too slow to import at start-up): it must be the real head."""
+    script = ScriptDirectory.from_config(alembic_config(sqlite_settings))
+    assert script.get_heads() == [SCHEMA_REVISION]
+    for revision in script.walk_revisions():
+        assert revision.revision[:4].isdigit()
+        assert Path(str(revision.path)).stem == revision.revision
+
+
+def test_migrate_says_what_it_did(empty_database: Settings) -> None:
+    settings = empty_database
+    env = {
+        "SOLARAPI_DATA_DIR": str(settings.data_dir),
+        "SOLARAPI_DATABASE_URL": settings.database_url,
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_REDIS_URL": "",
+    }
+    head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
+    assert head is not None
+    created = run_cli(env, "migrate").stderr
+    assert f"created the schema in {settings.database_url.split('://')[0]}" in created
+    assert f"(revision {head})" in created
+
+    again = run_cli(env, "migrate").stderr
+    assert f"is already up to date (revision {head})" in again
+    assert "created" not in again
+
+    previous = ScriptDirectory.from_config(alembic_config(settings)).get_revision(head)
+    downgrade(settings, str(previous.down_revision))
+    upgraded = run_cli(env, "migrate").stderr
+    assert "upgraded the schema" in upgraded
+    assert f"from revision {previous.down_revision} to {head}" in upgraded

@@ -204,6 +204,14 @@ def bench_model() -> None:
         t0 = time.perf_counter()
         model.simulate(params, start, end)
         warms.append((time.perf_counter() - t0) * 1000)
+    climate_colds = []
+    for _ in range(5):
+        # A place's climatology (its reference site's normals against the model's clear sky)
+        # is computed once per location and process.
+        model._climatology.cache_clear()
+        t0 = time.perf_counter()
+        model._climatology(params.latitude, params.longitude)
+        climate_colds.append((time.perf_counter() - t0) * 1000)
     price_colds = []
     for _ in range(5):
         prices.clear_cache()
@@ -216,6 +224,10 @@ def bench_model() -> None:
     print(
         f"| simulate: 1 system-year (35,040 quarter-hours) | {statistics.median(colds):.1f} | "
         f"{statistics.median(warms):.2f} |"
+    )
+    print(
+        f"| climatology of a new location (once per place and process) | "
+        f"{statistics.median(climate_colds):.1f} | — |"
     )
     print(f"| simulate_prices: 1 zone-year | {statistics.median(price_colds):.1f} | — |")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 
 from fastapi import FastAPI
@@ -97,7 +98,26 @@ def serve_app() -> FastAPI:
     a worker without them wrote no request line and printed its errors as plain text."""
     settings = Settings()
     configure_logging(settings.log_level)
+    _warm_sandbox()
     return create_app(settings)
+
+
+def _warm_sandbox() -> None:
+    """Import the sandbox's model and simulate one day before serving: the first sandbox
+    request of a process otherwise waited ~2.75 s for pvlib, pandas and scipy to import and
+    for pvlib's first run. Done here, not in `create_app`: tests build hundreds of apps."""
+    try:
+        # Function-level: pvlib + pandas + scipy are seconds of import the metered-only
+        # paths (and the CLI) never need.
+        from solarapi.sandbox import model
+    except ImportError:  # the sandbox is optional
+        return
+    day = datetime(2025, 6, 1, tzinfo=UTC)
+    params = model.PvParams(
+        system_id="warm-up", latitude=52.0, longitude=5.0, timezone="Europe/Amsterdam",
+        capacity_kwp=1.0, inverter_capacity_kw=None, tilt_deg=30.0, azimuth_deg=180.0,
+    )  # fmt: skip
+    model.simulate(params, day, day + timedelta(days=1))
 
 
 def _include_routers(app: FastAPI) -> None:

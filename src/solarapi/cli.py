@@ -41,8 +41,19 @@ def migrate() -> None:
     from solarapi.migrate import upgrade
 
     settings = load_settings()
-    upgrade(settings)
-    typer.echo(f"database at {_redacted(settings.database_url)} is up to date", err=True)
+    migration = upgrade(settings)
+    where = _redacted(settings.database_url)
+    if migration.created:
+        typer.echo(f"created the schema in {where} (revision {migration.after})", err=True)
+    elif migration.changed:
+        typer.echo(
+            f"upgraded the schema in {where} from revision {migration.before} to {migration.after}",
+            err=True,
+        )
+    else:
+        typer.echo(
+            f"the schema in {where} is already up to date (revision {migration.after})", err=True
+        )
 
 
 def _redacted(url: str) -> str:
@@ -59,6 +70,8 @@ def serve(
     """Serve the API and the dashboard."""
     # start-up: uvicorn with uvloop and httptools adds ~0.15 s; only this command needs it.
     import uvicorn
+
+    from solarapi.server import BoundedHttpToolsProtocol  # start-up: imports uvicorn (above)
 
     settings = load_settings()
     if workers > 1 and not settings.redis_url:
@@ -82,7 +95,9 @@ def serve(
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
+        timeout_keep_alive=settings.keep_alive_seconds,
+        limit_concurrency=settings.max_connections,
         log_config=None,
         access_log=False,
         proxy_headers=False,
@@ -94,9 +109,9 @@ def serve(
 @app.command()
 def openapi() -> None:
     """Print the OpenAPI 3.1 document."""
-    # start-up: the whole app (every router, the dashboard, matplotlib) adds ~0.8 s.
+    # start-up: the whole app (every router, the dashboard) adds ~0.8 s.
     from solarapi.app import create_app
-    from solarapi.openapi import build_openapi
+    from solarapi.openapi import build_openapi  # start-up: with the app, above
 
     print_json(build_openapi(create_app(load_settings())))
 
@@ -108,14 +123,14 @@ def demo(
 ) -> None:
     """Create (idempotently) one demo account per plan, each with a live and a test key."""
     # start-up: the demo data's simulator (pvlib, pandas) adds ~0.4 s.
-    from solarapi.demo import DEMO_PASSWORD, ensure_demo_accounts
+    from solarapi.demo import DEMO_PASSWORD, demo_data_summary, ensure_demo_accounts
 
     settings = load_settings()
     secret = settings.effective_secret_key
     accounts = run_in_session(
         settings, lambda s: ensure_demo_accounts(s, secret, utcnow(), with_data=not no_data)
     )
-    payload = {
+    payload: dict[str, object] = {
         "password": DEMO_PASSWORD,
         "accounts": [
             {
@@ -128,6 +143,9 @@ def demo(
             for a in accounts
         ],
     }
+    data = None if no_data else demo_data_summary()
+    if data is not None:
+        payload["data"] = data.to_json()
     if as_json:
         print_json(payload)
         return
@@ -136,6 +154,12 @@ def demo(
         typer.echo(f"  {a.plan.value:<10} {a.email}")
         for env, key in a.keys.items():
             typer.echo(f"      {env.value}: {key}")
+    if data is not None:
+        typer.echo(f"Demo data (live): {', '.join(data.systems)} with {data.readings}.")
+        typer.echo(
+            f"Day-ahead prices for {', '.join(data.price_zones)} (source "
+            f"'{data.price_source}'): {data.price_origin}."
+        )
 
 
 @accounts_app.command("create")

@@ -44,6 +44,14 @@ class Settings(BaseSettings):
     # on a pool of 10 opened 211 PostgreSQL sessions in 16 s (a process fork each), on 20 none
     # after warm-up, and the 1-day `1h` throughput went from 32 % to 53 % of /health.
     db_pool_size: int = 20
+    # `solarapi serve` (server.py). Idle keep-alive connections stay open longer than client
+    # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
+    # closes one just as the client reuses it; their number is capped per process.
+    keep_alive_seconds: int = Field(default=75, ge=1)
+    max_connections: int = Field(default=800, ge=1)
+    # The request line's URL and all header lines together (nginx: 8 KiB lines).
+    max_url_bytes: int = Field(default=8 * 1024, ge=256)
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.util import greenlet_spawn
 
 from solarapi.config import Settings
+from solarapi.dbfaults import DatabaseUnreachable, watch_connects
 
 
 class SQLiteDialect(SQLiteDialect_aiosqlite):
@@ -74,8 +75,9 @@ def create_engine(settings: Settings) -> AsyncEngine:
             pool_use_lifo=True,
         )
         _configure_sqlite(engine)
+        watch_connects(engine)
         return engine
-    return create_async_engine(
+    engine = create_async_engine(
         settings.async_database_url,
         # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
         # database would hold every request that long before its 503.
@@ -89,6 +91,8 @@ def create_engine(settings: Settings) -> AsyncEngine:
         pool_pre_ping=False,
         pool_recycle=1800,
     )
+    watch_connects(engine)
+    return engine
 
 
 def create_oneshot_engine(settings: Settings) -> AsyncEngine:
@@ -270,8 +274,12 @@ async def pg_reader(session: AsyncSession) -> AsyncIterator[Any]:
         # An error the server reported leaves the connection usable (no transaction is
         # open), unless it closed it (a terminated backend); anything else — a lost
         # connection, a cancellation mid-protocol — may have left it unusable.
-        if connection.is_closed() or not isinstance(exc, asyncpg.PostgresError):
+        closed = connection.is_closed()
+        if closed or not isinstance(exc, asyncpg.PostgresError):
             await greenlet_spawn(pooled.invalidate)
+        if closed and isinstance(exc, Exception):
+            # asyncpg's "connection is closed" is a plain InterfaceError: say what it means.
+            raise DatabaseUnreachable("the database closed the connection") from exc
         raise
     finally:
         await greenlet_spawn(pooled.close)  # back to the pool (or closed, if invalidated)

@@ -22,6 +22,8 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
 from solarapi.models import ApiKey
 from solarapi.prices.demo import add_demo_data as prices_demo
+from solarapi.prices.demo import price_origin
+from solarapi.readings.demo import DEMO_SYSTEMS
 from solarapi.readings.demo import add_demo_data as systems_demo
 
 DEMO_PASSWORD = "solar-demo-password"  # noqa: S105 - printed on purpose: demo accounts only
@@ -43,6 +45,46 @@ def _data_hooks() -> list[DemoDataHook]:
     """Each area's demo data, in dependency order (systems and readings before prices)."""
 
     return [systems_demo, prices_demo]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoData:
+    """What the demo data is and where it comes from, for `solarapi demo` to print."""
+
+    systems: list[str]
+    readings: str
+    price_zones: list[str]
+    price_source: str
+    price_origin: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "systems": self.systems,
+            "readings": self.readings,
+            "prices": {
+                "zones": self.price_zones,
+                "source": self.price_source,
+                "origin": self.price_origin,
+            },
+        }
+
+
+def demo_data_summary() -> DemoData:
+
+    return DemoData(
+        systems=[spec.name for spec in DEMO_SYSTEMS],
+        readings=(
+            "15-minute readings computed by the sandbox's physical model, from the local "
+            "midnight of each system's installed_on (a year before the first demo run) up to "
+            "the run, with three deliberate gaps"
+        ),
+        price_zones=sorted({spec.market_zone for spec in DEMO_SYSTEMS if spec.market_zone}),
+        price_source="simulated",
+        price_origin=(
+            f"a year up to the end of tomorrow, {price_origin()}; an import or fetch of real "
+            "ENTSO-E prices replaces them"
+        ),
+    )
 
 
 def demo_key(secret: bytes, email: str, environment: Environment) -> str:

@@ -8,11 +8,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.text import excerpt
 
 log = logging.getLogger("solarapi.errors")
 
@@ -95,11 +95,31 @@ def render_api_error(exc: ApiError) -> OrjsonResponse:
     return error_response(exc.status_code, exc.code, exc.message, exc.headers)
 
 
+_CODES = {
+    400: "validation",
+    401: "unauthorized",
+    403: "forbidden",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limit",
+}
+
+
+def http_exception_response(exc: StarletteHTTPException) -> OrjsonResponse:
+    """A Starlette HTTPException (the gateway's body checks raise them while the body is
+    read) in the `{error, code}` shape."""
+    code = _CODES.get(exc.status_code, "server_error" if exc.status_code >= 500 else "validation")
+    return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+
+
 def describe_validation_errors(errors: Any) -> str:
     """Turn pydantic/FastAPI error lists into one readable, located message."""
     parts: list[str] = []
     for err in list(errors)[:5]:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        loc = [
+            excerpt(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")
+        ]
         where = ""
         for piece in loc:
             where += f"[{piece}]" if piece.isdigit() else (f".{piece}" if where else piece)
@@ -114,25 +134,6 @@ def describe_validation_errors(errors: Any) -> str:
         msg = msg.removeprefix("Value error, ")
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts) or "invalid request"
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Connection-level failures (server down, refused), not query bugs."""
-    if isinstance(exc, OSError | ConnectionError | TimeoutError):
-        return True
-    if isinstance(exc, InterfaceError | OperationalError):
-        text = str(exc).lower()
-        return any(
-            word in text
-            for word in ("connect", "connection", "closed", "refused", "unable to open", "terminat")
-        )
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    if type(exc).__module__.startswith("asyncpg"):
-        # ConnectionDoesNotExistError & co.; reads through the driver itself (db.fetch_rows)
-        # see a connection the server closed as InterfaceError("connection is closed").
-        return "Connection" in type(exc).__name__ or "connection is closed" in str(exc)
-    return False
 
 
 # Renders an HTTP error on a path outside the API (the dashboard's HTML error page).
@@ -153,26 +154,20 @@ def install_error_handlers(app: FastAPI, *, outside_api: PageRenderer) -> None:
             # Outside the API (the dashboard) errors are HTML pages in the dashboard's look.
             return await outside_api(request, exc)
         if exc.status_code == 404:
-            return error_response(404, "not_found", f"No such endpoint: {request.url.path}")
+            return error_response(
+                404, "not_found", f"No such endpoint: {excerpt(request.url.path)}"
+            )
         if exc.status_code == 405:
             headers = dict(exc.headers or {})
             allow = headers.get("Allow", "")
             return error_response(
                 405,
                 "method_not_allowed",
-                f"Method {request.method} is not allowed on {request.url.path}; allowed: {allow}",
+                f"Method {excerpt(request.method)} is not allowed on {excerpt(request.url.path)}; "
+                f"allowed: {allow}",
                 {"Allow": allow},
             )
-        code = {
-            400: "validation",
-            401: "unauthorized",
-            403: "forbidden",
-            413: "payload_too_large",
-            415: "unsupported_media_type",
-            429: "rate_limit",
-            409: "conflict",
-        }.get(exc.status_code, "server_error" if exc.status_code >= 500 else "validation")
-        return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+        return http_exception_response(exc)
 
     async def validation_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)

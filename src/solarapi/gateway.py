@@ -26,6 +26,7 @@ from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
 from solarapi.auth.service import authenticate
 from solarapi.db import REQUEST_SESSION, untouched
+from solarapi.dbfaults import is_outage
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -36,13 +37,14 @@ from solarapi.errors import (
     Unauthorized,
     Unavailable,
     UnsupportedMediaType,
+    ValidationFailed,
     error_response,
-    is_database_unavailable,
     render_api_error,
 )
 from solarapi.kit import clientip
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
+from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
 from solarapi.ratelimit.base import Decision
 from solarapi.ratelimit.policy import (
     anonymous_windows,
@@ -60,6 +62,13 @@ _RATE_LIMIT_HEADER = b"x-ratelimit-limit"
 class _BodyTooLarge(HTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"Request body exceeds the limit of {limit} bytes")
+
+
+class _NulInBody(HTTPException):
+    # An HTTPException, like _BodyTooLarge: raised while the app reads the body, it reaches
+    # the app's handlers (FastAPI re-raises HTTPExceptions from body reading).
+    def __init__(self) -> None:
+        super().__init__(400, f"request body: {NUL_MESSAGE}")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -213,7 +222,7 @@ class ApiGateway:
                 return
             if not any(name == _RATE_LIMIT_HEADER for name, _ in extra):
                 await self._peek_anonymous(state, client_ip, extra)
-            if is_database_unavailable(exc):
+            if await is_outage(exc, state.engine):
                 log.error(
                     "database unavailable: %s", type(exc).__name__, extra={"request_id": request_id}
                 )
@@ -266,104 +275,30 @@ class ApiGateway:
         client_ip: str,
         extra: list[tuple[bytes, bytes]],
     ) -> tuple[ApiError | None, str, Receive]:
-        settings = state.settings
-        limiter = state.limiter
-        now: float = state.clock()
-        anon_bucket = f"ip:{client_ip}"
-        anon = anonymous_windows(settings)
-
-        def use(decision: Decision) -> Decision:
-            extra.extend(rate_limit_headers(decision))
-            return decision
-
-        method = scope["method"]
-        found = state.route_table.match(scope["path"], method)
+        """The checks before an API endpoint, in the contract's order: routing (404/405) →
+        key and rate limit (401/429) → plan (403) → URL and body format (400/413/415).
+        Returns the error to answer (None: run the endpoint), the route's template and the
+        `receive` the endpoint reads its body through."""
+        checks = _Checks(scope, state, client_ip, extra, state.clock())
+        found = state.route_table.match(scope["path"], scope["method"])
         if found.template is None or not found.allowed:
             # Routing comes first: 404/405 whatever the key, counted in no window.
-            use(await limiter.peek(anon_bucket, anon, now))
-            if found.template is None:
-                return NotFound(f"No such endpoint: {scope['path']}"), "-", receive
-            return (
-                MethodNotAllowed(
-                    f"Method {method} is not allowed on {scope['path']}; "
-                    f"allowed: {found.allow_header}",
-                    headers={"Allow": found.allow_header},
-                ),
-                found.template,
-                receive,
-            )
+            await checks.anonymous(count=False)
+            return _routing_error(scope, found), found.template or "-", receive
         template = found.template
-        relative = template[len(API_PREFIX) :] if template.startswith(API_PREFIX) else template
+        relative = template.removeprefix(API_PREFIX)
         if relative == "/health":
             # Load balancers poll it: never refused, never counted.
-            use(await limiter.peek(anon_bucket, anon, now))
+            await checks.anonymous(count=False)
             return None, template, receive
         if relative in PUBLIC or relative.startswith("/docs"):
-            decision = use(await limiter.hit(anon_bucket, anon, now))
-            if not decision.allowed:
-                return self._too_many(decision, anonymous=True), template, receive
-            return None, template, receive
-
-        # The request's one session: authenticated in here, continued by the endpoint's
-        # SessionDep, closed by __call__ when the response is done.
-        session = state.sessionmaker()
-        scope["state"][REQUEST_SESSION] = session
-        try:
-            principal, wrote = await authenticate(
-                session,
-                _header(scope, b"authorization"),
-                settings.effective_secret_key,
-                datetime.fromtimestamp(now, UTC),
-            )
-            if wrote:
-                # Its own commit: `last_used_at` stays whatever the endpoint does, and on
-                # SQLite the write lock is not held through the endpoint.
-                await session.commit()
-        except Unauthorized as exc:
-            decision = use(await limiter.hit(anon_bucket, anon, now))
-            error = exc if decision.allowed else self._too_many(decision, anonymous=True)
-            return error, template, receive
-
-        limits = PLAN_LIMITS[principal.plan]
-        if not limits.api:
-            # No API on this plan: the key is treated like no key (anonymous window).
-            decision = use(await limiter.hit(anon_bucket, anon, now))
-            if not decision.allowed:
-                return self._too_many(decision, anonymous=True), template, receive
-            return Forbidden(forbidden_message(principal.plan, method, relative)), template, receive
-
-        decision = use(
-            await limiter.hit(
-                f"key:{principal.key_id}",
-                key_windows(principal.plan, settings.rate_limit_scale),
-                now,
-            )
-        )
-        scope["state"]["principal"] = principal
-        if not decision.allowed:
-            return self._too_many(decision), template, receive
-        minute, day = decision.window("minute"), decision.window("day")
-        scope["state"]["principal"] = dataclasses.replace(
-            principal,
-            usage_minute=minute.used if minute else 0,
-            usage_today=day.used if day else 0,
-        )
-        if not plan_allows(principal.plan, method, relative):
-            return (
-                Forbidden(forbidden_message(principal.plan, method, relative)),
-                template,
-                receive,
-            )
-
-        body_error, receive = self._check_body(scope, receive, settings.max_body_bytes)
-        return body_error, template, receive
-
-    @staticmethod
-    def _too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
-        message = limit_message(decision)
-        if anonymous:
-            message = message.replace(". Retry", " without a valid API key. Retry", 1)
-        return RateLimited(message, headers={"Retry-After": str(decision.retry_after)})
+            return await checks.counted_anonymously(None), template, receive
+        error = await checks.key_and_plan(relative)
+        if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
+            error = ValidationFailed(f"URL: {NUL_MESSAGE}")
+        if error is None:
+            error, receive = self._check_body(scope, receive, state.settings.max_body_bytes)
+        return error, template, receive
 
     @staticmethod
     def _check_body(
@@ -382,23 +317,121 @@ class ApiGateway:
                 return (
                     UnsupportedMediaType(
                         f"Request bodies must be JSON (Content-Type: application/json); "
-                        f"got '{content_type or 'none'}'"
+                        f"got '{excerpt(content_type or 'none')}'"
                     ),
                     receive,
                 )
         received = 0
+        nul_scanner = JsonNulScanner()
 
         async def limited_receive() -> Message:
             # A chunked body has no Content-Length to check up front: count as it streams.
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                received += len(chunk)
                 if received > max_bytes:
                     raise _BodyTooLarge(max_bytes)
+                if nul_scanner.feed(chunk):
+                    raise _NulInBody
             return message
 
         return None, limited_receive
+
+
+def _routing_error(scope: Scope, found: RouteMatch) -> ApiError:
+    if found.template is None:
+        return NotFound(f"No such endpoint: {excerpt(scope['path'])}")
+    return MethodNotAllowed(
+        f"Method {excerpt(scope['method'])} is not allowed on {excerpt(scope['path'])}; "
+        f"allowed: {found.allow_header}",
+        headers={"Allow": found.allow_header},
+    )
+
+
+def _too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
+    message = limit_message(decision)
+    if anonymous:
+        message = message.replace(". Retry", " without a valid API key. Retry", 1)
+    return RateLimited(message, headers={"Retry-After": str(decision.retry_after)})
+
+
+@dataclasses.dataclass(slots=True)
+class _Checks:
+    """One API request's way through authentication and rate limits. Every window consulted
+    adds its rate-limit headers to `extra`, so every answer carries them."""
+
+    scope: Scope
+    state: Any
+    client_ip: str
+    extra: list[tuple[bytes, bytes]]
+    now: float
+
+    def _use(self, decision: Decision) -> Decision:
+        self.extra.extend(rate_limit_headers(decision))
+        return decision
+
+    async def anonymous(self, *, count: bool) -> Decision:
+        """The client IP's window: counted, or only read (for its headers)."""
+        limiter = self.state.limiter
+        windows = anonymous_windows(self.state.settings)
+        consult = limiter.hit if count else limiter.peek
+        return self._use(await consult(f"ip:{self.client_ip}", windows, self.now))
+
+    async def counted_anonymously(self, error: ApiError | None) -> ApiError | None:
+        """A request without a usable key counts in its IP's window: `error` (None: go on),
+        or 429 once that window is full."""
+        decision = await self.anonymous(count=True)
+        return error if decision.allowed else _too_many(decision, anonymous=True)
+
+    async def key_and_plan(self, relative: str) -> ApiError | None:
+        """401, 429 or 403, or None with the caller's Principal on the request."""
+        principal = await self._authenticate()
+        if isinstance(principal, Unauthorized):
+            return await self.counted_anonymously(principal)
+        method = self.scope["method"]
+        if not PLAN_LIMITS[principal.plan].api:
+            # No API on this plan: the key is treated like no key (anonymous window).
+            return await self.counted_anonymously(
+                Forbidden(forbidden_message(principal.plan, method, relative))
+            )
+        windows = key_windows(principal.plan, self.state.settings.rate_limit_scale)
+        decision = self._use(
+            await self.state.limiter.hit(f"key:{principal.key_id}", windows, self.now)
+        )
+        self.scope["state"]["principal"] = principal
+        if not decision.allowed:
+            return _too_many(decision)
+        minute, day = decision.window("minute"), decision.window("day")
+        self.scope["state"]["principal"] = dataclasses.replace(
+            principal,
+            usage_minute=minute.used if minute else 0,
+            usage_today=day.used if day else 0,
+        )
+        if not plan_allows(principal.plan, method, relative):
+            return Forbidden(forbidden_message(principal.plan, method, relative))
+        return None
+
+    async def _authenticate(self) -> Principal | Unauthorized:
+        # The request's one session: authenticated in here, continued by the endpoint's
+        # SessionDep, closed by ApiGateway.__call__ when the response is done.
+        session = self.state.sessionmaker()
+        self.scope["state"][REQUEST_SESSION] = session
+        try:
+            principal, wrote = await authenticate(
+                session,
+                _header(self.scope, b"authorization"),
+                self.state.settings.effective_secret_key,
+                datetime.fromtimestamp(self.now, UTC),
+            )
+        except Unauthorized as refused:
+            return refused
+        if wrote:
+            # Its own commit: `last_used_at` stays whatever the endpoint does, and on
+            # SQLite the write lock is not held through the endpoint.
+            await session.commit()
+        return principal
 
 
 Clock = Callable[[], float]

@@ -98,7 +98,13 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             "Authenticate with `Authorization: Bearer <key>`. Keys start with `pk_live_` "
             "(production) or `pk_test_` (sandbox, simulated data). **Both are secret keys** — "
             "unlike Stripe's `pk_`, nothing here is publishable; never put a key in a browser "
-            "or an app."
+            "or an app.\n\n"
+            "Input rules for every endpoint (each a `400 validation`): strings never contain "
+            "U+0000, in the URL, the query or a JSON body; timestamps are RFC 3339 with `Z` or "
+            "an offset and stay within the years 1–9999 once converted to UTC; time zones are "
+            "IANA names of the tz database, at most 64 characters. The server reads URLs up to "
+            "8 KiB and request headers up to 32 KiB by default. Error messages quote at most "
+            "64 characters of the input."
         ),
         routes=app.routes,
     )

@@ -52,7 +52,7 @@ async def test_static_assets_are_served_with_headers_and_long_caching(app: FastA
     async with browser_for(app) as client:
         page = await client.get("/login")
         assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
-        assert len(assets) == 2
+        assert len(assets) == 3
         for url in assets:
             response = await client.get(url)
             assert response.status_code == 200
@@ -60,6 +60,24 @@ async def test_static_assets_are_served_with_headers_and_long_caching(app: FastA
             _assert_security_headers(response)
         assert (await client.get("/static/../router.py")).status_code == 404
         assert (await client.get("/static/nothing.js")).status_code == 404
+
+
+async def test_every_page_links_the_favicon_and_it_is_served(app: FastAPI) -> None:
+    async with browser_for(app) as client:
+        for path in ("/login", "/signup", "/no/such/page"):
+            page = await client.get(path)
+            links = re.findall(r'<link rel="icon" type="image/svg\+xml" href="([^"]+)">', page.text)
+            assert len(links) == 1, path
+            icon = await client.get(links[0])
+            assert icon.status_code == 200
+            assert icon.headers["content-type"] == "image/svg+xml"
+            assert icon.content.startswith(b"<svg ")
+        # Browsers also ask for /favicon.ico by themselves: the same icon, not a 404.
+        fallback = await client.get("/favicon.ico")
+        assert fallback.status_code == 200
+        assert fallback.headers["content-type"] == "image/svg+xml"
+        assert fallback.content == icon.content
+        _assert_security_headers(fallback)
 
 
 async def test_unknown_pages_are_html_but_the_api_keeps_json(app: FastAPI) -> None:

@@ -237,14 +237,64 @@ async def test_period_validation(app: FastAPI, enterprise: Tenant) -> None:
         assert patched.status_code == 400
 
 
-async def test_a_period_without_readings_cannot_be_declared(
+async def test_a_draft_may_precede_its_readings_and_submission_waits_for_them(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The contract gates submission on coverage (409), not creation: a draft for a period
+    without readings is created with coverage 0 and null energies, never zeros."""
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client)
+        created = await create_declaration(client, system["id"], reference="GO-EARLY")
+        assert created.status_code == 201, created.text
+        draft = created.json()
+        assert draft["status"] == "draft"
+        assert draft["coverage"] == 0.0
+        assert draft["metered_energy_wh"] is None
+        assert draft["energy_wh"] is None
+        read = await client.get(f"/api/v1/declarations/{draft['id']}")
+        assert read.json() == draft
+
+        # Stating more than was metered (nothing yet) is the usual 400.
+        over = await create_declaration(client, system["id"], type="feed_in", energy_wh=1000.0)
+        assert over.status_code == 400, over.text
+        assert "no readings yet" in over.json()["error"]
+        zero = await create_declaration(client, system["id"], type="feed_in", energy_wh=0.0)
+        assert zero.status_code == 201, zero.text
+        assert zero.json()["energy_wh"] == 0.0
+
+        # Submission is what the coverage gates.
+        early = await client.post(f"/api/v1/declarations/{draft['id']}/submit")
+        assert early.status_code == 409, early.text
+        assert early.json()["code"] == "conflict"
+        assert "coverage is 0.000" in early.json()["error"]
+        assert (await client.get(f"/api/v1/declarations/{draft['id']}")).json() == draft
+
+        # The readings arrive: the draft declares the metered energy when submitted.
+        uploaded = await upload_days(client, system, MAY_1, date(2025, 5, 2))
+        submitted = await client.post(f"/api/v1/declarations/{draft['id']}/submit")
+        assert submitted.status_code == 200, submitted.text
+        body = submitted.json()
+        assert body["status"] == "submitted"
+        assert body["coverage"] == 1.0
+        assert body["metered_energy_wh"] == round(sum(uploaded.values()), 3)
+        assert body["energy_wh"] == body["metered_energy_wh"]
+
+
+async def test_a_draft_without_readings_follows_the_metered_energy_when_changed(
     app: FastAPI, enterprise: Tenant
 ) -> None:
     async with client_for(app, enterprise.live) as client:
         system = await make_system(client)
-        response = await create_declaration(client, system["id"])
-        assert response.status_code == 400
-        assert "no readings" in response.json()["error"]
+        draft = (await create_declaration(client, system["id"])).json()
+        uploaded = await upload_days(client, system, MAY_1, MAY_1)
+        patched = await client.patch(
+            f"/api/v1/declarations/{draft['id']}", json={"reference": "GO-LATER"}
+        )
+        assert patched.status_code == 200, patched.text
+        metered = round(sum(uploaded.values()), 3)
+        assert patched.json()["metered_energy_wh"] == metered
+        assert patched.json()["energy_wh"] == metered
+        assert patched.json()["coverage"] == 0.5
 
 
 async def test_overlap_rule(app: FastAPI, enterprise: Tenant) -> None:

@@ -120,6 +120,13 @@ async def test_demo_is_idempotent_and_its_keys_work(env: dict[str, str], tmp_pat
     first = orjson.loads(run_cli(env, "demo", "--json").stdout)
     second = orjson.loads(run_cli(env, "demo", "--json").stdout)
     assert first == second
+    # The demo data says what it is: simulated prices for every zone of the demo systems.
+    assert first["data"]["prices"]["zones"] == ["DE-LU", "NL"]
+    assert first["data"]["prices"]["source"] == "simulated"
+    assert "not market data" in first["data"]["prices"]["origin"]
+    text = run_cli(env, "demo").stdout
+    assert "Day-ahead prices for DE-LU, NL (source 'simulated'): a year up to" in text
+    assert "data" not in orjson.loads(run_cli(env, "demo", "--json", "--no-data").stdout)
     plans = {a["plan"]: a for a in first["accounts"]}
     assert set(plans) == {"starter", "pro", "enterprise"}
     for account in first["accounts"]:

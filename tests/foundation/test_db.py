@@ -31,7 +31,7 @@ from solarapi.db import (
     sqlite_fetchall,
     untouched,
 )
-from solarapi.errors import is_database_unavailable
+from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.ids import new_id
 from solarapi.models.systems import System
 from solarapi.systems import repository
@@ -288,8 +288,9 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
                     await asyncio.sleep(0.02)
             await admin.dispose()
             await asyncio.sleep(0.1)
-            with pytest.raises(asyncpg.InterfaceError) as failed:
+            with pytest.raises(DatabaseUnreachable) as failed:
                 await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert isinstance(failed.value.__cause__, asyncpg.InterfaceError)
             assert is_database_unavailable(failed.value)
             # The very next read gets a working connection, not the dead one back.
             ((second_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())

@@ -3,17 +3,21 @@ jobs, and reading back what the API returns."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from fastapi import FastAPI
 
 from solarapi.jobs.runner import run_pending
 from solarapi.reports.service import JOB_KIND
+
+T = TypeVar("T")
 
 QUARTER = timedelta(minutes=15)
 # Long past in every zone, so every bucket has ended.
@@ -102,3 +106,9 @@ def parse_csv(data: bytes) -> list[dict[str, str]]:
 
 def number(text: str) -> float | None:
     return None if text == "" else float(text)
+
+
+async def in_thread(function: Callable[..., T], *args: object) -> T:
+    """Stands in for `kit.cpu.run_in_process` in tests that replace the renderer: a replaced
+    function exists only in this process, so the file is produced in a thread of it."""
+    return await asyncio.to_thread(function, *args)

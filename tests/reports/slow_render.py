@@ -1,5 +1,7 @@
 """Imported by a `solarapi worker --handlers tests.reports.slow_render` subprocess: rendering
-waits REPORT_RENDER_DELAY seconds first, so a test can kill the worker mid-report."""
+waits REPORT_RENDER_DELAY seconds first, so a test can kill the worker mid-report. The file is
+produced in a thread of the worker itself (not its CPU process), so killing the worker kills
+the rendering too, and the slowed `render` is the one that runs."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import os
 import time
 
 from solarapi.reports import jobs
+from tests.reports.helpers import in_thread
 
 _real_render = jobs.render
 
@@ -17,3 +20,4 @@ def _slow_render(*args: object) -> None:
 
 
 jobs.render = _slow_render  # type: ignore[assignment]
+jobs.run_in_process = in_thread

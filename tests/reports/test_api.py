@@ -19,6 +19,7 @@ from tests.reports.helpers import (
     JUNE_1,
     completed,
     create_report,
+    in_thread,
     make_system,
     run_report_jobs,
     upload_readings,
@@ -279,6 +280,7 @@ async def test_a_crashing_generator_is_retried_then_fails(
         raise MemoryError("renderer ran out of memory")
 
     monkeypatch.setattr(report_jobs, "render", broken_renderer)
+    monkeypatch.setattr(report_jobs, "run_in_process", in_thread)
     async with client_for(app, enterprise.live) as client:
         await one_system(client)
         report = await create_report(client, type="production", format="pdf", **PERIOD)
@@ -392,6 +394,7 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
             rendered.set()
 
     monkeypatch.setattr(report_jobs, "render", slow_render)
+    monkeypatch.setattr(report_jobs, "run_in_process", in_thread)
     settings = RunnerSettings(lease_seconds=0.6)
     reports_dir = app.state.settings.effective_reports_dir
     async with client_for(app, enterprise.live) as client:
@@ -453,3 +456,26 @@ async def test_report_and_job_are_created_in_one_transaction(
         job = await jobs_repository.get_job(session, kept.job_id)  # type: ignore[arg-type]
     assert job is not None
     assert (job.kind, job.payload, job.status) == (JOB_KIND, {"report_id": kept.id}, "queued")
+
+
+async def test_reports_are_shaped_and_rendered_outside_the_api_process(
+    app: FastAPI, enterprise: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shaping rows and drawing a PDF are pure Python that holds the GIL: on the event loop,
+    or a thread of its process, it stalled every request. They run in the CPU process
+    (`kit.cpu`): replaced here, in the API's process, by functions that fail, the report is
+    still produced — by the untouched code over there."""
+
+    def must_not_run_here(*_args: object) -> None:
+        raise AssertionError("report work ran in the API's process")
+
+    monkeypatch.setattr(report_jobs, "render", must_not_run_here)
+    monkeypatch.setattr(report_jobs, "build", must_not_run_here)
+    async with client_for(app, enterprise.live) as client:
+        await one_system(client)
+        report = await create_report(client, type="production", format="pdf", **PERIOD)
+        done = await completed(client, app, report["id"])
+        download = await client.get(f"/api/v1/reports/{report['id']}/download")
+    assert download.status_code == 200
+    assert download.content.startswith(b"%PDF")
+    assert done["file"]["size_bytes"] == len(download.content)

@@ -4,7 +4,7 @@ simulated readings, served by the same readings, summary and aggregation code as
 from __future__ import annotations
 
 import asyncio
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -424,10 +424,20 @@ async def test_two_server_processes_return_the_same_numbers(
 
 
 async def test_simulated_history_starts_in_2000_so_any_range_stays_cheap(
-    pro: Tenant, app: FastAPI
+    enterprise: Tenant, app: FastAPI
 ) -> None:
-    async with client_for(app, pro.test) as client:
-        system = (await sandbox_systems(client))["Europe/Amsterdam"]
+    async with client_for(app, enterprise.test) as client:
+        created = await client.post(
+            "/api/v1/systems",
+            json={
+                "name": "No installation date",
+                "capacity_kwp": 5.0,
+                "location": {"latitude": 52.09, "longitude": 5.12, "timezone": "Europe/Amsterdam"},
+            },
+        )
+        assert created.status_code == 201, created.text
+        system = created.json()
+        assert system["first_reading_at"] == "2000-01-01T00:00:00Z"
         body = await readings(
             client,
             system["id"],
@@ -441,3 +451,46 @@ async def test_simulated_history_starts_in_2000_so_any_range_stays_cheap(
     assert len(before) == 30 * 12 - 1
     assert all(b["energy_wh"] is None for b in before)
     assert all(b["energy_wh"] is not None and b["energy_wh"] > 0 for b in data[-12:])
+
+
+async def test_simulated_systems_report_first_and_last_reading_like_live_ones(
+    enterprise: Tenant, app: FastAPI
+) -> None:
+    """first_reading_at: the installation day's local midnight (readings before it are null);
+    last_reading_at: the start of the last quarter-hour that has ended."""
+    async with client_for(app, enterprise.test) as client:
+        systems = await sandbox_systems(client)
+        for tz, system in systems.items():
+            installed = date.fromisoformat(system["installed_on"])
+            midnight = datetime(installed.year, installed.month, installed.day, tzinfo=ZoneInfo(tz))
+            assert system["first_reading_at"] == midnight.astimezone(UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            )
+            last = datetime.fromisoformat(system["last_reading_at"])
+            assert last + timedelta(minutes=15) <= utcnow()
+            assert last + timedelta(minutes=45) > utcnow()
+            again = (await client.get(f"/api/v1/systems/{system['id']}")).json()
+            assert again["first_reading_at"] == system["first_reading_at"]
+            day_before = midnight - timedelta(days=1)
+            body = await readings(
+                client,
+                system["id"],
+                day_before.isoformat(),
+                (midnight + timedelta(days=1)).isoformat(),
+                "1d",
+            )
+            before, first_day = body["data"]
+            assert (before["energy_wh"], before["samples"]) == (None, 0)
+            assert first_day["energy_wh"] > 0
+            assert first_day["samples"] == 24 * 4
+        future = await client.post(
+            "/api/v1/systems",
+            json={
+                "name": "Installed next year",
+                "capacity_kwp": 5.0,
+                "installed_on": f"{utcnow().year + 1}-06-01",
+                "location": {"latitude": 52.09, "longitude": 5.12, "timezone": "Europe/Amsterdam"},
+            },
+        )
+        assert future.status_code == 201, future.text
+        assert (future.json()["first_reading_at"], future.json()["last_reading_at"]) == (None, None)

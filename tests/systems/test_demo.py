@@ -1,15 +1,19 @@
-"""Demo data: two live metered systems with a year of readings and visible gaps, idempotent."""
+"""Demo data: two live metered systems with a year of readings and visible gaps, idempotent;
+readings start at the systems' installed_on and demo prices cover their zones."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
+from solarapi.kit.grid import local_midnight
 from solarapi.kit.plans import Plan
 from solarapi.models.readings import Reading
 from solarapi.models.systems import System
+from solarapi.prices.demo import add_demo_data as add_demo_prices
 from solarapi.readings.demo import GAPS, add_demo_data
 from tests.support import Tenant, client_for
 
@@ -21,6 +25,7 @@ async def test_demo_data_is_a_year_with_gaps_and_idempotent(
     for _ in range(2):
         async with app.state.sessionmaker() as session, session.begin():
             await add_demo_data(session, enterprise.account_id, Plan.ENTERPRISE, now)
+            await add_demo_prices(session, enterprise.account_id, Plan.ENTERPRISE, now)
     async with app.state.sessionmaker() as session:
         systems = (
             await session.scalars(select(System).where(System.account_id == enterprise.account_id))
@@ -34,7 +39,14 @@ async def test_demo_data_is_a_year_with_gaps_and_idempotent(
     assert sorted(system.name for system in systems) == ["Barn Freiburg", "Rooftop Haarlem"]
     assert {(s.environment, s.data_source) for s in systems} == {("live", "metered")}
     missing = sum(int(hours * 4) for _, hours in GAPS)  # every gap is whole quarter-hours
-    assert counts == [365 * 96 - missing] * 2
+    last_end = int(now.timestamp()) // 900 * 900
+    for system, count in zip(systems, counts, strict=True):
+        # Installed a year before the run; its readings start at that day's local midnight.
+        tz = ZoneInfo(system.timezone)
+        assert system.installed_on == now.astimezone(tz).date() - timedelta(days=365)
+        first = local_midnight(system.installed_on, tz)
+        assert system.first_reading_at == datetime.fromtimestamp(first, UTC)
+        assert count == (last_end - first) // 900 - missing
     haarlem = next(system for system in systems if system.name == "Rooftop Haarlem")
     gap_day = now - timedelta(days=200)
     async with client_for(app, enterprise.live) as client:
@@ -56,6 +68,28 @@ async def test_demo_data_is_a_year_with_gaps_and_idempotent(
                 },
             )
         ).json()
+        # Demo prices cover every demo system's zone over all its readings.
+        values = {
+            system.name: (
+                await client.get(
+                    f"/api/v1/systems/{system.id}/market-value",
+                    params={
+                        "from": system.first_reading_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "to": datetime.fromtimestamp(last_end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "interval": "1M",
+                    },
+                )
+            ).json()
+            for system in systems
+            if system.first_reading_at is not None
+        }
     # Plausible for 8.4 kWp in the Netherlands: roughly 600 to 1,200 kWh per kWp and year.
     assert 8.4 * 600_000 < year["meta"]["totals"]["energy_wh"] < 8.4 * 1_200_000
     assert any(bucket["energy_wh"] is None for bucket in around_gap["data"])
+    assert sorted(values) == ["Barn Freiburg", "Rooftop Haarlem"]
+    for body in values.values():
+        assert body["meta"]["source"] == "simulated"  # truthfully: not market data
+        months = [bucket for bucket in body["data"] if bucket["energy_wh"]]
+        assert len(months) >= 12
+        assert all(bucket["value_eur"] is not None for bucket in months)
+        assert all(bucket["price_eur_per_mwh"] is not None for bucket in body["data"])

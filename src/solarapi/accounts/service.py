@@ -13,6 +13,7 @@ from solarapi.accounts.passwords import hash_password, password_problem, verify_
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Plan
+from solarapi.kit.text import excerpt
 from solarapi.models import Account, User
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -27,7 +28,7 @@ class NewAccount:
 def normalize_email(email: str) -> str:
     email = email.strip().lower()
     if len(email) > 320 or not _EMAIL.match(email):
-        raise ValidationFailed(f"'{email}' is not a valid e-mail address")
+        raise ValidationFailed(f"'{excerpt(email)}' is not a valid e-mail address")
     return email
 
 
@@ -50,7 +51,7 @@ async def create_account(
     # Hash before looking the e-mail up, so a taken address costs the same time as a new one.
     password_hash = await hash_password(password)
     if await repository.find_user_by_email(session, email) is not None:
-        raise Conflict(f"An account with the e-mail {email} already exists")
+        raise Conflict(f"An account with the e-mail {excerpt(email)} already exists")
     account = Account(id=new_id("acct"), name=name, plan=plan.value, created_at=now)
     user = User(
         id=new_id("usr"),
@@ -79,7 +80,7 @@ async def find_account(session: AsyncSession, email_or_id: str) -> Account:
         user = await repository.find_user_by_email(session, email_or_id)
         account = None if user is None else await repository.get_account(session, user.account_id)
     if account is None:
-        raise NotFound(f"No account with e-mail or id '{email_or_id}'")
+        raise NotFound(f"No account with e-mail or id '{excerpt(email_or_id)}'")
     return account
 
 

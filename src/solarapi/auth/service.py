@@ -12,6 +12,7 @@ from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound, Unauthorized, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.text import excerpt
 from solarapi.models import ApiKey
 from solarapi.sandbox.provision import ensure_sandbox
 
@@ -108,7 +109,7 @@ async def revoke_key(
 ) -> ApiKey:
     key = await repository.get_key(session, key_id)
     if key is None or (account_id is not None and key.account_id != account_id):
-        raise NotFound(f"No API key with id {key_id}")
+        raise NotFound(f"No API key with id {excerpt(key_id)}")
     if key.revoked_at is None:
         key.revoked_at = now
         await session.flush()

@@ -45,7 +45,11 @@ _NOTICES = {
     "key is shown only once; if you did not copy it, revoke it and create a new one.",
     "logged-out": "You are logged out.",
 }
-_CONTENT_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+_CONTENT_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 
 
 def _throttle(request: Request) -> LoginThrottle:
@@ -62,11 +66,22 @@ async def static_file(name: str) -> Response:
     # Only the files that ship in static/ (no path traversal possible: names are whitelisted).
     if name not in ASSET_VERSIONS:
         raise PageError(404, "Page not found", "There is no such file.")
+    return _static_response(name, "public, max-age=31536000, immutable")
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    # Browsers ask for /favicon.ico on their own (for the API's JSON answers, for instance);
+    # the pages link the versioned SVG. Same icon, not immutable: its URL carries no hash.
+    return _static_response("favicon.svg", "public, max-age=86400")
+
+
+def _static_response(name: str, cache_control: str) -> Response:
     path = STATIC_DIR / name
     response = Response(
         path.read_bytes(),
         media_type=_CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
-        headers={"Cache-Control": "public, max-age=31536000, immutable"},
+        headers={"Cache-Control": cache_control},
     )
     return with_security_headers(response, private=False)
 

@@ -22,6 +22,7 @@ from solarapi.dashboard.throttle import LoginThrottle
 from solarapi.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import System
@@ -247,7 +248,7 @@ async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> Sy
     """A system of the user's account, in either environment (a person sees both)."""
     system = await systems_repository.get(session, system_id)
     if system is None or system.account_id != user.account_id:
-        raise NotFound(f"This account has no system with id '{system_id}'.")
+        raise NotFound(f"This account has no system with id '{excerpt(system_id)}'.")
     return system
 
 

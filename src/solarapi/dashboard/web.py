@@ -25,8 +25,10 @@ from solarapi.dashboard.chart import format_energy
 from solarapi.dashboard.csrf import csrf_token, csrf_valid
 from solarapi.dashboard.sessions import WebUser, resolve_session
 from solarapi.db import SessionDep
-from solarapi.errors import ApiError, is_database_unavailable
+from solarapi.dbfaults import is_outage
+from solarapi.errors import ApiError
 from solarapi.kit import clientip
+from solarapi.kit.text import NUL_MESSAGE, url_has_nul
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
 log = logging.getLogger("solarapi.dashboard")
@@ -241,6 +243,8 @@ class DashboardRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def dashboard_handler(request: Request) -> Response:
+            if url_has_nul(request.scope["path"], request.scope.get("query_string", b"")):
+                return error_page(request, 400, f"The address is not valid: {NUL_MESSAGE}.")
             try:
                 response = await handler(request)
             except LoginRequired:
@@ -268,7 +272,7 @@ class DashboardRoute(APIRoute):
                 return await http_error_page(request, exc)
             except Exception as exc:
                 request_id = request.scope.get("state", {}).get("request_id", "")
-                if is_database_unavailable(exc):
+                if await is_outage(exc, request.app.state.engine):
                     log.error("database unavailable: %s", exc, extra={"request_id": request_id})
                     return error_page(
                         request,
@@ -392,6 +396,8 @@ async def read_form(request: Request, user: WebUser | None) -> dict[str, str]:
         raise PageError(400, "That request did not work", "The form was not UTF-8.") from None
     form: dict[str, str] = {}
     for name, value in pairs:
+        if "\x00" in name or "\x00" in value:
+            raise PageError(400, "That request did not work", f"Form fields: {NUL_MESSAGE}.")
         form.setdefault(name, value)
     _check_origin(request)
     if user is not None:

@@ -101,19 +101,22 @@ def validate_period(system: System, period_start: date, period_end: date, now: d
         )
 
 
-def validate_energy(energy_wh: float, metered_energy_wh: float, declaration_type: str) -> None:
+def validate_energy(
+    energy_wh: float | None, metered_energy_wh: float | None, declaration_type: str
+) -> None:
+    if energy_wh is None:
+        return
+    if metered_energy_wh is None:
+        if energy_wh > 0:
+            raise ValidationFailed(
+                f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period, which "
+                "has no readings yet; leave energy_wh out (it follows the metered energy) or "
+                "upload the readings first"
+            )
+        return
     if energy_wh > metered_energy_wh:
         raise ValidationFailed(
             f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period "
             f"({metered_energy_wh:g} Wh); a {declaration_type} declaration may state at "
             f"most what was metered"
         )
-
-
-def require_readings(metering: Metering, period_start: date, period_end: date) -> float:
-    if metering.energy_wh is None:
-        raise ValidationFailed(
-            f"the period {period_start.isoformat()}..{period_end.isoformat()} has no readings; "
-            "upload the system's readings before declaring its production"
-        )
-    return metering.energy_wh

@@ -53,6 +53,10 @@ def _location(declaration_id: str) -> str:
     status_code=201,
     response_model=DeclarationOut,
     summary="Create a draft declaration",
+    description=(
+        "The period may still lack readings: the draft then has `coverage` 0 and null "
+        "energies. Submitting needs coverage ≥ 0.95."
+    ),
     responses=_conflict(
         "The period overlaps a draft, submitted or approved declaration" + _IDEMPOTENCY
     ),

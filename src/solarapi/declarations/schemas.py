@@ -62,9 +62,16 @@ class DeclarationOut(BaseModel):
     type: DeclarationType
     period_start: date
     period_end: date
-    energy_wh: float
-    metered_energy_wh: float
-    coverage: float = Field(description="Fraction of expected 15-minute readings present")
+    energy_wh: float | None = Field(
+        description="Declared energy; null while the period has no readings and none was stated"
+    )
+    metered_energy_wh: float | None = Field(
+        description="Energy of the period's readings; null while it has no reading at all"
+    )
+    coverage: float = Field(
+        description="Fraction of expected 15-minute readings present; a draft may have any "
+        "coverage (0 without readings), submitting needs at least 0.95"
+    )
     certificates: int | None = Field(
         description="Guarantees of origin issued (1 per whole MWh declared) once a "
         "guarantee_of_origin declaration is approved; null otherwise"

@@ -20,7 +20,6 @@ from solarapi.declarations import repository
 from solarapi.declarations.metering import (
     MIN_SUBMIT_COVERAGE,
     measure_period,
-    require_readings,
     validate_energy,
     validate_period,
 )
@@ -38,6 +37,7 @@ from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import excerpt
 from solarapi.models.declarations import Declaration, DeclarationTransition
 from solarapi.models.systems import System
 
@@ -67,7 +67,9 @@ class Caller:
 async def _owned_system(session: AsyncSession, caller: Caller, system_id: str) -> System:
     system = await repository.get_system(session, caller.account_id, caller.environment, system_id)
     if system is None:
-        raise NotFound(f"No system {system_id} in this account's {caller.environment} data")
+        raise NotFound(
+            f"No system {excerpt(system_id)} in this account's {caller.environment} data"
+        )
     return system
 
 
@@ -79,7 +81,7 @@ async def get_declaration(
     )
     if found is None:
         raise NotFound(
-            f"No declaration {declaration_id} in this account's {caller.environment} data"
+            f"No declaration {excerpt(declaration_id)} in this account's {caller.environment} data"
         )
     return found
 
@@ -96,10 +98,10 @@ async def list_declarations(
 ) -> tuple[Sequence[Declaration], int]:
     if status is not None and status not in set(DeclarationStatus):
         names = ", ".join(s.value for s in DeclarationStatus)
-        raise ValidationFailed(f"status must be one of {names}; got '{status}'")
+        raise ValidationFailed(f"status must be one of {names}; got '{excerpt(status)}'")
     if declaration_type is not None and declaration_type not in DECLARATION_TYPES:
         raise ValidationFailed(
-            f"type must be one of {', '.join(DECLARATION_TYPES)}; got '{declaration_type}'"
+            f"type must be one of {', '.join(DECLARATION_TYPES)}; got '{excerpt(declaration_type)}'"
         )
     if system_id is not None:
         await _owned_system(session, caller, system_id)
@@ -251,8 +253,10 @@ async def create_declaration(
 ) -> Declaration:
     system = await _owned_system(session, caller, body.system_id)
     validate_period(system, body.period_start, body.period_end, now)
+    # A period without readings is a valid draft (coverage 0, energies null): the contract
+    # gates submission on coverage, not creation.
     metering = await measure_period(session, system, body.period_start, body.period_end, now)
-    metered = require_readings(metering, body.period_start, body.period_end)
+    metered = metering.energy_wh
     energy_wh = metered if body.energy_wh is None else body.energy_wh
     validate_energy(energy_wh, metered, body.type)
 
@@ -315,11 +319,13 @@ async def update_declaration(
     period_end: date = changes.get("period_end", declaration.period_end)
     validate_period(system, period_start, period_end, now)
     metering = await measure_period(session, system, period_start, period_end, now)
-    metered = require_readings(metering, period_start, period_end)
+    metered = metering.energy_wh
+    energy_wh: float | None
     if "energy_wh" in changes:
         energy_wh = metered if changes["energy_wh"] is None else float(changes["energy_wh"])
     else:
-        energy_wh = declaration.energy_wh
+        # Never stated (the draft had no readings): it still follows the metered energy.
+        energy_wh = metered if declaration.energy_wh is None else declaration.energy_wh
     validate_energy(energy_wh, metered, declaration.type)
 
     declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
@@ -368,8 +374,8 @@ async def submit_declaration(
     metering = await measure_period(
         session, system, declaration.period_start, declaration.period_end, now
     )
-    metered = require_readings(metering, declaration.period_start, declaration.period_end)
-    if metering.coverage < MIN_SUBMIT_COVERAGE:
+    metered = metering.energy_wh
+    if metered is None or metering.coverage < MIN_SUBMIT_COVERAGE:
         raise Conflict(
             f"coverage is {metering.coverage:.3f}: only {metering.samples} of "
             f"{metering.expected_samples} quarter-hours of the period have a reading, and a "
@@ -380,7 +386,13 @@ async def submit_declaration(
         session,
         declaration,
         DeclarationAction.SUBMIT,
-        {"metered_energy_wh": metered, "coverage": metering.coverage, "submitted_at": now},
+        {
+            "metered_energy_wh": metered,
+            "coverage": metering.coverage,
+            "submitted_at": now,
+            # A draft created before its readings states no energy: it declares the metered.
+            "energy_wh": metered if declaration.energy_wh is None else declaration.energy_wh,
+        },
         actor=caller.actor,
         reason=None,
         now=now,
@@ -394,11 +406,15 @@ async def _decide_in_sandbox(
     session: AsyncSession, declaration: Declaration, now: datetime
 ) -> Declaration:
     """The sandbox's issuing body answers at once, by the contract's rule."""
-    if declaration.energy_wh <= declaration.metered_energy_wh:
+    energy_wh, metered_energy_wh = declaration.energy_wh, declaration.metered_energy_wh
+    # Submitted, so the period had readings (coverage >= 0.95) and both were set.
+    assert energy_wh is not None
+    assert metered_energy_wh is not None
+    if energy_wh <= metered_energy_wh:
         return await decide(session, declaration, approve=True, reason=None, actor=SANDBOX, now=now)
     reason = (
-        f"declared energy_wh {declaration.energy_wh:g} exceeds the metered "
-        f"{declaration.metered_energy_wh:g} Wh of the period"
+        f"declared energy_wh {energy_wh:g} exceeds the metered "
+        f"{metered_energy_wh:g} Wh of the period"
     )
     return await decide(session, declaration, approve=False, reason=reason, actor=SANDBOX, now=now)
 
@@ -449,7 +465,7 @@ async def decide_as_operator(
     """The issuing body's answer for a live declaration, entered by the operator (CLI)."""
     declaration = await repository.get_declaration_by_id(session, declaration_id)
     if declaration is None:
-        raise NotFound(f"No declaration {declaration_id}")
+        raise NotFound(f"No declaration {excerpt(declaration_id)}")
     return await decide(
         session, declaration, approve=approve, reason=reason, actor=OPERATOR, now=now
     )

@@ -16,6 +16,7 @@ def certificates(declaration: Declaration) -> int | None:
     if (
         declaration.type == "guarantee_of_origin"
         and declaration.status == DeclarationStatus.APPROVED
+        and declaration.energy_wh is not None
     ):
         return int(declaration.energy_wh // WH_PER_MWH)
     return None

@@ -27,6 +27,7 @@ from solarapi.jobs.queue import enqueue
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp, utcnow
 from solarapi.models.webhooks import Event
 
@@ -45,7 +46,7 @@ async def record_event(
     Returns the event id (`evt_…`)."""
     if event_type not in EVENT_TYPE_SET:
         # A programming error in the calling area, not a client error: fail loudly.
-        raise ValueError(f"unknown event type {event_type!r}; known: {describe_allowed()}")
+        raise ValueError(f"unknown event type '{excerpt(event_type)}'; known: {describe_allowed()}")
     event = Event(
         id=new_id("evt"),
         account_id=account_id,
@@ -113,7 +114,7 @@ def parse_type_filter(raw: str | None) -> str | None:
     if raw is None or raw == "":
         return None
     if raw not in EVENT_TYPE_SET:
-        raise ValidationFailed(f"type must be one of {describe_allowed()}; got '{raw}'")
+        raise ValidationFailed(f"type must be one of {describe_allowed()}; got '{excerpt(raw)}'")
     return raw
 
 

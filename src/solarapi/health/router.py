@@ -9,10 +9,14 @@ from typing import Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
-from sqlalchemy import text
 from starlette.responses import Response
 
-from solarapi.errors import is_database_unavailable
+from solarapi.dbfaults import (
+    SCHEMA_REVISION,
+    is_database_unavailable,
+    revision_is_current,
+    schema_revision,
+)
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp, utcnow
 
@@ -36,12 +40,20 @@ class Health(BaseModel):
 
 
 async def _database_status(request: Request) -> Literal["ok", "unavailable"]:
+    """ "ok" only when the API could serve: the database answers and its schema is this
+    release's (an empty or unmigrated database fails every API request, so it is not ok)."""
     try:
-        async with request.app.state.sessionmaker() as session:
-            await asyncio.wait_for(session.execute(text("SELECT 1")), timeout=2.0)
+        revision = await asyncio.wait_for(schema_revision(request.app.state.engine), 2.0)
     except Exception as exc:
         if not (is_database_unavailable(exc) or isinstance(exc, asyncio.TimeoutError)):
             log.exception("health check query failed")
+        return "unavailable"
+    if not revision_is_current(revision):
+        log.error(
+            "database schema at revision %s, this release needs %s: run `solarapi migrate`",
+            revision,
+            SCHEMA_REVISION,
+        )
         return "unavailable"
     return "ok"
 
@@ -52,7 +64,8 @@ async def _database_status(request: Request) -> Literal["ok", "unavailable"]:
     response_model=Health,
     summary="Service health",
     description="No authentication. 200 `ok` or `degraded` (Redis down: limits fall back to "
-    "per-process counters), 503 `unavailable` when the database does not answer.",
+    "per-process counters), 503 `unavailable` when the database cannot serve the API: it "
+    "does not answer, refuses connections, or its schema is not migrated.",
     responses={503: {"model": Health, "description": "The database does not answer"}},
 )
 async def health(request: Request) -> Response:

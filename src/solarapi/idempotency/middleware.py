@@ -171,9 +171,13 @@ async def _checked_body(key: str, receive: Receive) -> bytes | None:
     try:
         return await _read_body(receive)
     except HTTPException as exc:
-        if exc.status_code != 413:
-            raise
-        raise PayloadTooLarge(str(exc.detail)) from None
+        # The gateway's body checks fail while the body is read: over the size limit (413)
+        # or a NUL character (400).
+        if exc.status_code == 413:
+            raise PayloadTooLarge(str(exc.detail)) from None
+        if exc.status_code == 400:
+            raise ValidationFailed(str(exc.detail)) from None
+        raise
 
 
 async def _claim(scope: Scope, key: str, body: bytes) -> store.ClaimOutcome:

@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.webhooks import IdempotencyRecord
 
@@ -102,7 +103,7 @@ async def claim(
                 continue
             return _answer(existing, key, request_hash, now)
     return Refused(
-        f"A request with Idempotency-Key '{key}' is still being processed; retry after it "
+        f"A request with Idempotency-Key '{excerpt(key)}' is still being processed; retry after it "
         "completes to get its response"
     )
 
@@ -112,19 +113,19 @@ def _answer(
 ) -> ClaimOutcome:
     if existing.request_hash != request_hash:
         return Refused(
-            f"Idempotency-Key '{key}' was already used in the last 24 hours for a different "
+            f"Idempotency-Key '{excerpt(key)}' was already used in the last 24 hours for a different "
             f"request (first: {existing.method} {existing.path}); send a new key with a new "
             "request"
         )
     if existing.completed_at is None or existing.response_status is None:
         if existing.created_at <= now - ABANDONED_AFTER:
             return Refused(
-                f"The first request with Idempotency-Key '{key}' (started "
+                f"The first request with Idempotency-Key '{excerpt(key)}' (started "
                 f"{format_timestamp(existing.created_at)}) never completed, so whether its "
                 "change was made is unknown; check, then retry with a new key if needed"
             )
         return Refused(
-            f"A request with Idempotency-Key '{key}' is still being processed; retry after "
+            f"A request with Idempotency-Key '{excerpt(key)}' is still being processed; retry after "
             "it completes to get its response"
         )
     return Replay(

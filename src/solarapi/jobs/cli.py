@@ -18,6 +18,7 @@ from solarapi.jobs.runner import (
     load_handlers,
     new_worker_id,
     run_pending,
+    warm_render_process,
 )
 from solarapi.logs import configure_logging
 
@@ -47,6 +48,7 @@ def worker(
     settings = load_settings()
     configure_logging(settings.log_level)
     load_handlers()
+    warm_render_process()
     for module in handlers or []:
         importlib.import_module(module)
     runner_settings = RunnerSettings(lease_seconds=lease)

@@ -39,6 +39,7 @@ from solarapi.jobs.queue import (
     set_current_job,
 )
 from solarapi.jobs.repository import ClaimedJob
+from solarapi.kit import cpu
 from solarapi.kit.timefmt import utcnow
 
 log = logging.getLogger("solarapi.jobs")
@@ -57,6 +58,12 @@ def load_handlers() -> None:
     for name in HANDLER_MODULES:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
+
+
+def warm_render_process() -> None:
+    """Start the CPU process that renders report files and import the handlers there (the
+    same seconds of matplotlib and reportlab), so the first report does not wait for them."""
+    cpu.warm(*(name for name in HANDLER_MODULES if importlib.util.find_spec(name) is not None))
 
 
 def new_worker_id(role: str) -> str:
@@ -358,6 +365,7 @@ async def start_inline_runner(app: FastAPI) -> None:
     # matplotlib and reportlab, seconds of import that would otherwise stall the event loop
     # while the server already answers (GET /health timed out its database check meanwhile).
     load_handlers()
+    warm_render_process()
     runner = JobRunner(app.state.sessionmaker, worker_id=new_worker_id("inline"), concurrency=2)
     app.state.job_runner = runner
     runner.start()

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from solarapi.errors import ValidationFailed
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_timestamp
 
 QUARTER_S = 900
@@ -83,7 +84,7 @@ def parse_interval(
         if text == interval.value:
             return interval
     names = ", ".join(interval.value for interval in allowed)
-    raise ValidationFailed(f"interval must be one of {names}; got '{text}'")
+    raise ValidationFailed(f"interval must be one of {names}; got '{excerpt(text)}'")
 
 
 # --- the local calendar -------------------------------------------------------------------
@@ -211,7 +212,7 @@ def _parse_param(name: str, text: str) -> datetime:
     if not EARLIEST <= value < LATEST:
         raise ValidationFailed(
             f"{name}: must lie between {format_timestamp(EARLIEST)} and "
-            f"{format_timestamp(LATEST)}; got '{text}'"
+            f"{format_timestamp(LATEST)}; got '{excerpt(text)}'"
         )
     return value
 

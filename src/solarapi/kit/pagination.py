@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from solarapi.errors import ValidationFailed
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.text import excerpt
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
@@ -37,7 +38,9 @@ def _parse_positive(name: str, raw: str | None, default: int, upper: int) -> int
         return default
     value = int(raw) if _DIGITS.fullmatch(raw) else 0
     if not 1 <= value <= upper:
-        raise ValidationFailed(f"{name} must be an integer between 1 and {upper}; got '{raw}'")
+        raise ValidationFailed(
+            f"{name} must be an integer between 1 and {upper}; got '{excerpt(raw)}'"
+        )
     return value
 
 

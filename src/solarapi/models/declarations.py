@@ -46,8 +46,10 @@ class Declaration(Base):
     # Local calendar days of the system's time zone, both inclusive.
     period_start: Mapped[date] = mapped_column(Date())
     period_end: Mapped[date] = mapped_column(Date())
-    energy_wh: Mapped[float] = mapped_column(Float())
-    metered_energy_wh: Mapped[float] = mapped_column(Float())
+    # Both null while the period has no reading at all (a draft may exist before its readings;
+    # submitting needs coverage). `energy_wh` null = not stated: it follows the metered energy.
+    energy_wh: Mapped[float | None] = mapped_column(Float(), nullable=True)
+    metered_energy_wh: Mapped[float | None] = mapped_column(Float(), nullable=True)
     coverage: Mapped[float] = mapped_column(Float())
     status: Mapped[str] = mapped_column(String(16))
     status_reason: Mapped[str | None] = mapped_column(Text(), nullable=True)

@@ -137,9 +137,18 @@ def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
     if not series:
         raise PriceFileError(f"line {root.line}: the document has no <TimeSeries>")
 
+    zone, by_sequence = _read_series(series)
+    return _day_ahead(zone, by_sequence)
+
+
+_Collected = dict[int | None, tuple[list[PriceRow], list[str]]]
+
+
+def _read_series(series: list[_Element]) -> tuple[Zone, _Collected]:
+    """Every TimeSeries' rows, per classification sequence (None: no element), with where each
+    row came from; all for one zone."""
     zone: Zone | None = None
-    # Per sequence (None = no element): the rows and where each came from.
-    by_sequence: dict[int | None, tuple[list[PriceRow], list[str]]] = {}
+    by_sequence: _Collected = {}
     for ts_index, ts in enumerate(series, start=1):
         where = f"TimeSeries {ts_index} (line {ts.line})"
         ts_zone = _series_zone(ts, where)
@@ -169,6 +178,12 @@ def parse_entsoe_xml(data: bytes) -> EntsoeDocument:
                 rows.append(row)
                 origins.append(f"the Point at line {point_line}")
     assert zone is not None
+    return zone, by_sequence
+
+
+def _day_ahead(zone: Zone, by_sequence: _Collected) -> EntsoeDocument:
+    """Sequence 1 (or the sequence-less series) as the day-ahead price, the others skipped;
+    each sequence's rows checked for overlaps on their own, never against another's."""
     if None in by_sequence and DAY_AHEAD_SEQUENCE in by_sequence:
         raise PriceFileError(
             "some TimeSeries carry <classificationSequence_AttributeInstanceComponent.position> "

@@ -29,6 +29,7 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import excerpt
 from solarapi.kit.zones import ZONES, Zone
 from solarapi.prices import repository
 from solarapi.prices.cache import quarter_prices
@@ -51,7 +52,7 @@ def find_zone(code: str | None) -> Zone:
     zone = ZONES.get(code)
     if zone is None:
         raise ValidationFailed(
-            f"zone must be one of {', '.join(ZONES)}; got '{code}' (see GET /market-prices/zones)"
+            f"zone must be one of {', '.join(ZONES)}; got '{excerpt(code)}' (see GET /market-prices/zones)"
         )
     return zone
 

@@ -1,18 +1,29 @@
 """Demo data of the readings area: two live metered systems per demo account with a year of
 15-minute readings up to now, with a few deliberate gaps (idempotent).
 
-Readings come from the sandbox's physical model (`solarapi.sandbox.model`).
+A demo system is `installed_on` the local day a year before the first demo run, and its
+readings start at that day's local midnight: demo data must not contradict itself (a system
+installed years before its first reading teaches users that such gaps are normal).
+
+Readings come from the sandbox's physical model when `solarapi.sandbox.model` is installed;
+otherwise from a clear-sky stand-in (`_stand_in_energy`): the sine of the sun's elevation
+from the textbook declination and hour-angle formulas, scaled to the capacity and dimmed by a
+deterministic day-to-day cloudiness. It is shaped like solar production (nights zero, summer
+above winter) but is not a physical model.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
+import hashlib
+from dataclasses import replace
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray
+from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray, local_date, local_midnight
 from solarapi.kit.plans import Plan
 from solarapi.models.systems import System
 from solarapi.readings.service import simulate
@@ -35,7 +46,6 @@ DEMO_SYSTEMS = (
         market_zone="NL",
         tilt_deg=35.0,
         azimuth_deg=180.0,
-        installed_on=date(2023, 4, 1),
     ),
     SystemSpec(
         name="Barn Freiburg",
@@ -48,7 +58,6 @@ DEMO_SYSTEMS = (
         market_zone="DE-LU",
         tilt_deg=20.0,
         azimuth_deg=200.0,
-        installed_on=date(2022, 9, 15),
     ),
 )
 
@@ -58,7 +67,6 @@ GAPS = ((200, 30.0), (90, 6.0), (12, 2.5))
 
 
 async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now: datetime) -> None:
-
     existing = set(
         (
             await session.scalars(
@@ -71,8 +79,14 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
     for spec in DEMO_SYSTEMS:
         if spec.name in existing:
             continue  # idempotent: a re-run keeps the system and its readings as they are
+        tz = ZoneInfo(spec.timezone)
+        installed_on = local_date(int(now.timestamp()), tz) - timedelta(days=DEMO_DAYS)
         system = new_system(
-            spec, account_id=account_id, environment="live", data_source="metered", created_at=now
+            replace(spec, installed_on=installed_on),
+            account_id=account_id,
+            environment="live",
+            data_source="metered",
+            created_at=now,
         )
         session.add(system)
         await session.flush()
@@ -88,18 +102,50 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
 
 
 async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
-    """A year of quarter-hours up to the last one that has ended, minus the gaps."""
+    """The quarter-hours from the local midnight of `installed_on` (else a year back) up to the
+    last one that has ended, minus the gaps."""
     now_s = int(now.timestamp())
     end_s = now_s - now_s % QUARTER_S
     start_s = end_s - DEMO_DAYS * 86400
+    if system.installed_on is not None:
+        start_s = local_midnight(system.installed_on, ZoneInfo(system.timezone))
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
-    series = await simulate(system, start_s, end_s)
-    if series is None:  # a demo year is always inside the simulated history
-        raise ValueError(f"no simulated history for {system.id} from {start_s}")
-    energy = np.asarray(series.energy_wh, dtype=np.float64)
+    energy = await _model_energy(system, start_s, end_s)
+    if energy is None:
+        energy = _stand_in_energy(system, starts)
     keep = np.ones(len(starts), dtype=bool)
     for days_ago, hours in GAPS:
         gap_start = end_s - days_ago * 86400
         keep &= ~((starts >= gap_start) & (starts < gap_start + int(hours * 3600)))
     energy = np.round(energy, 3)
     return starts[keep], energy[keep], (energy * 4.0)[keep]
+
+
+async def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray | None:
+    series = await simulate(system, start_s, end_s)
+    if series is None or len(series.starts) == 0 or int(series.starts[0]) != start_s:
+        return None
+    return np.asarray(series.energy_wh, dtype=np.float64)
+
+
+def _stand_in_energy(system: System, starts: IntArray) -> FloatArray:
+    middle = starts + QUARTER_S // 2
+    day_of_year = (middle // 86400 + 4) % 365.25  # days since 1 Jan, near enough
+    declination = np.radians(23.44) * np.sin(2 * np.pi * (day_of_year - 81) / 365.0)
+    solar_hours = (middle % 86400) / 3600.0 + system.longitude / 15.0
+    hour_angle = np.radians(15.0 * (solar_hours - 12.0))
+    latitude = np.radians(system.latitude)
+    sin_elevation = np.sin(latitude) * np.sin(declination) + np.cos(latitude) * np.cos(
+        declination
+    ) * np.cos(hour_angle)
+    seed = int.from_bytes(hashlib.sha256(system.name.encode()).digest()[:4], "big")
+    days = middle // 86400
+    unique_days, index = np.unique(days, return_inverse=True)
+    cloudiness = np.random.default_rng(seed).uniform(0.25, 1.0, len(unique_days))[index]
+    power_w = system.capacity_kwp * 1000 * 0.8 * np.clip(sin_elevation, 0, None) ** 1.2
+    if system.inverter_capacity_kw is not None:
+        power_w = np.minimum(power_w * cloudiness, system.inverter_capacity_kw * 1000)
+    else:
+        power_w = power_w * cloudiness
+    result: FloatArray = power_w * (QUARTER_S / 3600)
+    return result

@@ -38,6 +38,7 @@ from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
 from solarapi.systems.access import owned, read_system
+from solarapi.systems.span import simulated_since
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ class _SimulatedSeries(Protocol):
 
 
 async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
-    """The sandbox's physical model of `system` over [start_s, end_s), or None before the
+    """The sandbox's physical model of `system` over [start_s, end_s), or None before its
     simulated history starts."""
     if "solarapi.sandbox.model" not in sys.modules:
         # start-up: the model pulls in pvlib, pandas and scipy (seconds to import, measured):
@@ -72,8 +73,9 @@ async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries
         await asyncio.to_thread(importlib.import_module, "solarapi.sandbox.model")
     from solarapi.sandbox import model  # start-up: loaded just above, so this is a lookup
 
-    # Simulated history is bounded (see docs/sandbox.md): a 1M query may span 833 years.
-    start_s = max(start_s, model.SIMULATION_START_S)
+    # Simulated history starts at the installation day, and never before 2000 (see
+    # docs/sandbox.md): a 1M query may span 833 years.
+    start_s = max(start_s, simulated_since(system))
     if end_s <= start_s:
         return None
     params = model.PvParams(

@@ -3,9 +3,8 @@ upsert, and the hourly and local-daily rollups kept exact in the same transactio
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -26,7 +25,8 @@ from solarapi.kit.grid import (
     ceil_to_grid,
     floor_to_grid,
 )
-from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_timestamp
+from solarapi.kit.text import excerpt
+from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
@@ -83,27 +83,7 @@ def plausible_max_wh(capacity_kwp: float) -> float:
     return capacity_kwp * WH_PER_KWP_PER_QUARTER * PLAUSIBILITY_MARGIN
 
 
-_FAST_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 _ITEM_FIELDS = frozenset({"timestamp", "energy_wh", "power_w"})
-
-
-def _epoch_seconds(text: str, midnights: dict[str, int]) -> int | None:
-    """Epoch seconds of `YYYY-MM-DDTHH:MM:SSZ` (the form nearly every client sends) without
-    building a datetime per item; None for any other form, which takes the full parser."""
-    if len(text) != 20 or _FAST_TIMESTAMP.fullmatch(text) is None:
-        return None
-    midnight = midnights.get(text[:10])
-    if midnight is None:
-        try:
-            day = date.fromisoformat(text[:10])
-        except ValueError:
-            return None
-        midnight = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
-        midnights[text[:10]] = midnight
-    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
-    if hour > 23 or minute > 59 or second > 59:
-        return None
-    return midnight + hour * 3600 + minute * 60 + second
 
 
 def batch_from_json(payload: object) -> ReadingBatch:
@@ -114,7 +94,7 @@ def batch_from_json(payload: object) -> ReadingBatch:
         raise ValidationFailed("the body must be a JSON object with a 'readings' list")
     for key in payload:
         if key != "readings":
-            raise ValidationFailed(f"{key}: unknown field")
+            raise ValidationFailed(f"{excerpt(key)}: unknown field")
     readings = payload.get("readings")
     if readings is None:
         raise ValidationFailed("readings: is required")
@@ -127,7 +107,7 @@ def batch_from_json(payload: object) -> ReadingBatch:
             raise ValidationFailed(f"readings[{i}]: must be an object")
         if not _ITEM_FIELDS.issuperset(item):
             unknown = sorted(set(item) - _ITEM_FIELDS)[0]
-            raise ReadingRejected(i, unknown, "unknown field")
+            raise ReadingRejected(i, excerpt(unknown), "unknown field")
         timestamp = item.get("timestamp")
         energy_wh = item.get("energy_wh")
         power_w = item.get("power_w")
@@ -162,7 +142,7 @@ def _validated(
     midnights: dict[str, int] = {}
     unparsable: ReadingRejected | None = None
     for i, text in enumerate(batch.timestamps):
-        seconds = _epoch_seconds(text, midnights)
+        seconds = epoch_seconds(text, midnights)
         if seconds is None:
             try:
                 moment = parse_timestamp(text)
@@ -216,7 +196,7 @@ def _rejection(
         return ReadingRejected(
             index,
             "timestamp",
-            f"'{batch.timestamps[index]}' is not the start of a quarter-hour; in UTC the minute must be "
+            f"'{excerpt(batch.timestamps[index])}' is not the start of a quarter-hour; in UTC the minute must be "
             "0, 15, 30 or 45 and the seconds 0",
         )
     if rule == "epoch":

@@ -10,9 +10,9 @@ disagree with `GET /systems/{id}/readings` or `/market-value` for the same param
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from solarapi.auth.principal import Principal
@@ -46,6 +46,8 @@ class Chart:
     y: list[float | None]
     bar_days: float
     labels: list[str] = field(default_factory=list)
+    # Under the axis: the report's period on the systems' local calendar.
+    xlabel: str = ""
 
 
 @dataclass(slots=True)
@@ -109,13 +111,43 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
         ("Account", f"{context.account_name} ({report.account_id})"),
         ("Environment", "live" if report.environment == "live" else "test (sandbox)"),
         ("Systems", f"{len(systems)}: {names}"),
-        ("Period", f"{utc_text(context.start)} to {utc_text(context.end)} (end exclusive)"),
+        (
+            "Period",
+            f"{local_period(context.start, context.end, (s.timezone for s in systems)).text()}"
+            f"; in UTC {utc_text(context.start)} to {utc_text(context.end)} (end exclusive)",
+        ),
     ]
     if report.type != "declarations":
         facts.append(("Interval", f"{context.interval.value} (one row per system and bucket)"))
     facts.append(("Generated at", utc_text(context.now)))
     facts.append(("Report", report.id))
     return facts
+
+
+@dataclass(frozen=True, slots=True)
+class LocalPeriod:
+    """A report's period on the systems' local calendar: its first and last day (inclusive)
+    in `zone` — the systems' time zone when they share one, else UTC."""
+
+    first: date
+    last: date
+    zone: str
+
+    def text(self) -> str:
+        return f"{self.first.isoformat()} to {self.last.isoformat()} ({self.zone})"
+
+
+def local_period(start: datetime, end: datetime, zones: Iterable[str]) -> LocalPeriod:
+    """[start, end) as local days: an October report (00:00 1 October to 00:00 1 November
+    local) is 2026-10-01 to 2026-10-31, not the UTC dates 2026-09-30 and 2026-10-31."""
+    distinct = set(zones)
+    zone = distinct.pop() if len(distinct) == 1 else "UTC"
+    tz = ZoneInfo(zone)
+    local_start, local_end = start.astimezone(tz), end.astimezone(tz)
+    last = local_end.date()
+    if local_end.time() == datetime.min.time() and last > local_start.date():
+        last -= timedelta(days=1)  # the end is exclusive: a midnight ends the day before
+    return LocalPeriod(local_start.date(), last, zone)
 
 
 def utc_text(value: datetime) -> str:

@@ -1,8 +1,9 @@
 """Report generation on the job runner, its failure hook and the clean-up of expired files.
 (Imported by `jobs.runner.load_handlers`.)
 
-An attempt: mark the report running → read the data → render the file off the event loop
-(CPU-bound; the API keeps serving in embedded mode) → in one transaction, check the job is
+An attempt: mark the report running → read the data → render the file in the CPU process
+(`kit.cpu`: charts and PDF layout hold the GIL, so a thread would stall the API's event loop
+in embedded mode) → in one transaction, check the job is
 still ours and mark the report completed with the file's size and SHA-256, plus the
 `report.completed` event. A killed attempt leaves at most an unreferenced file of its own
 name (`<report>-<attempt>.<ext>`), which is removed by the next attempt's success path.
@@ -14,7 +15,6 @@ import asyncio
 import hashlib
 import logging
 import os
-import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.auth.principal import Principal
+from solarapi.config import Settings
+from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 from solarapi.events.service import record_event
 from solarapi.jobs.queue import (
     current_job,
@@ -32,6 +34,7 @@ from solarapi.jobs.queue import (
     settings_of,
 )
 from solarapi.jobs.runner import ABANDONED_ERROR
+from solarapi.kit.cpu import run_in_process
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.reports import Report
@@ -75,40 +78,79 @@ def render(content: ReportContent, report_format: str, path: Path, now: datetime
         write_pdf(content, path, now)
 
 
-def write_file(
-    content: ReportContent,
-    report_format: str,
-    directory: Path,
-    name: str,
-    now: datetime,
-    abandoned: threading.Event | None = None,
+def produce_file(
+    settings: Settings, report_id: str, account_name: str, plan: str, temporary: Path, now: datetime
 ) -> tuple[int, str] | None:
-    """Render into a temporary file, fsync, then rename: a file under its final name is
-    always complete. Returns (size, sha256), or None when the attempt was abandoned (its job
-    cancelled) while rendering — a thread cannot be stopped, but it can drop its work."""
-    directory.mkdir(parents=True, exist_ok=True)
-    final = directory / name
-    partial = directory / f".{name}.partial"
+    """Read the report's data, shape it, render it into `temporary` and fsync it; returns
+    (size, sha256), or None if the report was deleted meanwhile. Runs in the CPU process
+    (`kit.cpu`), with its own connection: shaping 50 system-years into rows and laying out a
+    PDF is pure Python that, on the API's event loop or a thread of it, stalled every request
+    (a 0.9 s block building the rows, then seconds of drawing)."""
+    content = asyncio.run(_content(settings, report_id, account_name, plan, now))
+    if content is None:
+        return None
+    report_format, built = content
+    render(built, report_format, temporary, now)
+    digest = hashlib.sha256()
+    with temporary.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+        os.fsync(handle.fileno())
+    return temporary.stat().st_size, digest.hexdigest()
+
+
+async def _content(
+    settings: Settings, report_id: str, account_name: str, plan: str, now: datetime
+) -> tuple[str, ReportContent] | None:
+    engine = create_oneshot_engine(settings)
     try:
-        render(content, report_format, partial, now)
-        digest = hashlib.sha256()
-        with partial.open("rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-            os.fsync(handle.fileno())
-        size = partial.stat().st_size
-        if abandoned is not None and abandoned.is_set():
-            return None
-        os.replace(partial, final)
+        async with sessionmaker_for(engine, settings)() as session:
+            report = await repository.get(session, report_id)
+            if report is None:
+                return None
+            principal = job_principal(report, account_name, plan)
+            context = ReportContext(report, account_name, principal, now)
+            return report.format, await build(session, context)
     finally:
-        partial.unlink(missing_ok=True)
-    return size, digest.hexdigest()
+        await dispose_engine(engine)
+
+
+async def write_file(
+    settings: Settings, report: Report, account_name: str, plan: str, name: str, now: datetime
+) -> tuple[int, str] | None:
+    """Produce the file under a temporary name, then rename: a file under its final name is
+    always complete. Cancelled meanwhile (its job was), the attempt drops its work: the
+    rendering cannot be stopped, so its file is removed when it ends."""
+    directory = settings.effective_reports_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    temporary = directory / f".{name}.partial"
+    rendering = asyncio.ensure_future(
+        run_in_process(produce_file, settings, report.id, account_name, plan, temporary, now)
+    )
+    try:
+        written = await asyncio.shield(rendering)
+    except asyncio.CancelledError:
+        rendering.add_done_callback(lambda _: _drop(rendering, temporary))
+        raise
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    if written is not None:
+        os.replace(temporary, directory / name)
+    return written
+
+
+def _drop(rendering: asyncio.Future[tuple[int, str] | None], temporary: Path) -> None:
+    if not rendering.cancelled():
+        rendering.exception()  # retrieved: nobody waits for it any more
+    temporary.unlink(missing_ok=True)
 
 
 @job_handler(JOB_KIND)
 async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
     report_id = str(payload["report_id"])
-    directory = settings_of(maker).effective_reports_dir
+    settings = settings_of(maker)
+    directory = settings.effective_reports_dir
     job = current_job()
     attempt = job.attempt if job is not None else 1
     now = utcnow()
@@ -119,23 +161,12 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
         account = await repository.get_account(session, report.account_id)
         if account is None:
             return  # the account is gone; its reports went with it
-        principal = job_principal(report, account.name, account.plan)
-    # Reading runs outside the write above: on SQLite a long transaction that has written
-    # would hold the database's one write lock for the whole read.
-    async with maker() as session:
-        content = await build(session, ReportContext(report, account.name, principal, now))
-
+    # Reading runs outside the write above (in the CPU process): on SQLite a long transaction
+    # that has written would hold the database's one write lock for the whole read.
     name = f"{report.id}-{attempt}.{report.format}"
-    abandoned = threading.Event()
-    try:
-        written = await asyncio.to_thread(
-            write_file, content, report.format, directory, name, now, abandoned
-        )
-    except asyncio.CancelledError:
-        abandoned.set()
-        raise
+    written = await write_file(settings, report, account.name, account.plan, name, now)
     if written is None:
-        return
+        return  # deleted while it was being produced
     size, sha256 = written
     completed = False
     try:

@@ -120,7 +120,8 @@ def _text(value: Cell) -> str:
     return value
 
 
-def _chart_png(chart: Chart) -> bytes:
+def chart_figure(chart: Chart) -> Figure:
+    """The chart as a matplotlib figure (laid out, not yet rendered)."""
     figure = Figure(figsize=(7.2, 3.0), dpi=200)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
@@ -128,12 +129,18 @@ def _chart_png(chart: Chart) -> bytes:
     if chart.x and any(value is not None for value in chart.y):
         positions = date2num(chart.x)  # type: ignore[no-untyped-call]
         edge = 0.3 if len(chart.x) < 200 else 0.0
-        axes.bar(positions, values, width=chart.bar_days, color="#f59e0b",
-                 edgecolor="#b45309", linewidth=edge)  # fmt: skip
         if len(chart.labels) == len(chart.x) <= FEW_BARS:
+            axes.bar(positions, values, width=chart.bar_days, color="#f59e0b",
+                     edgecolor="#b45309", linewidth=edge)  # fmt: skip
             # Few bars: label each one with its period, not with clock times between them.
             axes.set_xticks(list(positions), chart.labels, rotation=30 if len(chart.x) > 6 else 0)
         else:
+            # Each bar starts at its bucket's start, and the axis ends with the last bar: a
+            # margin past it would put a tick on the next period (an October report's axis
+            # read "2026-Nov").
+            axes.bar(positions, values, width=chart.bar_days, align="edge", color="#f59e0b",
+                     edgecolor="#b45309", linewidth=edge)  # fmt: skip
+            axes.set_xlim(float(positions[0]), float(positions[-1]) + chart.bar_days)
             locator = AutoDateLocator()  # type: ignore[no-untyped-call]
             axes.xaxis.set_major_locator(locator)
             axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
@@ -143,14 +150,20 @@ def _chart_png(chart: Chart) -> bytes:
         axes.set_xticks([])
     axes.set_title(chart.title, fontsize=9)
     axes.set_ylabel(chart.ylabel, fontsize=8)
+    if chart.xlabel:
+        axes.set_xlabel(chart.xlabel, fontsize=8)
     axes.tick_params(labelsize=7)
     axes.grid(axis="y", color="#e7e5e4", linewidth=0.5)
     axes.set_axisbelow(True)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)
     figure.tight_layout()
+    return figure
+
+
+def _chart_png(chart: Chart) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    chart_figure(chart).savefig(buffer, format="png")
     return buffer.getvalue()
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.models.account import Account
 from solarapi.models.reports import Report, ReportStatus
+from solarapi.models.systems import System
 
 _ACTIVE = (ReportStatus.QUEUED.value, ReportStatus.RUNNING.value)
 
@@ -155,3 +156,11 @@ async def forget_file(session: AsyncSession, report_id: str, now: datetime) -> N
 async def referenced_files(session: AsyncSession, names: Sequence[str]) -> set[str]:
     rows = await session.scalars(select(Report.file_name).where(Report.file_name.in_(names)))
     return {name for name in rows if name is not None}
+
+
+async def system_timezones(session: AsyncSession, system_ids: Sequence[str]) -> set[str]:
+    """The time zones of those of `system_ids` that still exist."""
+    if not system_ids:
+        return set()
+    rows = await session.scalars(select(System.timezone).where(System.id.in_(list(system_ids))))
+    return set(rows.all())

@@ -7,7 +7,7 @@ type in `reports.content`; the file formats in `reports.csvfile` and `reports.pd
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,10 +29,12 @@ from solarapi.kit.grid import (
 )
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
-from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.kit.text import excerpt
+from solarapi.kit.timefmt import format_optional, format_timestamp, parse_timestamp
 from solarapi.models.reports import Report, ReportStatus
 from solarapi.models.systems import System
 from solarapi.reports import repository
+from solarapi.reports.content import local_period
 from solarapi.reports.schemas import ReportCreate
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import get_system
@@ -72,7 +74,9 @@ class ReportRequest:
 
 def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        raise ValidationFailed(f"{name} must be one of {', '.join(allowed)}; got '{value}'")
+        raise ValidationFailed(
+            f"{name} must be one of {', '.join(allowed)}; got '{excerpt(value)}'"
+        )
     return value
 
 
@@ -113,7 +117,9 @@ async def validate_request(
         seen: set[str] = set()
         for index, system_id in enumerate(ids):
             if system_id in seen:
-                raise ValidationFailed(f"system_ids[{index}]: '{system_id}' is listed twice")
+                raise ValidationFailed(
+                    f"system_ids[{index}]: '{excerpt(system_id)}' is listed twice"
+                )
             seen.add(system_id)
     if interval is not None:
         buckets = bucket_count(time_range.start_s, time_range.end_s, interval, _UTC)
@@ -205,7 +211,7 @@ async def get_report(session: AsyncSession, principal: Principal, report_id: str
         session, principal.account_id, principal.environment.value, report_id
     )
     if report is None:
-        raise NotFound(f"No report with id '{report_id}'")
+        raise NotFound(f"No report with id '{excerpt(report_id)}'")
     return report
 
 
@@ -283,13 +289,19 @@ async def download(
         raise gone
     assert report.content_type is not None
     assert report.sha256 is not None
-    return Download(path, report.content_type, download_name(report), report.sha256)
+    zones = await repository.system_timezones(session, report.parameters.get("system_ids", []))
+    return Download(path, report.content_type, download_name(report, zones), report.sha256)
 
 
-def download_name(report: Report) -> str:
-    start = str(report.parameters.get("from", ""))[:10]
-    end = str(report.parameters.get("to", ""))[:10]
-    return f"{report.type}_{start}_{end}_{report.id}.{report.format}"
+def download_name(report: Report, zones: Iterable[str]) -> str:
+    """`<type>_<first day>_<last day>_<id>.<format>`: the period's first and last local day of
+    the report's systems (UTC when they are in several zones, or all deleted)."""
+    period = local_period(
+        parse_timestamp(str(report.parameters["from"])),
+        parse_timestamp(str(report.parameters["to"])),
+        zones,
+    )
+    return f"{report.type}_{period.first}_{period.last}_{report.id}.{report.format}"
 
 
 def report_to_api(report: Report, now: datetime) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from solarapi.kit.grid import QUARTER_S
+from solarapi.systems.span import SIMULATION_START_S as SIMULATION_START_S  # re-exported
 
 FloatArray = npt.NDArray[np.float64]
 # (year, month, month start, month end) → one value per quarter-hour of that UTC month.

@@ -37,15 +37,15 @@ import pvlib
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.sandbox.cache import BoundedCache
+from solarapi.sandbox.climate import reference_site
+from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
 from solarapi.sandbox.grid import gather_months, grid_range, utc_months
-from solarapi.sandbox.weather import weather_at
+from solarapi.sandbox.weather import median_for_mean, weather_at
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
-# The API serves simulated readings from this instant on (earlier quarter-hours are "no reading").
-# `simulate` itself takes any range; the bound keeps one request's work finite, since 10,000
-# monthly buckets would otherwise ask for 833 years of quarter-hours.
-SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
+# The API serves simulated readings from SIMULATION_START_S on (see grid.py); `simulate` itself
+# takes any range.
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
 MAX_CACHED_MONTHS = 960
 # Systems at or above this size are taken to be open-rack (ground parks, racked flat roofs);
@@ -70,6 +70,9 @@ SYSTEM_LOSSES_PCT = float(
 GAMMA_PDC = -0.0037  # PVWatts' default power temperature coefficient (standard modules), 1/°C
 INVERTER_EFFICIENCY = 0.96  # PVWatts' nominal inverter efficiency
 WIND_SPEED_MS = 2.0
+# The lowest clearness index (GHI ÷ extraterrestrial horizontal) of a daylight sky: thick
+# overcast. Measured 15-minute clearness indices in Europe rarely fall below 0.05–0.08.
+OVERCAST_CLEARNESS = 0.06
 ALBEDO = 0.2
 
 FloatArray = npt.NDArray[np.float64]
@@ -186,7 +189,12 @@ def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
     dni_extra = np.asarray(pvlib.irradiance.get_extra_radiation(day_of_year), dtype=np.float64)
     turbidity = _linke_turbidity(params.latitude, params.longitude)[day_of_year - 1]
     weather = weather_at(
-        params.system_id, params.latitude, params.longitude, utc_seconds, local_seconds
+        params.system_id,
+        params.latitude,
+        params.longitude,
+        utc_seconds,
+        local_seconds,
+        _climatology(params.latitude, params.longitude),
     )
     clear = pvlib.clearsky.ineichen(
         apparent_zenith, airmass_absolute, turbidity, altitude=altitude, dni_extra=dni_extra
@@ -194,7 +202,14 @@ def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
     # Clouds act on global horizontal irradiance; Erbs then splits the cloudy GHI into beam and
     # diffuse. Scaling the tilted irradiance directly would keep a clear day's beam gain on
     # overcast winter days, when a south roof really sees little more than the horizontal.
-    ghi = _clean(clear["ghi"]) * weather.clear_sky_index
+    # Overcast still lets diffuse light through: the clearness index (GHI ÷ extraterrestrial
+    # horizontal irradiance) of the darkest daylight sky stays above ~0.06. Near sunrise and
+    # sunset the clear-sky GHI itself is small, so a floor relative to it alone would leave a
+    # few W/m², below what an inverter needs to run, with the sun well above the panel.
+    horizontal_extra = dni_extra * np.clip(np.cos(np.radians(zenith)), 0.0, None)
+    ghi = np.maximum(
+        _clean(clear["ghi"]) * weather.clear_sky_index, OVERCAST_CLEARNESS * horizontal_extra
+    )
     split = pvlib.irradiance.erbs(ghi, zenith, day_of_year)
     poa = pvlib.irradiance.get_total_irradiance(
         params.tilt_deg,
@@ -264,3 +279,58 @@ def _linke_turbidity(latitude: float, longitude: float) -> FloatArray:
     result = np.asarray(values, dtype=np.float64)
     result.flags.writeable = False
     return result
+
+
+# Mid-month days of the year: where each month's normal sits on the daily climatology.
+_MID_MONTH_DAY = np.array([16, 45.5, 75, 105.5, 136, 166.5, 197, 228, 258.5, 289, 319.5, 350])
+_CLIMATE_YEAR = 2023  # any common year: only the month lengths and the sun's path matter
+
+
+@functools.lru_cache(maxsize=512)
+def _climatology(latitude: float, longitude: float) -> FloatArray | None:
+    """The median of the daily clear-sky index for each day of the year (366 values) that
+    reproduces the nearest reference site's monthly climate normals, or None (no site near).
+
+    Per month: target mean index = the normal's mean daily irradiation ÷ this model's own
+    clear-sky irradiation at the place (Ineichen, Linke turbidity, altitude: the chain above);
+    interpolated between mid-months, then turned into the logit-normal's median.
+    """
+    site = reference_site(latitude, longitude)
+    if site is None:
+        return None
+    # Night hours divide by cos(zenith) inside pvlib; they are cleaned to 0 W (see ac_power).
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _site_median_by_day(latitude, longitude, site.ghi_kwh_m2_day)
+
+
+def _site_median_by_day(
+    latitude: float, longitude: float, normal_kwh_m2_day: tuple[float, ...]
+) -> FloatArray:
+    times = pd.date_range(
+        f"{_CLIMATE_YEAR}-01-01 00:30", f"{_CLIMATE_YEAR}-12-31 23:30", freq="1h", tz="UTC"
+    )
+    altitude = _altitude(latitude, longitude)
+    solar = pvlib.solarposition.get_solarposition(
+        times, latitude, longitude, altitude=altitude, method="ephemeris"
+    )
+    apparent_zenith = solar["apparent_zenith"].to_numpy()
+    airmass = pvlib.atmosphere.get_absolute_airmass(
+        pvlib.atmosphere.get_relative_airmass(apparent_zenith), pvlib.atmosphere.alt2pres(altitude)
+    )
+    day_of_year = times.day_of_year.to_numpy()
+    clear = pvlib.clearsky.ineichen(
+        apparent_zenith,
+        airmass,
+        _linke_turbidity(latitude, longitude)[day_of_year - 1],
+        altitude=altitude,
+        dni_extra=np.asarray(pvlib.irradiance.get_extra_radiation(day_of_year), dtype=np.float64),
+    )
+    hourly_kwh = _clean(clear["ghi"]) / 1000.0
+    months = times.month.to_numpy()
+    days_in_month = np.bincount(months, minlength=13)[1:] / 24
+    clear_daily = np.bincount(months, weights=hourly_kwh, minlength=13)[1:] / days_in_month
+    target = np.asarray(normal_kwh_m2_day, dtype=np.float64) / clear_daily
+    by_day = np.interp(np.arange(1, 367), _MID_MONTH_DAY, target, period=365.25)
+    median = median_for_mean(by_day)
+    median.flags.writeable = False
+    return median

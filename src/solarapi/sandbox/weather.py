@@ -6,9 +6,10 @@ BLAKE2b of a text key — never Python's `hash()`, which is salted per process �
 PCG64 bit generator; normals are made from its uniforms with the Box–Muller transform, because
 numpy documents the bit stream as stable but not its normal-distribution algorithms.
 
-The climatology is deliberately coarse (a function of latitude and season, not site data):
-it is there so that summer beats winter by a plausible factor and a year's yield lands in a
-realistic range, not to forecast any real place.
+The climatology: near a reference site of `climate.py` the daily index's mean follows that
+site's monthly climate normals (the caller passes it per day of the year, `median_by_day`);
+elsewhere it is a coarse function of latitude and season (`mean_clear_sky_index`), there so
+that summer beats winter by a plausible factor, not to forecast any real place.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ _INTRADAY_WEIGHTS /= math.sqrt(float(np.sum(_INTRADAY_WEIGHTS**2)))
 # clear-sky irradiance; above 1.0 is the slight enhancement of a bright, haze-free day.
 INDEX_LOW = 0.12
 INDEX_HIGH = 1.02
+# The instantaneous index (the day's index plus passing clouds) never drops below this: under
+# the thickest overcast diffuse light still reaches the ground (measured 15-minute clear-sky
+# indices rarely go below ~0.1 in daylight). A lower floor let a bright array produce exactly
+# 0 Wh with the sun well up, which daylight never does. Cloud-edge enhancement caps it above.
+INSTANT_LOW = 0.10
+INSTANT_HIGH = 1.12
 # Spread of the daily index on the logit scale (daily standard deviation ≈ 0.14 at a mean of
 # 0.45). Wider gives a wilder climate, but also months so far from their mean that a Dutch
 # June/December ratio leaves the plausible 4–10 band for some system ids; 0.6 keeps it within
@@ -116,16 +123,40 @@ def _day_normal(key: str) -> float:
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-def daily_clear_sky_index(
-    seed_key: str, latitude: float, days: IntArray, day_of_year: IntArray
-) -> FloatArray:
-    """The day's mean clear-sky index: the persistent anomaly on a logit-normal scale.
+def daily_clear_sky_index(seed_key: str, median: FloatArray, days: IntArray) -> FloatArray:
+    """The day's mean clear-sky index: the persistent anomaly on a logit-normal scale around
+    the climatological `median` of each day.
 
     Logit-normal keeps the index inside [INDEX_LOW, INDEX_HIGH] with no clipping pile-up at
-    the ends, and its median is the climatological mean.
+    the ends.
     """
-    mean = (mean_clear_sky_index(latitude, day_of_year) - INDEX_LOW) / (INDEX_HIGH - INDEX_LOW)
-    logit = np.log(mean / (1 - mean)) + LOGIT_SPREAD * daily_anomaly(seed_key, days)
+    scaled = (median - INDEX_LOW) / (INDEX_HIGH - INDEX_LOW)
+    logit = np.log(scaled / (1 - scaled)) + LOGIT_SPREAD * daily_anomaly(seed_key, days)
+    result: FloatArray = INDEX_LOW + (INDEX_HIGH - INDEX_LOW) / (1 + np.exp(-logit))
+    return result
+
+
+# Probabilists' Gauss–Hermite nodes: E[f(Z)] for a standard normal Z as a weighted sum.
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
+_LOGIT_GRID = np.linspace(-9.0, 9.0, 3601)
+_MEAN_ON_GRID: FloatArray = (
+    INDEX_LOW
+    + (INDEX_HIGH - INDEX_LOW)
+    * (1 / (1 + np.exp(-(_LOGIT_GRID[:, None] + LOGIT_SPREAD * _GH_NODES[None, :]))))
+    @ _GH_WEIGHTS
+)
+
+
+def median_for_mean(mean: FloatArray) -> FloatArray:
+    """The median of the daily index whose logit-normal distribution has mean `mean`.
+
+    The logit-normal's mean is pulled towards the middle of [INDEX_LOW, INDEX_HIGH] compared
+    with its median, so a climate normal (a mean) must be turned into the median the daily
+    index is drawn around. Inverted on a precomputed grid (monotone, so interpolation is exact
+    to ~1e-4)."""
+    lo, hi = float(_MEAN_ON_GRID[0]), float(_MEAN_ON_GRID[-1])
+    logit = np.interp(np.clip(mean, lo, hi), _MEAN_ON_GRID, _LOGIT_GRID)
     result: FloatArray = INDEX_LOW + (INDEX_HIGH - INDEX_LOW) / (1 + np.exp(-logit))
     return result
 
@@ -157,18 +188,26 @@ def weather_at(
     longitude: float,
     utc_seconds: IntArray,
     local_seconds: IntArray,
+    median_by_day: FloatArray | None = None,
 ) -> Weather:
     """Weather at sample times given in UTC and in local wall-clock epoch seconds.
 
     The weather day is the local calendar day, so a day's clouds do not jump at UTC midnight
-    in the middle of an Australian morning.
+    in the middle of an Australian morning. `median_by_day` (366 values, by day of the year)
+    is the site's climatological median of the daily index; without it, the coarse latitude
+    climatology is used.
     """
     local_day = local_seconds // 86400  # days since 1970-01-01 (local wall clock)
     step = (local_seconds - local_day * 86400) // STEP_S
     unique_days, inverse = np.unique(local_day, return_inverse=True)
     ordinal = unique_days + 719163  # date(1970, 1, 1).toordinal()
     day_of_year = np.array([_day_of_year(int(o)) for o in ordinal], dtype=np.int64)
-    day_index = daily_clear_sky_index(seed_key, latitude, ordinal, day_of_year)
+    median = (
+        mean_clear_sky_index(latitude, day_of_year)
+        if median_by_day is None
+        else median_by_day[day_of_year - 1]
+    )
+    day_index = daily_clear_sky_index(seed_key, median, ordinal)
     day_anomaly = daily_anomaly(seed_key, ordinal)
 
     # Broken clouds vary most on middling days; clear and fully overcast days are steady.
@@ -178,7 +217,7 @@ def weather_at(
     for i, ordinal_day in enumerate(ordinal):
         mask = inverse == i
         noise[mask] = intraday_noise(seed_key, int(ordinal_day))[step[mask]]
-    index = np.clip(day_index[inverse] + spread[inverse] * noise, 0.03, 1.12)
+    index = np.clip(day_index[inverse] + spread[inverse] * noise, INSTANT_LOW, INSTANT_HIGH)
 
     # Air temperature: latitude mean, seasonal swing, a diurnal cycle peaking at 15:00 solar
     # time that is wider on clear days, and the day's anomaly (bright summer days are warmer).

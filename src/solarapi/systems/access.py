@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound
+from solarapi.kit.text import excerpt
 from solarapi.models.systems import System
 from solarapi.systems import repository
 
@@ -35,5 +36,5 @@ def owned(system: System | None, principal: Principal, system_id: str) -> System
         or system.account_id != principal.account_id
         or system.environment != principal.environment.value
     ):
-        raise NotFound(f"No system with id '{system_id}'")
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
     return system

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from datetime import date
 from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, parse_date
+from solarapi.kit.tznames import MAX_NAME_LENGTH, check_time_zone
 from solarapi.kit.zones import ZONES
 
 Status = Literal["active", "inactive", "decommissioned"]
@@ -26,24 +27,17 @@ InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_n
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
-
-
-def check_timezone(value: str) -> str:
-    try:
-        if not value or value != value.strip() or value.startswith(("/", ".")):
-            raise ValueError
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"unknown IANA time zone '{value}'; use a name such as 'Europe/Amsterdam'"
-        ) from None
-    return value
+TIMEZONE_DESCRIPTION = (
+    "IANA time zone name of the tz database, e.g. `Europe/Amsterdam`; drives all calendar "
+    "bucketing. Host-dependent names (`localtime`, `posixrules`, `posix/…`, `right/…`) and "
+    "names over 64 characters are refused."
+)
 
 
 def check_market_zone(value: str | None) -> str | None:
     if value is not None and value not in ZONES:
         raise ValueError(
-            f"unknown market zone '{value}'; use a code from GET /api/v1/market-prices/zones "
+            f"unknown market zone '{excerpt(value)}'; use a code from GET /api/v1/market-prices/zones "
             f"such as {', '.join(list(ZONES)[:4])}"
         )
     return value
@@ -51,7 +45,7 @@ def check_market_zone(value: str | None) -> str | None:
 
 def check_country(value: str | None) -> str | None:
     if value is not None and not _COUNTRY.match(value):
-        raise ValueError(f"must be an ISO 3166-1 alpha-2 code such as 'NL'; got '{value}'")
+        raise ValueError(f"must be an ISO 3166-1 alpha-2 code such as 'NL'; got '{excerpt(value)}'")
     return value
 
 
@@ -77,10 +71,18 @@ class LocationIn(BaseModel):
 
     latitude: Latitude
     longitude: Longitude
-    timezone: Annotated[str, Field(strict=True, examples=["Europe/Amsterdam"])]
+    timezone: Annotated[
+        str,
+        Field(
+            strict=True,
+            max_length=MAX_NAME_LENGTH,
+            examples=["Europe/Amsterdam"],
+            description=TIMEZONE_DESCRIPTION,
+        ),
+    ]
     country: Annotated[str | None, Field(examples=["NL"])] = None
 
-    _tz = field_validator("timezone")(check_timezone)
+    _tz = field_validator("timezone")(check_time_zone)
     _country = field_validator("country")(check_country)
 
 
@@ -89,13 +91,16 @@ class LocationPatch(BaseModel):
 
     latitude: Latitude | None = None
     longitude: Longitude | None = None
-    timezone: Annotated[str | None, Field(strict=True)] = None
+    timezone: Annotated[
+        str | None,
+        Field(strict=True, max_length=MAX_NAME_LENGTH, description=TIMEZONE_DESCRIPTION),
+    ] = None
     country: str | None = None
 
     @field_validator("timezone")
     @classmethod
     def _tz(cls, value: str | None) -> str | None:
-        return None if value is None else check_timezone(value)
+        return None if value is None else check_time_zone(value)
 
     _country = field_validator("country")(check_country)
 

@@ -15,19 +15,22 @@ from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
-from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.kit.text import excerpt
+from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, System
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system
 from solarapi.systems.schemas import SystemCreate, SystemPatch
+from solarapi.systems.span import reading_span
 
 DEFAULT_TILT_DEG = 30.0
 
 
-def system_to_api(system: System) -> dict[str, Any]:
-    """The contract's system object."""
+def system_to_api(system: System, now: datetime | None = None) -> dict[str, Any]:
+    """The contract's system object (`now`: for a simulated system's last reading)."""
+    first_reading_at, last_reading_at = reading_span(system, now)
     return {
         "id": system.id,
         "name": system.name,
@@ -45,8 +48,8 @@ def system_to_api(system: System) -> dict[str, Any]:
         "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
         "market_zone": system.market_zone,
         "installed_on": system.installed_on.isoformat() if system.installed_on else None,
-        "first_reading_at": format_optional(system.first_reading_at),
-        "last_reading_at": format_optional(system.last_reading_at),
+        "first_reading_at": first_reading_at,
+        "last_reading_at": last_reading_at,
         "created_at": format_timestamp(system.created_at),
         "updated_at": format_timestamp(system.updated_at),
     }
@@ -67,11 +70,11 @@ async def list_systems(
 ) -> tuple[list[dict[str, Any]], int]:
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
-            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{status}'"
+            f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
         )
     if market_zone is not None and market_zone not in ZONES:
         raise ValidationFailed(
-            f"market_zone: unknown zone '{market_zone}'; see GET /api/v1/market-prices/zones"
+            f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
     systems, total = await repository.list_page(
         session,
@@ -235,7 +238,6 @@ async def update_system(
     await session.flush()
     if system.timezone != old_timezone:
         # The daily rollup follows the local calendar; a new zone moves every day's edges.
-
         await rebuild_daily_rollup(session, system)
     await record_event(
         session,
@@ -248,11 +250,10 @@ async def update_system(
 
 
 async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
-
     system = await get_system(session, principal, system_id)
     if await blocks_system_deletion(session, system.id):
         raise Conflict(
-            f"System '{system_id}' has a submitted or approved declaration and cannot be "
+            f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
         )
     data = system_to_api(system)

@@ -18,6 +18,8 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
+from solarapi.kit.text import excerpt
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 MAX_URL_LENGTH = 2048
@@ -102,10 +104,10 @@ def parse_url(raw: str) -> WebhookUrl:
         raise ValueError(f"url is not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("https", "http"):
-        raise ValueError(f"url must start with https://; got '{url}'")
+        raise ValueError(f"url must start with https://; got '{excerpt(url)}'")
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
-        raise ValueError(f"url has no host: '{url}'")
+        raise ValueError(f"url has no host: '{excerpt(url)}'")
     if parts.username is not None or parts.password is not None:
         raise ValueError("url must not contain a user name or password")
     if parts.fragment:
@@ -154,7 +156,11 @@ def check_addresses(host: str, addresses: list[IPAddress], *, allow_loopback: bo
     for address in addresses:
         reason = forbidden_reason(address, allow_loopback=allow_loopback)
         if reason is not None:
-            shown = host if literal_address(host) is not None else f"{host} resolves to {address}"
+            shown = (
+                excerpt(host)
+                if literal_address(host) is not None
+                else f"{excerpt(host)} resolves to {address}"
+            )
             raise ForbiddenDestination(
                 f"{shown}, {reason}; webhooks can only be sent to public internet addresses"
             )
@@ -167,7 +173,7 @@ async def validate_destination(raw: str, *, allow_loopback: bool) -> WebhookUrl:
     endpoint); every delivery resolves and checks again."""
     parsed = parse_url(raw)
     if parsed.host in _METADATA_HOSTNAMES:
-        raise ForbiddenDestination(f"{parsed.host} is a cloud metadata host name")
+        raise ForbiddenDestination(f"{excerpt(parsed.host)} is a cloud metadata host name")
     addresses = await resolve(parsed.host, parsed.port)
     if addresses is not None:
         check_addresses(parsed.host, addresses, allow_loopback=allow_loopback)
@@ -177,7 +183,7 @@ async def validate_destination(raw: str, *, allow_loopback: bool) -> WebhookUrl:
         )
         if not (allow_loopback and loopback_only):
             hint = " (plain http is accepted only for loopback receivers)" if allow_loopback else ""
-            raise ValueError(f"url must use https; got '{parsed.url}'{hint}")
+            raise ValueError(f"url must use https; got '{excerpt(parsed.url)}'{hint}")
     return parsed
 
 

@@ -7,13 +7,14 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from solarapi.events.types import EVENT_TYPE_SET, describe_allowed
+from solarapi.kit.text import excerpt
 
 MAX_DESCRIPTION = 500
 
 
 def _known_event_type(value: str) -> str:
     if value not in EVENT_TYPE_SET:
-        raise ValueError(f"unknown event type '{value}'; one of {describe_allowed()}")
+        raise ValueError(f"unknown event type '{excerpt(value)}'; one of {describe_allowed()}")
     return value
 
 

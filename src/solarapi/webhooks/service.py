@@ -13,6 +13,7 @@ from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_optional, format_timestamp
 from solarapi.models.webhooks import WebhookEndpoint
 from solarapi.webhooks import repository
@@ -122,7 +123,7 @@ async def get_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) ->
         session, endpoint_id, account_id=owner.account_id, environment=owner.environment.value
     )
     if endpoint is None:
-        raise NotFound(f"No webhook endpoint {endpoint_id} in this environment")
+        raise NotFound(f"No webhook endpoint {excerpt(endpoint_id)} in this environment")
     return endpoint
 
 

@@ -1,0 +1,473 @@
+"""`AsyncClient`: the asyncio client, method for method the same as `Client` (`_sync.py`):
+the same `Call`s from `_endpoints`, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from solarapi_client import _endpoints as ep
+from solarapi_client._core import (
+    DEFAULT_TIMEOUT,
+    NOT_GIVEN,
+    Call,
+    Core,
+    NotGiven,
+    Page,
+    RetryPolicy,
+)
+from solarapi_client._endpoints import (
+    MAX_PAGE_SIZE,
+    Day,
+    LocationInput,
+    OrientationInput,
+    ReadingInput,
+    Timestamp,
+)
+from solarapi_client.errors import TimeoutError
+from solarapi_client.models import (
+    Account,
+    DataSource,
+    Declaration,
+    DeclarationStatus,
+    DeclarationType,
+    Delivery,
+    Event,
+    Health,
+    Interval,
+    MarketValueSeries,
+    PriceInterval,
+    PriceSeries,
+    ReadingSeries,
+    Report,
+    ReportFormat,
+    ReportStatus,
+    ReportType,
+    Summary,
+    System,
+    SystemStatus,
+    Transition,
+    UploadResult,
+    Webhook,
+    WebhookStatus,
+    Zone,
+)
+from solarapi_client.pagination import AsyncPager, Identified
+
+T = TypeVar("T")
+H = TypeVar("H", bound=Identified)
+
+
+class AsyncClient:
+    """The Solar Energy Platform API.
+
+    `AsyncClient(api_key="pk_live_…", base_url="https://solar.example.com")`; both default to the
+    `SOLARAPI_API_KEY` and `SOLARAPI_BASE_URL` environment variables. Use it as an async
+    context manager, or await `aclose()`, to release its connections.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = 3,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._core = Core(api_key, base_url, retry or RetryPolicy(max_retries=max_retries))
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+        self._http.headers.update(self._core.headers)
+        self._sleep = sleep
+        self.account = AsyncAccountResource(self)
+        self.systems = AsyncSystems(self)
+        self.readings = AsyncReadings(self)
+        self.market_prices = AsyncMarketPrices(self)
+        self.market_value = AsyncMarketValue(self)
+        self.declarations = AsyncDeclarations(self)
+        self.reports = AsyncReports(self)
+        self.webhooks = AsyncWebhooks(self)
+        self.events = AsyncEvents(self)
+
+    async def send(self, call: Call[T]) -> T:
+        request = self._core.build(self._http, call)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as exc:
+                delay = self._core.retry.after_error(request, exc, attempt)
+                if delay is None:
+                    raise self._core.transport_error(exc) from exc
+            else:
+                delay = self._core.retry.after_response(response, attempt)
+                if delay is None:
+                    return self._core.result(call, response)
+                await response.aclose()
+            await self._sleep(delay)
+            attempt += 1
+
+    def pager(self, call_for_page: Callable[[int], Call[Page[H]]]) -> AsyncPager[H]:
+        return AsyncPager(lambda number: self.send(call_for_page(number)))
+
+    async def health(self) -> Health:
+        return await self.send(ep.health())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Resource:
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+
+class AsyncAccountResource(_Resource):
+    async def get(self) -> Account:
+        """The key in use: its account, plan, environment, limits and usage."""
+        return await self._client.send(ep.get_account())
+
+
+class AsyncSystems(_Resource):
+    def list(
+        self,
+        *,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+    ) -> AsyncPager[System]:
+        """Every system, oldest first, fetched page by page as you iterate."""
+        return self._client.pager(
+            lambda page: ep.list_systems(page, page_size, status, market_zone)
+        )
+
+    async def get(self, system_id: str) -> System:
+        return await self._client.send(ep.get_system(system_id))
+
+    async def create(
+        self,
+        *,
+        name: str,
+        capacity_kwp: float,
+        location: LocationInput,
+        inverter_capacity_kw: float | NotGiven | None = NOT_GIVEN,
+        orientation: OrientationInput | NotGiven | None = NOT_GIVEN,
+        market_zone: str | NotGiven | None = NOT_GIVEN,
+        installed_on: Day | NotGiven | None = NOT_GIVEN,
+        status: SystemStatus | NotGiven = NOT_GIVEN,
+        data_source: DataSource | NotGiven = NOT_GIVEN,
+        idempotency_key: str | None = None,
+    ) -> System:
+        return await self._client.send(
+            ep.create_system(
+                name=name,
+                capacity_kwp=capacity_kwp,
+                location=location,
+                inverter_capacity_kw=inverter_capacity_kw,
+                orientation=orientation,
+                market_zone=market_zone,
+                installed_on=installed_on,
+                status=status,
+                data_source=data_source,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    async def update(
+        self,
+        system_id: str,
+        *,
+        name: str | NotGiven = NOT_GIVEN,
+        capacity_kwp: float | NotGiven = NOT_GIVEN,
+        inverter_capacity_kw: float | NotGiven | None = NOT_GIVEN,
+        location: LocationInput | NotGiven = NOT_GIVEN,
+        orientation: OrientationInput | NotGiven = NOT_GIVEN,
+        market_zone: str | NotGiven | None = NOT_GIVEN,
+        installed_on: Day | NotGiven | None = NOT_GIVEN,
+        status: SystemStatus | NotGiven = NOT_GIVEN,
+    ) -> System:
+        """Change the fields given (None sets an optional field to null)."""
+        changes = {
+            "name": name,
+            "capacity_kwp": capacity_kwp,
+            "inverter_capacity_kw": inverter_capacity_kw,
+            "location": location,
+            "orientation": orientation,
+            "market_zone": market_zone,
+            "installed_on": installed_on,
+            "status": status,
+        }
+        return await self._client.send(ep.update_system(system_id, changes))
+
+    async def delete(self, system_id: str) -> None:
+        await self._client.send(ep.delete_system(system_id))
+
+    async def summary(self, system_id: str) -> Summary:
+        return await self._client.send(ep.system_summary(system_id))
+
+
+class AsyncReadings(_Resource):
+    async def get(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+    ) -> ReadingSeries:
+        """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
+        defaults are the last 24 hours in `1h` buckets."""
+        return await self._client.send(ep.get_readings(system_id, start, end, interval))
+
+    async def upload(
+        self,
+        system_id: str,
+        readings: Iterable[ReadingInput],
+        *,
+        idempotency_key: str | None = None,
+    ) -> UploadResult:
+        """Store 1–10,000 quarter-hour readings at once (all or nothing)."""
+        return await self._client.send(ep.upload_readings(system_id, readings, idempotency_key))
+
+
+class AsyncMarketPrices(_Resource):
+    async def zones(self) -> list[Zone]:
+        return await self._client.send(ep.list_zones())
+
+    async def get(
+        self,
+        zone: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: PriceInterval | None = None,
+    ) -> PriceSeries:
+        return await self._client.send(ep.get_prices(zone, start, end, interval))
+
+
+class AsyncMarketValue(_Resource):
+    async def get(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+    ) -> MarketValueSeries:
+        return await self._client.send(ep.get_market_value(system_id, start, end, interval))
+
+
+class AsyncDeclarations(_Resource):
+    def list(
+        self,
+        *,
+        system_id: str | None = None,
+        status: DeclarationStatus | None = None,
+        type: DeclarationType | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+    ) -> AsyncPager[Declaration]:
+        """Every declaration, newest first."""
+        return self._client.pager(
+            lambda page: ep.list_declarations(page, page_size, system_id, status, type)
+        )
+
+    async def create(
+        self,
+        *,
+        system_id: str,
+        type: DeclarationType,
+        period_start: Day,
+        period_end: Day,
+        energy_wh: float | NotGiven = NOT_GIVEN,
+        reference: str | NotGiven | None = NOT_GIVEN,
+        idempotency_key: str | None = None,
+    ) -> Declaration:
+        return await self._client.send(
+            ep.create_declaration(
+                system_id=system_id,
+                type=type,
+                period_start=period_start,
+                period_end=period_end,
+                energy_wh=energy_wh,
+                reference=reference,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    async def get(self, declaration_id: str) -> Declaration:
+        return await self._client.send(ep.get_declaration(declaration_id))
+
+    async def update(
+        self,
+        declaration_id: str,
+        *,
+        period_start: Day | NotGiven = NOT_GIVEN,
+        period_end: Day | NotGiven = NOT_GIVEN,
+        energy_wh: float | NotGiven = NOT_GIVEN,
+        reference: str | NotGiven | None = NOT_GIVEN,
+    ) -> Declaration:
+        changes = {
+            "period_start": period_start,
+            "period_end": period_end,
+            "energy_wh": energy_wh,
+            "reference": reference,
+        }
+        return await self._client.send(ep.update_declaration(declaration_id, changes))
+
+    async def delete(self, declaration_id: str) -> None:
+        await self._client.send(ep.delete_declaration(declaration_id))
+
+    async def submit(
+        self, declaration_id: str, *, idempotency_key: str | None = None
+    ) -> Declaration:
+        return await self._client.send(
+            ep.declaration_action(declaration_id, "submit", idempotency_key)
+        )
+
+    async def withdraw(
+        self, declaration_id: str, *, idempotency_key: str | None = None
+    ) -> Declaration:
+        return await self._client.send(
+            ep.declaration_action(declaration_id, "withdraw", idempotency_key)
+        )
+
+    async def history(self, declaration_id: str) -> builtins.list[Transition]:
+        return await self._client.send(ep.declaration_history(declaration_id))
+
+
+class AsyncReports(_Resource):
+    async def create(
+        self,
+        *,
+        type: ReportType,
+        format: ReportFormat,
+        system_ids: Sequence[str] | NotGiven = NOT_GIVEN,
+        start: Timestamp | NotGiven = NOT_GIVEN,
+        end: Timestamp | NotGiven = NOT_GIVEN,
+        interval: Interval | NotGiven = NOT_GIVEN,
+        idempotency_key: str | None = None,
+    ) -> Report:
+        """Queue a report; `wait()` for it, then `download()` it."""
+        return await self._client.send(
+            ep.create_report(
+                type=type,
+                format=format,
+                system_ids=system_ids,
+                start=start,
+                end=end,
+                interval=interval,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    def list(
+        self,
+        *,
+        status: ReportStatus | None = None,
+        type: ReportType | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+    ) -> AsyncPager[Report]:
+        return self._client.pager(lambda page: ep.list_reports(page, page_size, status, type))
+
+    async def get(self, report_id: str) -> Report:
+        return await self._client.send(ep.get_report(report_id))
+
+    async def delete(self, report_id: str) -> None:
+        await self._client.send(ep.delete_report(report_id))
+
+    async def download(self, report_id: str) -> bytes:
+        return await self._client.send(ep.download_report(report_id))
+
+    async def wait(
+        self,
+        report_id: str,
+        *,
+        timeout: float = 300.0,  # noqa: ASYNC109 - the same surface as Client.reports.wait
+        poll_interval: float = 1.0,
+    ) -> Report:
+        """Poll until the report is completed or failed (returned either way)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            report = await self.get(report_id)
+            if report.finished:
+                return report
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"report {report_id} still {report.status} after {timeout} s")
+            await self._client._sleep(poll_interval)
+
+
+class AsyncWebhooks(_Resource):
+    async def create(
+        self,
+        *,
+        url: str,
+        events: Sequence[str],
+        description: str | NotGiven | None = NOT_GIVEN,
+        idempotency_key: str | None = None,
+    ) -> Webhook:
+        """Register an endpoint. Keep `.secret` (shown only here) to verify deliveries."""
+        return await self._client.send(
+            ep.create_webhook(
+                url=url, events=events, description=description, idempotency_key=idempotency_key
+            )
+        )
+
+    def list(self, *, page_size: int = MAX_PAGE_SIZE) -> AsyncPager[Webhook]:
+        return self._client.pager(lambda page: ep.list_webhooks(page, page_size))
+
+    async def get(self, webhook_id: str) -> Webhook:
+        return await self._client.send(ep.get_webhook(webhook_id))
+
+    async def update(
+        self,
+        webhook_id: str,
+        *,
+        url: str | NotGiven = NOT_GIVEN,
+        events: Sequence[str] | NotGiven = NOT_GIVEN,
+        description: str | NotGiven | None = NOT_GIVEN,
+        status: WebhookStatus | NotGiven = NOT_GIVEN,
+    ) -> Webhook:
+        return await self._client.send(
+            ep.update_webhook(
+                webhook_id, url=url, events=events, description=description, status=status
+            )
+        )
+
+    async def delete(self, webhook_id: str) -> None:
+        await self._client.send(ep.delete_webhook(webhook_id))
+
+    async def rotate_secret(
+        self, webhook_id: str, *, idempotency_key: str | None = None
+    ) -> Webhook:
+        """A new secret (in `.secret`); the old one keeps signing for a while beside it."""
+        return await self._client.send(ep.rotate_webhook_secret(webhook_id, idempotency_key))
+
+    def deliveries(
+        self, webhook_id: str, *, page_size: int = MAX_PAGE_SIZE
+    ) -> AsyncPager[Delivery]:
+        return self._client.pager(lambda page: ep.list_deliveries(webhook_id, page, page_size))
+
+
+class AsyncEvents(_Resource):
+    def list(self, *, type: str | None = None, page_size: int = MAX_PAGE_SIZE) -> AsyncPager[Event]:
+        """The environment's events of the last 30 days, newest first."""
+        return self._client.pager(lambda page: ep.list_events(page, page_size, type))

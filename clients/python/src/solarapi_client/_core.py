@@ -1,0 +1,281 @@
+"""The part of the client that does no I/O: building requests, reading answers, deciding on
+retries. `Client` and `AsyncClient` are thin loops around it, so both behave the same."""
+
+from __future__ import annotations
+
+import email.utils
+import importlib.metadata
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from solarapi_client import errors
+from solarapi_client._decode import decode
+from solarapi_client.models import Pagination
+
+T = TypeVar("T")
+
+__version__ = importlib.metadata.version("solarapi-client")
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+API_PREFIX = "/api/v1"
+# Connecting should be quick; a year of 15-minute readings or a PDF download may take a while.
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+DEFAULT_MAX_RETRIES = 3
+# Statuses retried for every method: the API refused the request before doing anything
+# (429: the key's window is full and the request was not counted; 503: database unreachable).
+RETRY_STATUSES = frozenset({429, 503})
+# Methods safe to send again after a broken connection. A POST is too, because the client
+# always sends an Idempotency-Key: the API replays the first answer instead of acting twice.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT", "POST"})
+
+
+class NotGiven:
+    """Marks a PATCH field that was not passed (unlike None, which sets the field to null)."""
+
+    _instance: NotGiven | None = None
+
+    def __new__(cls) -> NotGiven:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NOT_GIVEN = NotGiven()
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list endpoint."""
+
+    data: list[T]
+    pagination: Pagination
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One endpoint call: what to send and how to read a successful answer."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    params: Mapping[str, str] = field(default_factory=dict)
+    json: Any = None
+    idempotency_key: str | None = None
+
+
+def one(cls: type[T]) -> Callable[[httpx.Response], T]:
+    return lambda response: decode(cls, response.json())
+
+
+def many(cls: type[T]) -> Callable[[httpx.Response], list[T]]:
+    return lambda response: [decode(cls, item) for item in response.json()["data"]]
+
+
+def paged(cls: type[T]) -> Callable[[httpx.Response], Page[T]]:
+    def parse(response: httpx.Response) -> Page[T]:
+        body = response.json()
+        return Page(
+            data=[decode(cls, item) for item in body["data"]],
+            pagination=decode(Pagination, body["pagination"]),
+        )
+
+    return parse
+
+
+def nothing(response: httpx.Response) -> None:
+    return None
+
+
+def raw(response: httpx.Response) -> bytes:
+    return response.content
+
+
+def path_id(value: str) -> str:
+    """An id as one path segment (an id holding '/' or '?' cannot reach another endpoint)."""
+    return quote(value, safe="")
+
+
+def timestamp_param(value: datetime | str) -> str:
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None or value.utcoffset() is None:
+        # The API refuses zone-less timestamps (400); say so before the request is sent.
+        raise ValueError(f"timestamp {value.isoformat()} has no time zone; pass an aware datetime")
+    return value.isoformat()
+
+
+def date_param(value: date | str) -> str:
+    return value if isinstance(value, str) else value.isoformat()
+
+
+def query(**values: Any) -> dict[str, str]:
+    """Query parameters without the unset ones; `from_` is sent as `from`."""
+    params: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        key = name.rstrip("_")
+        if isinstance(value, datetime):
+            params[key] = timestamp_param(value)
+        elif isinstance(value, date):
+            params[key] = value.isoformat()
+        else:
+            params[key] = str(value)
+    return params
+
+
+def body(**values: Any) -> dict[str, Any]:
+    """A JSON body without the NOT_GIVEN fields (None stays: it sets a field to null)."""
+    return {name: jsonable(value) for name, value in values.items() if value is not NOT_GIVEN}
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return timestamp_param(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items() if v is not NOT_GIVEN}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: jsonable(getattr(value, k)) for k in value.__dataclass_fields__}
+    return value
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When and how long to wait before sending a request again.
+
+    A 429 or 503 waits what the API asks: `Retry-After`, else `X-RateLimit-Reset` (Unix
+    seconds) minus now. Without either, or after a broken connection, it backs off
+    exponentially with jitter. A wait longer than `max_wait` is not slept through: the error
+    is raised at once (a daily window may reset in hours).
+    """
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    initial_backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_wait: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        base: float = min(self.max_backoff, self.initial_backoff * 2**attempt)
+        return base * (0.5 + random.random() / 2)
+
+    def after_response(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before retrying this answer; None: do not retry."""
+        if response.status_code not in RETRY_STATUSES or attempt >= self.max_retries:
+            return None
+        asked = requested_wait(response.headers, time.time())
+        wait = asked if asked is not None else self.backoff(attempt)
+        return wait if wait <= self.max_wait else None
+
+    def after_error(self, request: httpx.Request, exc: Exception, attempt: int) -> float | None:
+        if attempt >= self.max_retries:
+            return None
+        # Nothing was sent when the connection could not be opened: safe for every method.
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return self.backoff(attempt)
+        if request.method in IDEMPOTENT_METHODS and isinstance(
+            exc, (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+        ):
+            return self.backoff(attempt)
+        return None
+
+
+def requested_wait(headers: httpx.Headers, now: float) -> float | None:
+    retry_after = headers.get("retry-after")
+    if retry_after is not None:
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(retry_after)
+            return max(0.0, when.timestamp() - now)
+    reset = headers.get("x-ratelimit-reset")
+    if reset is not None and reset.isdigit():
+        return max(0.0, int(reset) - now)
+    return None
+
+
+class Core:
+    """Settings shared by both clients and the request/answer translation."""
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        retry: RetryPolicy,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("SOLARAPI_API_KEY")
+        if not key:
+            raise errors.SolarApiError(
+                "no API key: pass api_key=... or set SOLARAPI_API_KEY (a pk_live_ or pk_test_ key)"
+            )
+        self.api_key = key
+        url = base_url or os.environ.get("SOLARAPI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = url.rstrip("/")
+        self.retry = retry
+        self.headers = {
+            "Authorization": f"Bearer {key}",
+            "Accept": "application/json",
+            "User-Agent": f"solarapi-client-python/{__version__}",
+        }
+
+    def build(self, http: httpx.Client | httpx.AsyncClient, call: Call[Any]) -> httpx.Request:
+        headers: dict[str, str] = {}
+        if call.method == "POST":
+            # One key per logical request, generated once and kept across its retries.
+            headers["Idempotency-Key"] = call.idempotency_key or str(uuid.uuid4())
+        return http.build_request(
+            call.method,
+            f"{self.base_url}{API_PREFIX}{call.path}",
+            params=call.params or None,
+            json=call.json,
+            headers=headers,
+        )
+
+    def result(self, call: Call[T], response: httpx.Response) -> T:
+        if response.is_success:
+            return call.parse(response)
+        raise error_from(response)
+
+    def transport_error(self, exc: Exception) -> errors.SolarApiError:
+        if isinstance(exc, httpx.TimeoutException):
+            return errors.TimeoutError(f"no answer in time: {exc}")
+        return errors.ConnectionError(f"could not reach the API: {exc}")
+
+
+def error_from(response: httpx.Response) -> errors.ApiError:
+    request_id = response.headers.get("x-request-id")
+    try:
+        payload = response.json()
+        message = str(payload["error"])
+        code = str(payload["code"])
+    except (ValueError, KeyError, TypeError):
+        # Not the API's error shape (a proxy's page, say): keep what there is.
+        payload = response.text
+        message = f"HTTP {response.status_code}: {response.text[:200]}"
+        code = "unknown"
+    cls = errors.ERRORS_BY_CODE.get(code, errors.ApiError)
+    return cls(
+        message,
+        code=code,
+        status=response.status_code,
+        request_id=request_id,
+        headers=response.headers,
+        body=payload,
+    )

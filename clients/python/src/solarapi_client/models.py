@@ -1,0 +1,387 @@
+"""Typed, read-only objects for every resource of the API.
+
+Timestamps are timezone-aware `datetime`s in UTC and calendar days are `date`s. Fields the
+server adds later (v1 only grows) are ignored, so an older client keeps working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+
+from solarapi_client.timeseries import to_dataframe
+
+Plan = Literal["starter", "pro", "enterprise"]
+Environment = Literal["live", "test"]
+SystemStatus = Literal["active", "inactive", "decommissioned"]
+DataSource = Literal["metered", "simulated"]
+Interval = Literal["15m", "30m", "1h", "1d", "1w", "1M"]
+PriceInterval = Literal["15m", "1h", "1d"]
+DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
+DeclarationStatus = Literal["draft", "submitted", "approved", "rejected", "withdrawn"]
+ReportType = Literal["production", "market_value", "declarations"]
+ReportFormat = Literal["csv", "pdf"]
+ReportStatus = Literal["queued", "running", "completed", "failed"]
+WebhookStatus = Literal["enabled", "disabled"]
+EventType = Literal[
+    "report.completed",
+    "report.failed",
+    "declaration.submitted",
+    "declaration.approved",
+    "declaration.rejected",
+    "declaration.withdrawn",
+    "system.created",
+    "system.updated",
+    "system.deleted",
+    "readings.uploaded",
+]
+
+
+# --- health and account -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HealthChecks:
+    database: Literal["ok", "unavailable"]
+    rate_limiter: Literal["ok", "degraded"]
+
+
+@dataclass(frozen=True)
+class Health:
+    status: Literal["ok", "degraded", "unavailable"]
+    version: str
+    api_version: str
+    time: datetime
+    checks: HealthChecks
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    id: str
+    name: str
+    display: str
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    per_minute: int
+    per_day: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    minute: int
+    today: int
+
+
+@dataclass(frozen=True)
+class Account:
+    id: str
+    name: str
+    plan: Plan
+    environment: Environment
+    key: KeyInfo
+    limits: Limits
+    usage: Usage
+
+
+# --- systems ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Location:
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str | None = None
+
+
+@dataclass(frozen=True)
+class Orientation:
+    tilt_deg: float
+    azimuth_deg: float
+
+
+@dataclass(frozen=True)
+class System:
+    id: str
+    name: str
+    status: SystemStatus
+    environment: Environment
+    data_source: DataSource
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    location: Location
+    orientation: Orientation
+    market_zone: str | None
+    installed_on: date | None
+    first_reading_at: datetime | None
+    last_reading_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Summary:
+    energy_today_wh: float | None
+    energy_month_wh: float | None
+    energy_year_wh: float | None
+    energy_lifetime_wh: float | None
+    last_power_w: float | None
+    last_reading_at: datetime | None
+
+
+# --- readings -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One 15-minute reading to upload; `timestamp` is the interval's start (aware datetime)."""
+
+    timestamp: datetime
+    energy_wh: float
+    power_w: float | None = None
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    received: int
+    inserted: int
+    updated: int
+
+
+@dataclass(frozen=True)
+class ReadingBucket:
+    start: datetime
+    end: datetime
+    energy_wh: float | None
+    power_avg_w: float | None
+    power_max_w: float | None
+    samples: int
+    expected_samples: int
+
+
+@dataclass(frozen=True)
+class ReadingTotals:
+    energy_wh: float | None
+    power_max_w: float | None
+    samples: int
+    expected_samples: int
+
+
+@dataclass(frozen=True)
+class ReadingsMeta:
+    system_id: str
+    interval: Interval
+    timezone: str
+    from_: datetime
+    to: datetime
+    totals: ReadingTotals
+
+
+@dataclass(frozen=True)
+class ReadingSeries:
+    data: list[ReadingBucket]
+    meta: ReadingsMeta
+
+    def to_dataframe(self, tz: str | None = None) -> Any:
+        """The buckets as a pandas DataFrame indexed by bucket start (tz-aware; UTC unless
+        `tz` names another zone, e.g. `series.meta.timezone`). Needs the `pandas` extra."""
+        return to_dataframe(self.data, tz)
+
+
+# --- market prices and market value -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Zone:
+    code: str
+    name: str
+    eic: str
+    timezone: str
+    currency: str
+
+
+@dataclass(frozen=True)
+class PriceBucket:
+    start: datetime
+    end: datetime
+    price_eur_per_mwh: float | None
+
+
+@dataclass(frozen=True)
+class PriceMeta:
+    zone: str
+    interval: PriceInterval
+    from_: datetime
+    to: datetime
+    currency: str
+    unit: str
+    source: Literal["entsoe", "csv", "simulated"] | None
+
+
+@dataclass(frozen=True)
+class PriceSeries:
+    data: list[PriceBucket]
+    meta: PriceMeta
+
+    def to_dataframe(self, tz: str | None = None) -> Any:
+        """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
+        return to_dataframe(self.data, tz)
+
+
+@dataclass(frozen=True)
+class ValueBucket:
+    start: datetime
+    end: datetime
+    energy_wh: float | None
+    price_eur_per_mwh: float | None
+    value_eur: float | None
+
+
+@dataclass(frozen=True)
+class ValueTotals:
+    energy_wh: float | None
+    value_eur: float | None
+    price_eur_per_mwh: float | None
+
+
+@dataclass(frozen=True)
+class ValueMeta:
+    system_id: str
+    market_zone: str
+    interval: Interval
+    timezone: str
+    from_: datetime
+    to: datetime
+    currency: str
+    source: Literal["entsoe", "csv", "simulated"] | None
+    totals: ValueTotals
+
+
+@dataclass(frozen=True)
+class MarketValueSeries:
+    data: list[ValueBucket]
+    meta: ValueMeta
+
+    def to_dataframe(self, tz: str | None = None) -> Any:
+        """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
+        return to_dataframe(self.data, tz)
+
+
+# --- declarations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Declaration:
+    id: str
+    system_id: str
+    type: DeclarationType
+    period_start: date
+    period_end: date
+    energy_wh: float
+    metered_energy_wh: float
+    coverage: float
+    certificates: int | None
+    status: DeclarationStatus
+    status_reason: str | None
+    reference: str | None
+    created_at: datetime
+    updated_at: datetime
+    submitted_at: datetime | None
+    decided_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Transition:
+    at: datetime
+    actor: str
+    action: str
+    from_: str | None
+    to: str
+    reason: str | None
+
+
+# --- reports ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    content_type: str
+    size_bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Report:
+    id: str
+    type: ReportType
+    format: ReportFormat
+    status: ReportStatus
+    parameters: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    expires_at: datetime | None
+    error: str | None
+    file: ReportFile | None
+    download_url: str | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+# --- webhooks and events ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Webhook:
+    id: str
+    url: str
+    description: str | None
+    events: list[str]
+    status: WebhookStatus
+    disabled_reason: str | None
+    environment: Environment
+    previous_secret_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    # Only in the answer that creates the endpoint or rotates its secret (shown once); None
+    # everywhere else, including a replayed creation.
+    secret: str | None = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: str
+    event_id: str
+    event_type: str
+    attempt: int
+    attempted_at: datetime
+    status_code: int | None
+    latency_ms: int | None
+    success: bool
+    error: str | None
+    next_attempt_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    type: str
+    created_at: datetime
+    environment: Environment
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Pagination:
+    page: int
+    limit: int
+    total: int
+    total_pages: int
+    has_more: bool

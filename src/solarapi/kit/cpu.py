@@ -1,0 +1,85 @@
+"""A process for CPU-bound work that must not stall the event loop: report rendering.
+
+A thread is not enough: drawing a chart and laying out a 300-page PDF is pure Python that
+holds the GIL, and while it does the event loop gets a turn only every few milliseconds —
+`GET /health` took up to 3.5 s during one report. A separate process has its own interpreter.
+
+One process, at a lower CPU priority (nice 10): embedded mode runs on small machines, and the
+API process must win a shared core over a report. It is started (spawned, never forked from
+a process with threads) and its imports warmed with `warm()` at start-up, so the first report
+does not wait for matplotlib and reportlab. A crashed process (killed, out of memory) breaks
+the pool; the next call starts a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_pool: ProcessPoolExecutor | None = None
+_lock = threading.Lock()
+NICENESS = 10
+
+
+def _lower_priority() -> None:
+    with contextlib.suppress(OSError):  # not permitted here: run at normal priority
+        os.nice(NICENESS)
+
+
+def _pool_now() -> ProcessPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_lower_priority,
+            )
+        return _pool
+
+
+def _forget(pool: ProcessPoolExecutor) -> None:
+    global _pool
+    with _lock:
+        if _pool is pool:
+            _pool = None
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def run_in_process(function: Callable[..., T], *args: object) -> T:
+    """`function(*args)` in the CPU process; `function` and its arguments must pickle."""
+    pool = _pool_now()
+    try:
+        return await asyncio.get_running_loop().run_in_executor(pool, partial(function, *args))
+    except BrokenProcessPool:
+        _forget(pool)
+        raise
+
+
+def _import(module_names: tuple[str, ...]) -> None:
+    for name in module_names:
+        importlib.import_module(name)
+
+
+def warm(*module_names: str) -> Future[None]:
+    """Start the process and import `module_names` in it, without waiting."""
+    return _pool_now().submit(_import, module_names)
+
+
+def shutdown() -> None:
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,74 @@
+"""The quickstarts work when pasted: the client README's Python blocks, run in order against
+the real server with a real key, and the project README's first curl example."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+from solarapi_client import Client
+from tests.client.conftest import Served, server_env
+from tests.support import ROOT, Tenant, run_cli
+
+BASE_URL = "http://127.0.0.1:8000"
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.DOTALL)
+
+
+def _run_python(code: str, served: Served, key: str) -> str:
+    code = code.replace('"pk_live_…"', repr(key)).replace(BASE_URL, served.base_url)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0, f"{result.stderr}\n--- the code ---\n{code}"
+    return result.stdout
+
+
+def test_the_client_readme_runs_as_pasted(
+    served: Served, enterprise: Tenant, client: Client
+) -> None:
+    # The reader has a system with readings of the last day (the quickstart reads them).
+    system = client.systems.create(
+        name="Existing roof",
+        capacity_kwp=4.0,
+        location={"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
+    )
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
+    client.readings.upload(system.id, [{"timestamp": hour, "energy_wh": 321.5}])
+    quickstart, as_async, writes, errors, webhooks = _blocks(
+        (ROOT / "clients" / "python" / "README.md").read_text(), "python"
+    )
+    # The blocks after the quickstart continue its session: run them before its close().
+    opening, closing = quickstart.rsplit("client.close()", 1)
+    out = _run_python(opening + writes + errors + webhooks + "client.close()" + closing,
+                      served, enterprise.live)  # fmt: skip
+    assert "enterprise live" in out
+    assert f"{system.id} Existing roof 4.0 Europe/Amsterdam" in out
+    assert "total 321.5 Wh" in out
+    assert "not_found 404" in out
+    out = _run_python(as_async, served, enterprise.live)
+    assert "Rooftop Haarlem" in out
+
+
+def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:
+    readme = (ROOT / "README.md").read_text()
+    first = next(block for block in _blocks(readme, "sh") if "curl" in block)
+    env = server_env(served.settings)
+    run_cli(env, "demo", "--no-data")  # what `make run` did before the reader pastes
+    script = first.replace(BASE_URL, served.base_url).replace(".venv/bin/", f"{sys.prefix}/bin/")
+    result = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**__import__("os").environ, **env},
+    )
+    assert result.returncode == 0, result.stderr
+    account = json.loads(result.stdout)
+    assert (account["plan"], account["environment"]) == ("pro", "live")
