@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
-from solarapi.declarations.service import blocks_system_deletion
+from solarapi.declarations import service as declarations
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
@@ -251,7 +251,7 @@ async def update_system(
 
 async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
     system = await get_system(session, principal, system_id)
-    if await blocks_system_deletion(session, system.id):
+    if await declarations.blocks_system_deletion(session, system.id):
         raise Conflict(
             f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
