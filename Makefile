@@ -7,7 +7,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test quick lint typecheck unit bench clean
 
 install: $(VENV)/.installed
 
@@ -34,10 +34,21 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
+# Hypothesis runs derandomized here (the same examples every run); `HYPOTHESIS_PROFILE=dev`
+# explores random ones.
+HYPOTHESIS_PROFILE ?= ci
+export HYPOTHESIS_PROFILE
+
 unit: install
 	$(VENV)/bin/pytest -n auto $(PYTEST_ARGS)
 
 test: lint typecheck unit
+
+# The inner loop: lint and the SQLite half of the tests (no PostgreSQL, Redis, browser or
+# server processes).
+quick: lint
+	SOLARAPI_TEST_DATABASES=sqlite $(VENV)/bin/pytest -n auto \
+		-m "not services and not browser and not slow" $(PYTEST_ARGS)
 
 bench: install
 	@echo "see bench/README.md"

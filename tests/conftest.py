@@ -7,12 +7,14 @@ creates its own accounts and keys (and so its own rate-limit windows), from its 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 from solarapi.app import create_app
@@ -20,15 +22,26 @@ from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
 from tests.support import (
+    DATABASES,
     POSTGRES_ADMIN_URL,
     Tenant,
     TestClock,
     make_tenant,
     need_service,
     postgres_available,
+    server_logs,
 )
 
 TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
+
+# CI (and `make test`/`make quick`, which set HYPOTHESIS_PROFILE=ci) run the same examples
+# every time: a good commit is green whatever the seed, and a failure reproduces. A plain
+# `pytest` explores new random examples; what it finds is kept as an explicit @example.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev", print_blob=True)
+hypothesis_settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev")
+)
 
 
 async def _admin(sql: str) -> None:
@@ -54,6 +67,8 @@ def sqlite_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def postgres_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    if "postgres" not in DATABASES:
+        pytest.skip("SOLARAPI_TEST_DATABASES leaves PostgreSQL out")
     need_service("PostgreSQL", postgres_available())
     name = f"solarapi_test_{uuid.uuid4().hex[:10]}"
     asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
@@ -69,7 +84,7 @@ def postgres_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sett
     asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+@pytest.fixture(scope="session", params=DATABASES)
 def settings(request: pytest.FixtureRequest) -> Settings:
     return request.getfixturevalue(f"{request.param}_settings")  # type: ignore[no-any-return]
 
@@ -110,3 +125,18 @@ async def starter(app: FastAPI) -> Tenant:
 @pytest.fixture
 def data_dir(settings: Settings) -> Path:
     return settings.data_dir
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    server_logs.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test that ran servers shows their logs (kept by `keep_log`)."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.failed:
+        for label, text in server_logs:
+            report.sections.append((f"log of {label}", text or "(empty)"))

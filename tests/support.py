@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -27,12 +27,26 @@ from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 
 REQUIRE_SERVICES = os.environ.get("SOLARAPI_TEST_REQUIRE_SERVICES") == "1"
+# The databases the suite runs on; `make quick` sets SOLARAPI_TEST_DATABASES=sqlite.
+DATABASES = os.environ.get("SOLARAPI_TEST_DATABASES", "sqlite,postgres").split(",")
 POSTGRES_ADMIN_URL = os.environ.get(
     "SOLARAPI_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("SOLARAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_START_SECONDS = 90
+# The last lines of each server or worker log a test kept; the conftest hook attaches them to
+# the report of a test that fails, so a failure shows what the server said.
+SERVER_LOG_LINES = 300
+server_logs: list[tuple[str, str]] = []
+
+
+def keep_log(label: str, log: IO[bytes]) -> None:
+    """Keep the tail of a process's log for the report, should the test fail."""
+    log.flush()
+    log.seek(0)
+    lines = log.read().decode(errors="replace").splitlines()
+    server_logs.append((label, "\n".join(lines[-SERVER_LOG_LINES:])))
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -176,6 +190,7 @@ def running_server(env: dict[str, str], *args: str, log: Path | None = None) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+        keep_log(f"solarapi serve on port {port}", stderr)
         stderr.close()
 
 

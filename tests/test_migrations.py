@@ -23,7 +23,13 @@ from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
 from tests.conftest import TEST_SECRET, _admin
-from tests.support import POSTGRES_ADMIN_URL, need_service, postgres_available, run_cli
+from tests.support import (
+    DATABASES,
+    POSTGRES_ADMIN_URL,
+    need_service,
+    postgres_available,
+    run_cli,
+)
 
 
 async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
@@ -73,7 +79,7 @@ def _schema_and_columns(settings: Settings) -> tuple[set[str], set[str], set[str
     return asyncio.run(read())
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=DATABASES)
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
     if request.param == "sqlite":
         yield Settings(data_dir=tmp_path, secret_key=TEST_SECRET)

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     # on a pool of 10 opened 211 PostgreSQL sessions in 16 s (a process fork each), on 20 none
     # after warm-up, and the 1-day `1h` throughput went from 32 % to 53 % of /health.
     db_pool_size: int = 20
+    # How long a request waits for a pooled connection before its 503 (overload, not a fault).
+    db_pool_timeout: float = 30.0
     # `solarapi serve` (server.py). Idle keep-alive connections stay open longer than client
     # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
     # closes one just as the client reuses it; their number is capped per process.

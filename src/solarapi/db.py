@@ -71,6 +71,7 @@ def create_engine(settings: Settings) -> AsyncEngine:
             _sqlite_url(settings),
             connect_args={"timeout": 30},
             pool_size=settings.db_pool_size,
+            pool_timeout=settings.db_pool_timeout,
             max_overflow=10,
             pool_use_lifo=True,
         )
@@ -83,6 +84,7 @@ def create_engine(settings: Settings) -> AsyncEngine:
         # database would hold every request that long before its 503.
         connect_args={"timeout": 5},
         pool_size=settings.db_pool_size,
+        pool_timeout=settings.db_pool_timeout,
         max_overflow=10,
         # Last in, first out: a lightly loaded process keeps reusing its warmest connections
         # (asyncpg prepares each statement once per connection) instead of cycling through

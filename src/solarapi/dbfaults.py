@@ -27,6 +27,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 # Revision ids are "NNNN_name", one file each, applied in order: the newest file names the
@@ -136,6 +137,10 @@ def is_database_unavailable(exc: BaseException) -> bool:
         if _is_network_failure(cause):  # DatabaseUnreachable is a ConnectionError
             return True
         if isinstance(cause, DBAPIError) and cause.connection_invalidated:
+            return True
+        if isinstance(cause, PoolTimeout):
+            # Every pooled connection stayed busy for `db_pool_timeout` (a burst on a loaded
+            # machine): the process cannot serve now, and a retry later will do — not a 500.
             return True
         if isinstance(cause, asyncpg.PostgresConnectionError):
             return True

@@ -51,6 +51,9 @@ def server_env(settings: Settings) -> dict[str, str]:
         "SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK": "true",
         "SOLARAPI_REDIS_URL": "",
         "SOLARAPI_LOG_LEVEL": "INFO",
+        # The server lives for the whole run beside every other test's databases: it keeps
+        # few idle connections, so the suite stays under PostgreSQL's max_connections.
+        "SOLARAPI_DB_POOL_SIZE": "2",
     }
 
 
@@ -81,7 +84,8 @@ def client_settings(
 @pytest.fixture(scope="session")
 async def tenant_app(client_settings: Settings) -> AsyncIterator[FastAPI]:
     """An in-process app on the server's database, only to make accounts and keys."""
-    application = create_app(client_settings, clock=TestClock(), run_jobs=False)
+    few_connections = client_settings.model_copy(update={"db_pool_size": 2})
+    application = create_app(few_connections, clock=TestClock(), run_jobs=False)
     async with application.router.lifespan_context(application):
         yield application
 

@@ -225,3 +225,12 @@ async def test_the_async_client_retries_the_same_way(served: Served, enterprise:
     assert missing.value.request_id is not None
     with Client(api_key=enterprise.live, base_url=served.base_url) as check:
         assert [s.id for s in check.systems.list()] == [system.id]
+
+
+def test_the_key_is_never_in_a_clients_repr() -> None:
+    key = "pk_live_" + "a" * 38
+    sync, async_ = Client(api_key=key, base_url="http://h"), AsyncClient(api_key=key)
+    assert repr(sync) == "Client(base_url='http://h')"
+    assert key not in repr(async_)
+    assert repr(async_).startswith("AsyncClient(")
+    sync.close()

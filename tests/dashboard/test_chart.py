@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from defusedxml.ElementTree import fromstring
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from solarapi.dashboard.chart import (
     NARROW,
     WIDE,
     ChartPoint,
+    Scale,
     energy_scale,
     format_energy,
     label_indices,
@@ -44,6 +45,9 @@ def test_scale_is_round_and_covers_the_largest_value() -> None:
     small = energy_scale([12.0, 870.0])
     assert small.unit == "Wh"
     assert small.top == 1000
+    # Values below the labels' precision (down to the smallest subnormal) get the finest axis.
+    for tiny in (5e-324, 1e-300, 0.001):
+        assert energy_scale([tiny]) == Scale("Wh", 1.0, 0.01, 0.01), tiny
     empty = energy_scale([None, None])
     assert empty.top > 0
 
@@ -118,6 +122,7 @@ def test_energy_is_formatted_in_the_unit_people_read() -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@example([5e-324], "1h")  # found by Hypothesis: the scale took log10 of an underflowed 0
 @given(
     st.lists(
         st.one_of(st.none(), st.floats(min_value=0, max_value=5e6, allow_nan=False)),

@@ -20,6 +20,7 @@ from tests.foundation.conftest import (
     PROBE_ECHO,
     LogCapture,
     running_app,
+    settings_like,
 )
 from tests.support import Tenant, client_for, free_port, need_service, postgres_available
 
@@ -267,3 +268,24 @@ async def test_database_down_is_a_503_with_retry_after(settings: Settings, pro: 
     assert_common_headers(health)
     # A request that needs no database still gets its precise answer.
     assert_error(no_key, 401, "unauthorized")
+
+
+async def test_every_pooled_connection_busy_is_a_503_not_a_500(
+    settings: Settings, pro: Tenant, log_lines: LogCapture
+) -> None:
+    """A burst on a loaded machine can keep every connection busy past the pool's wait: the
+    answer is a 503 with Retry-After (it was an unhandled 500), and service resumes."""
+    busy = settings_like(settings, db_pool_size=1, db_pool_timeout=0.2)
+    async with running_app(busy) as app, client_for(app, pro.live) as client:
+        engine = app.state.engine
+        held = [await engine.connect() for _ in range(1 + engine.pool._max_overflow)]
+        try:
+            refused = await client.get("/api/v1/account")
+        finally:
+            for connection in held:
+                await connection.close()
+        served = await client.get("/api/v1/account")
+    assert_error(refused, 503, "unavailable")
+    assert refused.headers["retry-after"].isdigit()
+    assert served.status_code == 200
+    assert "unhandled error" not in log_lines.text

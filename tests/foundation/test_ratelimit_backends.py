@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -127,3 +128,57 @@ def test_retry_after_rounds_up_and_is_at_least_one() -> None:
     assert _decision(T0 + 10.2, full).retry_after == 50
     assert _decision(T0 + 59.99, full).retry_after == 1
     assert _decision(T0 + 60.0, full).retry_after == 1
+
+
+async def test_redis_counts_exactly_while_the_event_loop_is_starved() -> None:
+    """A busy machine is not an unreachable Redis: the loop is blocked (as a loaded CPU
+    would) while 500 hits wait for their answers, far longer than any wall-clock timeout."""
+    need_service("Redis", redis_available())
+    from solarapi.ratelimit.redis import RedisRateLimiter
+
+    limiter = RedisRateLimiter(REDIS_URL)
+    try:
+        bucket = f"test:{uuid.uuid4().hex}"
+        windows = (Window("minute", 300, 60), Window("day", 1000, DAY))
+        hits = asyncio.gather(*(limiter.hit(bucket, windows, T0 + 5) for _ in range(500)))
+        loop = asyncio.get_running_loop()
+        for _ in range(3):  # three stalls, each longer than Redis may stay silent
+            loop.call_soon(time.sleep, 2.5)
+        decisions = await hits
+        assert not any(d.degraded for d in decisions)
+        assert sum(d.allowed for d in decisions) == 300
+        assert await limiter.check() == "ok"
+    finally:
+        await limiter.close()
+
+
+async def test_redis_that_never_answers_fails_open_and_is_not_waited_for_again() -> None:
+    """A server that accepts connections and says nothing (a hung Redis) is unreachable."""
+    from solarapi.ratelimit.redis import RedisRateLimiter
+
+    connections: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    # A long retry interval: the test must not depend on how fast the machine runs it.
+    limiter = RedisRateLimiter(f"redis://127.0.0.1:{port}/0", retry_seconds=3600)
+    try:
+        bucket = f"test:{uuid.uuid4().hex}"
+        first = await limiter.hit(bucket, WINDOWS, T0)
+        assert first.allowed
+        assert first.degraded
+        assert len(connections) == 1
+        # Within the retry interval the next requests go straight to the fallback counters.
+        rest = [await limiter.hit(bucket, WINDOWS, T0) for _ in range(3)]
+        assert [d.allowed for d in rest] == [True, True, False]
+        assert all(d.degraded for d in rest)
+        assert len(connections) == 1
+    finally:
+        await limiter.close()
+        for writer in connections:
+            writer.close()
+        server.close()
+        await server.wait_closed()

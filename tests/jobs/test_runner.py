@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -181,13 +182,14 @@ async def test_cancelling_a_running_job_stops_its_handler(app: FastAPI, tmp_path
         lease=settings.lease,
     )
     running = asyncio.create_task(execute(maker_of(app), claimed, "w1", settings))
-    for _ in range(100):
-        if log.exists():
-            break
+    deadline = time.monotonic() + 60
+    while not log.exists():
+        assert time.monotonic() < deadline, "the handler never started"
         await asyncio.sleep(0.02)
     async with maker_of(app)() as session, session.begin():
         assert await cancel_job(session, job_id)
-    outcome = await asyncio.wait_for(running, timeout=5)
+    # The handler sleeps 30 s: an outcome well before that is the cancellation's doing.
+    outcome = await asyncio.wait_for(running, timeout=25)
     assert outcome == "lost"
     job = await load(app, job_id)
     assert job.status == "cancelled"

@@ -21,7 +21,7 @@ from solarapi.jobs import repository
 from solarapi.jobs.queue import enqueue
 from solarapi.models.jobs import Job
 from tests.conftest import TEST_SECRET
-from tests.support import ROOT
+from tests.support import ROOT, keep_log
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def worker(
     settings: Settings, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
     # Worker logs go next to the database, for whoever debugs a failure.
-    stderr = (settings.data_dir / "worker-stderr.log").open("ab")
+    stderr = (settings.data_dir / "worker-stderr.log").open("a+b")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -70,6 +70,7 @@ def worker(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        keep_log(f"solarapi worker {proc.pid}", stderr)
         stderr.close()
 
 

@@ -382,12 +382,13 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
 
     real_render = report_jobs.render
     rendering = threading.Event()
-
+    proceed = threading.Event()
     rendered = threading.Event()
 
     def slow_render(*args: Any) -> None:
         rendering.set()
-        time.sleep(2.0)
+        # Held until the report is deleted and its job has let go.
+        proceed.wait(120)
         try:
             real_render(*args)
         finally:
@@ -411,14 +412,14 @@ async def test_deleting_a_running_report_stops_it_and_leaves_no_file(
             await asyncio.sleep(0.05)
         assert (await client.get(f"/api/v1/reports/{report['id']}")).json()["status"] == "running"
         assert (await client.delete(f"/api/v1/reports/{report['id']}")).status_code == 204
-        outcome = await asyncio.wait_for(running, timeout=10)
+        outcome = await asyncio.wait_for(running, timeout=120)
+        proceed.set()
         # The rendering thread runs to its end (a thread cannot be stopped) and drops its work.
-        for _ in range(600):
-            if rendered.is_set():
-                break
+        assert await asyncio.to_thread(rendered.wait, 120)
+        deadline = time.monotonic() + 60
+        while list(reports_dir.glob(f"*{report['id']}*")):
+            assert time.monotonic() < deadline, "the abandoned file was not removed"
             await asyncio.sleep(0.05)
-        assert rendered.is_set()
-        await asyncio.sleep(1.0)
     async with app.state.sessionmaker() as session:
         job = await jobs_repository.get_job(session, job_id)
     assert outcome == "lost"

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -22,7 +23,9 @@ from tests.support import Tenant, client_for
 pytestmark = pytest.mark.slow
 
 
-async def test_report_survives_a_killed_worker(app: FastAPI, enterprise: Tenant) -> None:
+async def test_report_survives_a_killed_worker(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
     settings = app.state.settings
     async with client_for(app, enterprise.live) as client:
         system = await make_system(client, "Crash test", "Europe/Amsterdam")
@@ -36,14 +39,15 @@ async def test_report_survives_a_killed_worker(app: FastAPI, enterprise: Tenant)
         async def status() -> str:
             return str((await client.get(url)).json()["status"])
 
-        slow = {"REPORT_RENDER_DELAY": "60"}
+        started = tmp_path / "rendering"
+        slow = {"REPORT_RENDER_DELAY": "600", "REPORT_RENDER_STARTED": str(started)}
         with worker(settings, "--handlers", "tests.reports.slow_render", "--lease", "2",
                     env=slow) as first:  # fmt: skip
             deadline = time.monotonic() + 90
-            while await status() != "running" and time.monotonic() < deadline:
+            while not started.exists() and time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
+            assert started.exists(), "the worker never started rendering"
             assert await status() == "running"
-            await asyncio.sleep(0.5)  # inside the (slowed) rendering now
             first.send_signal(signal.SIGKILL)
             first.wait(10)
         assert await status() == "running"  # nobody finishes it for the dead worker

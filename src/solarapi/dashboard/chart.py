@@ -50,6 +50,9 @@ class Scale:
     step: float
 
 
+_FINEST_STEP = 0.01
+
+
 def energy_scale(values: Sequence[float | None]) -> Scale:
     """A y axis from 0 to a round number above the largest value, in Wh or kWh."""
     largest = max((v for v in values if v is not None), default=0.0)
@@ -57,10 +60,12 @@ def energy_scale(values: Sequence[float | None]) -> Scale:
     top_value = largest / divisor
     if top_value <= 0:
         return Scale(unit, divisor, 1.0, 0.25)
-    raw_step = top_value / 4
+    # Tick labels show at most two decimals, so no step is finer than 0.01: a finer one would
+    # label every tick "0.00", and a subnormal value's quarter underflows to 0 (log10(0)).
+    raw_step = max(top_value / 4, _FINEST_STEP)
     magnitude = 10 ** math.floor(math.log10(raw_step))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw_step)
-    return Scale(unit, divisor, step * math.ceil(top_value / step - 1e-9), step)
+    return Scale(unit, divisor, step * max(1, math.ceil(top_value / step - 1e-9)), step)
 
 
 def format_energy(value_wh: float | None) -> str:

@@ -7,9 +7,11 @@ serving with per-process fallback counters, and /health reports `degraded`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -46,29 +48,60 @@ _RETRY_SECONDS = 1.0
 # Per process. One script call takes well under a millisecond, so a few dozen connections
 # serve thousands of requests per second; beyond that, requests queue for a connection.
 _MAX_CONNECTIONS = 32
-_POOL_WAIT_SECONDS = 2.0
+# How long Redis may stay silent before it counts as unreachable, in time this process was
+# free to notice an answer (see `_answer`). A refused or reset connection fails at once.
+_SILENCE_SECONDS = 2.0
+_TICK_SECONDS = 0.1
+
+T = TypeVar("T")
+
+
+async def _answer(call: Awaitable[T]) -> T:
+    """Wait for Redis's answer, giving up after `_SILENCE_SECONDS` of silence.
+
+    Silence is counted in ticks, each credited at most `_TICK_SECONDS` however late it fires:
+    on a busy machine (or in a burst of requests) the event loop itself runs late, and a
+    wall-clock timeout then expires while the answer sits unread in the socket — the limiter
+    would fail open, let requests through uncounted, and count them in Redis as well. A tick
+    that fires on time means the loop was free and Redis really said nothing."""
+    task = asyncio.ensure_future(call)
+    loop = asyncio.get_running_loop()
+    silent = 0.0
+    try:
+        while True:
+            started = loop.time()
+            done, _ = await asyncio.wait({task}, timeout=_TICK_SECONDS)
+            if done:
+                return task.result()
+            silent += min(loop.time() - started, _TICK_SECONDS)
+            if silent >= _SILENCE_SECONDS:
+                raise TimeoutError(f"no answer from Redis in {_SILENCE_SECONDS:g} s")
+    finally:
+        # Cancelled mid-read, redis-py closes the connection (no half-read answer is reused).
+        task.cancel()
 
 
 class RedisRateLimiter:
-    def __init__(self, url: str) -> None:
-        # A blocking pool: a burst of concurrent requests waits briefly for a connection
-        # instead of failing with "Too many connections", which would fail open and let the
-        # burst through uncounted. No client-side retries either: a retry with backoff would
-        # hold the request for seconds when Redis is down, and the fallback below is the
-        # answer to a failure anyway.
-        pool = aioredis.BlockingConnectionPool.from_url(
+    def __init__(self, url: str, retry_seconds: float = _RETRY_SECONDS) -> None:
+        # No client-side timeouts and no retries: `_answer` bounds every call in time the
+        # process could use (redis-py's own timeouts are wall-clock and expire under load), and
+        # the fallback below is the answer to a failure anyway. Requests wait for a connection
+        # on `_slots`, never in the pool, so a burst queues instead of failing open; a request
+        # that gets a slot after Redis went down takes the fallback without waiting again.
+        pool = aioredis.ConnectionPool.from_url(
             url,
             max_connections=_MAX_CONNECTIONS,
-            timeout=_POOL_WAIT_SECONDS,
-            socket_connect_timeout=0.5,
-            socket_timeout=0.5,
+            socket_connect_timeout=None,
+            socket_timeout=None,
             health_check_interval=30,
             retry=Retry(NoBackoff(), 0),
         )
         self._redis = aioredis.Redis.from_pool(pool)  # closes the pool with the client
         self._script = self._redis.register_script(_SCRIPT)
+        self._slots = asyncio.Semaphore(_MAX_CONNECTIONS)
         self._fallback = MemoryRateLimiter()
         self._down_until = 0.0
+        self._retry_seconds = retry_seconds
 
     @staticmethod
     def _keys(bucket: str, windows: Sequence[Window], now: float) -> list[str]:
@@ -78,17 +111,20 @@ class RedisRateLimiter:
     async def _run(
         self, bucket: str, windows: Sequence[Window], now: float, count: bool
     ) -> Decision:
-        if time.monotonic() < self._down_until:
-            return self._fallback_decision(bucket, windows, now, count)
         args: list[int | str] = ["1" if count else "0"]
         for w in windows:
             args += [w.limit, w.seconds + 60]
         try:
-            result = await self._script(keys=self._keys(bucket, windows, now), args=args)
-        except (RedisError, OSError) as exc:
+            async with self._slots:
+                if time.monotonic() < self._down_until:
+                    return self._fallback_decision(bucket, windows, now, count)
+                result = await _answer(
+                    self._script(keys=self._keys(bucket, windows, now), args=args)
+                )
+        except (RedisError, OSError) as exc:  # TimeoutError is an OSError
             if self._down_until == 0.0 or time.monotonic() - self._down_until > 60:
                 log.warning("redis rate limiter unreachable, failing open: %s", exc)
-            self._down_until = time.monotonic() + _RETRY_SECONDS
+            self._down_until = time.monotonic() + self._retry_seconds
             return self._fallback_decision(bucket, windows, now, count)
         self._down_until = 0.0
         allowed = bool(int(result[0]))
@@ -109,7 +145,8 @@ class RedisRateLimiter:
 
     async def check(self) -> str:
         try:
-            await self._redis.ping()
+            async with self._slots:
+                await _answer(self._redis.ping())
         except (RedisError, OSError):
             return "degraded"
         return "ok"

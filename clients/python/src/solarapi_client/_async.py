@@ -115,6 +115,10 @@ class AsyncClient:
             await self._sleep(delay)
             attempt += 1
 
+    def __repr__(self) -> str:
+        # Never the key: a client printed in a log must not leak it.
+        return f"AsyncClient(base_url={self._core.base_url!r})"
+
     def pager(self, call_for_page: Callable[[int], Call[Page[H]]]) -> AsyncPager[H]:
         return AsyncPager(lambda number: self.send(call_for_page(number)))
 

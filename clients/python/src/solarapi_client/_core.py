@@ -180,7 +180,7 @@ class RetryPolicy:
         """Seconds to wait before retrying this answer; None: do not retry."""
         if response.status_code not in RETRY_STATUSES or attempt >= self.max_retries:
             return None
-        asked = requested_wait(response.headers, time.time())
+        asked = requested_wait(response.status_code, response.headers, time.time())
         wait = asked if asked is not None else self.backoff(attempt)
         return wait if wait <= self.max_wait else None
 
@@ -197,7 +197,7 @@ class RetryPolicy:
         return None
 
 
-def requested_wait(headers: httpx.Headers, now: float) -> float | None:
+def requested_wait(status: int, headers: httpx.Headers, now: float) -> float | None:
     retry_after = headers.get("retry-after")
     if retry_after is not None:
         try:
@@ -205,8 +205,9 @@ def requested_wait(headers: httpx.Headers, now: float) -> float | None:
         except ValueError:
             when = email.utils.parsedate_to_datetime(retry_after)
             return max(0.0, when.timestamp() - now)
+    # Every answer carries X-RateLimit-Reset; only a 429 means "wait for that window".
     reset = headers.get("x-ratelimit-reset")
-    if reset is not None and reset.isdigit():
+    if status == 429 and reset is not None and reset.isdigit():
         return max(0.0, int(reset) - now)
     return None
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from solarapi_client.timeseries import to_dataframe
+
+if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
+    import pandas as pd
 
 Plan = Literal["starter", "pro", "enterprise"]
 Environment = Literal["live", "test"]
@@ -187,7 +190,7 @@ class ReadingSeries:
     data: list[ReadingBucket]
     meta: ReadingsMeta
 
-    def to_dataframe(self, tz: str | None = None) -> Any:
+    def to_dataframe(self, tz: str | None = None) -> pd.DataFrame:
         """The buckets as a pandas DataFrame indexed by bucket start (tz-aware; UTC unless
         `tz` names another zone, e.g. `series.meta.timezone`). Needs the `pandas` extra."""
         return to_dataframe(self.data, tz)
@@ -228,7 +231,7 @@ class PriceSeries:
     data: list[PriceBucket]
     meta: PriceMeta
 
-    def to_dataframe(self, tz: str | None = None) -> Any:
+    def to_dataframe(self, tz: str | None = None) -> pd.DataFrame:
         """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
         return to_dataframe(self.data, tz)
 
@@ -267,7 +270,7 @@ class MarketValueSeries:
     data: list[ValueBucket]
     meta: ValueMeta
 
-    def to_dataframe(self, tz: str | None = None) -> Any:
+    def to_dataframe(self, tz: str | None = None) -> pd.DataFrame:
         """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
         return to_dataframe(self.data, tz)
 

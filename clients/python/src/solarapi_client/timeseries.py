@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
+    import pandas as pd
 
 
-def to_dataframe(buckets: Sequence[Any], tz: str | None = None) -> Any:
+def to_dataframe(buckets: Sequence[Any], tz: str | None = None) -> pd.DataFrame:
     """One row per bucket, indexed by the bucket's start as a tz-aware DatetimeIndex (UTC, or
     `tz`); the other fields are columns, missing values NaN (never 0)."""
     try:
