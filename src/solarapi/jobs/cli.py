@@ -10,6 +10,19 @@ from typing import Annotated
 
 import typer
 
+from solarapi.cli_support import load_settings
+from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.jobs.repository import queue_stats
+from solarapi.jobs.runner import (
+    JobRunner,
+    RunnerSettings,
+    load_handlers,
+    new_worker_id,
+    run_pending,
+    warm_render_process,
+)
+from solarapi.logs import configure_logging
+
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to `app`."""
@@ -40,27 +53,16 @@ def worker(
 ) -> None:
     """Run report and webhook jobs. Start any number of these against one PostgreSQL database
     (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
-    from solarapi.cli import _settings
-    from solarapi.db import create_engine, dispose_engine, sessionmaker_for
-    from solarapi.jobs.runner import (
-        JobRunner,
-        RunnerSettings,
-        load_handlers,
-        new_worker_id,
-        run_pending,
-        warm_render_process,
-    )
-    from solarapi.logs import configure_logging
-
     # Only an explicit --metrics-port turns metrics on here: SOLARAPI_METRICS_PORT belongs to
     # `solarapi serve`, which may run on the same host.
-    settings = _settings().model_copy(update={"metrics_port": metrics_port})
+    settings = load_settings().model_copy(update={"metrics_port": metrics_port})
     configure_logging(settings.log_level)
     if metrics_port is not None:
+        # prometheus_client costs ~90 ms to import (-X importtime): only with --metrics-port.
         from solarapi.metrics.exposition import start_metrics_server
 
         try:
-            start_metrics_server(settings, None)
+            start_metrics_server(settings, None, queue_stats)
         except OSError as exc:
             typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -9,19 +9,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
-from solarapi.jobs.repository import QueueStats, queue_stats
 from solarapi.kit.timefmt import utcnow
 
 log = logging.getLogger("solarapi.metrics")
@@ -29,19 +30,40 @@ log = logging.getLogger("solarapi.metrics")
 _QUERY_TIMEOUT_SECONDS = 5.0
 
 
+class QueueRow(Protocol):
+    """One job kind's queue (`jobs.repository.QueueStats`)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def due(self) -> int: ...
+    @property
+    def scheduled(self) -> int: ...
+    @property
+    def running(self) -> int: ...
+    @property
+    def oldest_due_at(self) -> datetime | None: ...
+
+
+# `jobs.repository.queue_stats`, passed in by the command that serves the metrics (the jobs
+# area imports this module, so this module does not import it back).
+QueueReader = Callable[[AsyncSession, datetime], Awaitable[Sequence[QueueRow]]]
+
+
 class JobQueueCollector(Collector):
     """Queue depth and age by job kind, read from the database at scrape time (the queue
     lives there, shared by every API and worker process)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, read_queue: QueueReader) -> None:
         self._settings = settings
+        self._read_queue = read_queue
 
-    async def _read(self) -> tuple[list[QueueStats], datetime]:
+    async def _read(self) -> tuple[Sequence[QueueRow], datetime]:
         engine = create_oneshot_engine(self._settings)
         try:
             async with sessionmaker_for(engine)() as session:
                 now = utcnow()
-                return await queue_stats(session, now), now
+                return await self._read_queue(session, now), now
         finally:
             await dispose_engine(engine)
 
@@ -90,7 +112,9 @@ class JobQueueCollector(Collector):
         yield from families.values()
 
 
-def metrics_registry(settings: Settings, multiproc_dir: Path | None) -> CollectorRegistry:
+def metrics_registry(
+    settings: Settings, multiproc_dir: Path | None, read_queue: QueueReader
+) -> CollectorRegistry:
     registry = CollectorRegistry()
     if multiproc_dir is not None:
         MultiProcessCollector(registry, path=str(multiproc_dir))  # type: ignore[no-untyped-call]
@@ -107,12 +131,12 @@ def metrics_registry(settings: Settings, multiproc_dir: Path | None) -> Collecto
             RECORDER.report_seconds,
         ):
             registry.register(metric)
-    registry.register(JobQueueCollector(settings))
+    registry.register(JobQueueCollector(settings, read_queue))
     return registry
 
 
 def start_metrics_server(
-    settings: Settings, multiproc_dir: Path | None
+    settings: Settings, multiproc_dir: Path | None, read_queue: QueueReader
 ) -> tuple[WSGIServer, threading.Thread]:
     """Serve `/metrics` on the operator port in a daemon thread; raises OSError when the port
     cannot be bound."""
@@ -120,5 +144,5 @@ def start_metrics_server(
     return start_http_server(
         settings.metrics_port,
         addr=settings.metrics_host,
-        registry=metrics_registry(settings, multiproc_dir),
+        registry=metrics_registry(settings, multiproc_dir, read_queue),
     )

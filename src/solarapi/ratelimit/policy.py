@@ -8,6 +8,7 @@ from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
 from solarapi.ratelimit.base import Decision, RateLimiter, Window
 from solarapi.ratelimit.memory import MemoryRateLimiter
+from solarapi.ratelimit.redis import RedisRateLimiter
 
 
 def key_windows(plan: Plan, scale: int = 1) -> tuple[Window, Window]:
@@ -27,8 +28,6 @@ def create_limiter(
 ) -> RateLimiter:
     """`on_fallback` is called for each decision taken without Redis (it was unreachable)."""
     if settings.redis_url:
-        from solarapi.ratelimit.redis import RedisRateLimiter
-
         return RedisRateLimiter(settings.redis_url, on_fallback=on_fallback)
     return MemoryRateLimiter()
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.kit.tznames import MAX_NAME_LENGTH, check_time_zone
-from solarapi.prices.zones import ZONES
+from solarapi.kit.zones import ZONES
 
 Status = Literal["active", "inactive", "decommissioned"]
 DataSource = Literal["metered", "simulated"]
