@@ -459,8 +459,13 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
             print(f"--- worker log ---\n{log.read_text(errors='replace')}")
             raise
         finally:
+            # Never left running: it would claim the next tests' jobs from the same database.
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
             log.unlink(missing_ok=True)
     assert report["status"] == "completed", report
     count = ("solarapi_report_generation_seconds_count", (("format", "csv"), ("type", "production")))  # fmt: skip
