@@ -29,6 +29,7 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check src tests bench clients
 	$(VENV)/bin/ruff format --check src tests bench clients
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy

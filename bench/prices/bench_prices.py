@@ -23,9 +23,9 @@ import httpx
 
 from solarapi.config import Settings
 from solarapi.kit.timefmt import utcnow
-from solarapi.prices.imports import ParsedPrices, PriceRow
+from solarapi.kit.zones import ZONES
+from solarapi.prices.rows import ParsedPrices, PriceRow
 from solarapi.prices.service import import_prices
-from solarapi.prices.zones import ZONES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import fresh_database, make_account, serving, upload_a_year

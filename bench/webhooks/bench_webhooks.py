@@ -131,8 +131,8 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
     import solarapi.webhooks.jobs  # noqa: F401 - registers the handler
     from solarapi.db import create_engine, sessionmaker_for
     from solarapi.events.service import record_event
+    from solarapi.events.types import DELIVERY_JOB_KIND as JOB_KIND
     from solarapi.jobs.runner import JobRunner, load_handlers, run_pending
-    from solarapi.webhooks.delivery import JOB_KIND
     from solarapi.webhooks.schemas import WebhookCreate
     from solarapi.webhooks.service import Owner, WebhookConfig, create_endpoint
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from importlib.resources import files
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -13,17 +14,28 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from solarapi.accounts.router import router as account_router
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
+from solarapi.dashboard.router import router as dashboard_router
+from solarapi.dashboard.web import http_error_page
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.declarations.router import router as declarations_router
 from solarapi.errors import install_error_handlers
 from solarapi.gateway import ApiGateway, RouteTable
+from solarapi.health.router import router as health_router
 from solarapi.idempotency.middleware import IdempotencyMiddleware
+from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.logs import configure_logging
 from solarapi.openapi import build_openapi
+from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
+from solarapi.readings.router import router as readings_router
+from solarapi.reports.router import router as reports_router
+from solarapi.systems.router import router as systems_router
+from solarapi.webhooks.router import router as webhooks_router
 
 
 def create_app(
@@ -38,8 +50,6 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
-
         inline_jobs = run_jobs if run_jobs is not None else settings.job_runner == "inline"
         if inline_jobs:
             await start_inline_runner(app)
@@ -67,7 +77,7 @@ def create_app(
     app.state.limiter = limiter or create_limiter(settings)
     app.state.clock = clock
 
-    install_error_handlers(app)
+    install_error_handlers(app, outside_api=http_error_page)
     _include_routers(app)
     _install_docs(app)
 
@@ -111,16 +121,6 @@ def _warm_sandbox() -> None:
 
 
 def _include_routers(app: FastAPI) -> None:
-    from solarapi.accounts.router import router as account_router
-    from solarapi.dashboard.router import router as dashboard_router
-    from solarapi.declarations.router import router as declarations_router
-    from solarapi.health.router import router as health_router
-    from solarapi.prices.router import router as prices_router
-    from solarapi.readings.router import router as readings_router
-    from solarapi.reports.router import router as reports_router
-    from solarapi.systems.router import router as systems_router
-    from solarapi.webhooks.router import router as webhooks_router
-
     table = RouteTable()
     for router in (
         health_router,
@@ -140,8 +140,6 @@ def _include_routers(app: FastAPI) -> None:
 
 
 def _install_docs(app: FastAPI) -> None:
-    from importlib.resources import files
-
     # Swagger UI 5 (OpenAPI 3.1 support) as shipped inside the fastapi-swagger wheel: served
     # from the installed package, never a CDN. (swagger-ui-bundle stops at Swagger UI 4,
     # which refuses to render an OpenAPI 3.1 document.)

@@ -21,6 +21,10 @@ from solarapi.auth.keys import BASE62, checksum, display_form, hash_key
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
 from solarapi.models import ApiKey
+from solarapi.prices.demo import add_demo_data as prices_demo
+from solarapi.prices.demo import price_origin
+from solarapi.readings.demo import DEMO_SYSTEMS
+from solarapi.readings.demo import add_demo_data as systems_demo
 
 DEMO_PASSWORD = "solar-demo-password"  # noqa: S105 - printed on purpose: demo accounts only
 
@@ -39,8 +43,6 @@ DemoDataHook = Callable[[AsyncSession, str, Plan, datetime], Awaitable[None]]
 
 def _data_hooks() -> list[DemoDataHook]:
     """Each area's demo data, in dependency order (systems and readings before prices)."""
-    from solarapi.prices.demo import add_demo_data as prices_demo
-    from solarapi.systems.demo import add_demo_data as systems_demo
 
     return [systems_demo, prices_demo]
 
@@ -68,8 +70,6 @@ class DemoData:
 
 
 def demo_data_summary() -> DemoData:
-    from solarapi.prices.demo import price_origin
-    from solarapi.systems.demo import DEMO_SYSTEMS
 
     return DemoData(
         systems=[spec.name for spec in DEMO_SYSTEMS],

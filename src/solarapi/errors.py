@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -135,7 +136,14 @@ def describe_validation_errors(errors: Any) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def install_error_handlers(app: FastAPI) -> None:
+# Renders an HTTP error on a path outside the API (the dashboard's HTML error page).
+PageRenderer = Callable[[Request, StarletteHTTPException], Awaitable[Response]]
+
+
+def install_error_handlers(app: FastAPI, *, outside_api: PageRenderer) -> None:
+    """`outside_api` renders routing errors on non-API paths: the dashboard passes its HTML
+    page (app.py wires it), so this bottom-layer module imports no area."""
+
     async def api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
         return render_api_error(exc)
@@ -144,9 +152,7 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         if not request.url.path.startswith("/api/"):
             # Outside the API (the dashboard) errors are HTML pages in the dashboard's look.
-            from solarapi.dashboard.web import http_error_page
-
-            return await http_error_page(request, exc)
+            return await outside_api(request, exc)
         if exc.status_code == 404:
             return error_response(
                 404, "not_found", f"No such endpoint: {excerpt(request.url.path)}"

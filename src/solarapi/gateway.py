@@ -9,7 +9,6 @@ contract's order of checks: routing (404/405) → 429 → 403 → body format �
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 import re
 import time
@@ -42,6 +41,7 @@ from solarapi.errors import (
     error_response,
     render_api_error,
 )
+from solarapi.kit import clientip
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
@@ -180,7 +180,7 @@ class ApiGateway:
         )
         scope_state = scope.setdefault("state", {})
         scope_state["request_id"] = request_id
-        client_ip = self._client_ip(scope, state.settings.trusted_networks)
+        client_ip = clientip.client_ip(scope, state.settings.trusted_networks)
         extra: list[tuple[bytes, bytes]] = [
             (b"x-request-id", request_id.encode()),
             (b"api-version", b"1.0"),
@@ -266,29 +266,6 @@ class ApiGateway:
             f"ip:{client_ip}", anonymous_windows(state.settings), state.clock()
         )
         extra.extend(rate_limit_headers(decision))
-
-    @staticmethod
-    def _client_ip(
-        scope: Scope, trusted: list[ipaddress.IPv4Network | ipaddress.IPv6Network]
-    ) -> str:
-        client = scope.get("client")
-        peer = client[0] if client else "unknown"
-        if not trusted:
-            return str(peer)
-        chain = [peer]
-        forwarded = _header(scope, b"x-forwarded-for")
-        if forwarded:
-            chain = [part.strip() for part in forwarded.split(",") if part.strip()] + [peer]
-        # Walk from the nearest hop outwards, skipping our own trusted proxies: the first
-        # untrusted address is the client (anything further out is client-controlled).
-        for hop in reversed(chain):
-            try:
-                address = ipaddress.ip_address(hop)
-            except ValueError:
-                return str(hop)
-            if not any(address in net for net in trusted):
-                return str(hop)
-        return str(chain[0])
 
     async def _gate(
         self,

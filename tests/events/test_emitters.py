@@ -12,9 +12,9 @@ from fastapi import FastAPI
 from standardwebhooks import Webhook
 
 import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
+from solarapi.events.types import DELIVERY_JOB_KIND as JOB_KIND
 from solarapi.jobs.runner import run_pending
 from solarapi.kit.timefmt import format_timestamp, utcnow
-from solarapi.webhooks.delivery import JOB_KIND
 from tests.support import Tenant, client_for
 from tests.webhooks.receiver import running_receiver
 

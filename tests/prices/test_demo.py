@@ -8,8 +8,8 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from solarapi.kit.zones import ZONES
 from solarapi.prices.demo import ensure_demo_prices
-from solarapi.prices.zones import ZONES
 from tests.prices.helpers import import_file, stored_rows, utc, write_csv
 from tests.support import Tenant, client_for
 

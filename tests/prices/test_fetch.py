@@ -130,8 +130,8 @@ async def test_fetch_imports_the_local_days_and_keeps_the_token_secret(
 
 
 def test_unreachable_api_error_names_no_token() -> None:
+    from solarapi.kit.zones import ZONES
     from solarapi.prices.fetch import FetchError, fetch_day_ahead
-    from solarapi.prices.zones import ZONES
 
     with pytest.raises(FetchError) as caught:
         fetch_day_ahead(
@@ -145,8 +145,8 @@ def test_unreachable_api_error_names_no_token() -> None:
 def test_local_day_range_follows_the_zone_calendar() -> None:
     from datetime import date
 
+    from solarapi.kit.zones import ZONES
     from solarapi.prices.fetch import FetchError, local_day_range
-    from solarapi.prices.zones import ZONES
 
     # 2025-03-30 in Zurich has 23 hours.
     start, end = local_day_range(ZONES["CH"], date(2025, 3, 30), date(2025, 3, 30))

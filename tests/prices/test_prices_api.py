@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from solarapi.prices.zones import ZONES
+from solarapi.kit.zones import ZONES
 from tests.prices.helpers import DATA, import_file, stored_rows, utc, write_csv
 from tests.support import Tenant, client_for
 

@@ -14,7 +14,7 @@ from solarapi.kit.plans import Plan
 from solarapi.models.readings import Reading
 from solarapi.models.systems import System
 from solarapi.prices.demo import add_demo_data as add_demo_prices
-from solarapi.systems.demo import GAPS, add_demo_data
+from solarapi.readings.demo import GAPS, add_demo_data
 from tests.support import Tenant, client_for
 
 

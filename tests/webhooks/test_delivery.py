@@ -13,11 +13,12 @@ from sqlalchemy import select, update
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from solarapi.events.service import record_event
+from solarapi.events.types import DELIVERY_JOB_KIND as JOB_KIND
 from solarapi.jobs.runner import run_pending
 from solarapi.kit.timefmt import parse_timestamp, utcnow
 from solarapi.models.jobs import Job
 from solarapi.models.webhooks import WebhookEndpoint
-from solarapi.webhooks.delivery import JOB_KIND, MAX_ATTEMPTS, RETRY_DELAYS, deliver
+from solarapi.webhooks.delivery import MAX_ATTEMPTS, RETRY_DELAYS, deliver
 from tests.support import Tenant, client_for
 from tests.webhooks.receiver import running_receiver
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 _hasher = PasswordHasher()  # argon2-cffi defaults: Argon2id, RFC 9106 low-memory profile
-_DUMMY_HASH = _hasher.hash("dummy password that nobody has")
+
+
+@cache
+def _dummy_hash() -> str:
+    # Made on first use, not at import: one Argon2 hash (~0.25 s) would slow every command.
+    return _hasher.hash("dummy password that nobody has")
+
 
 MIN_PASSWORD_LENGTH = 10
 
@@ -23,7 +30,9 @@ async def hash_password(password: str) -> str:
 
 def _verify(password_hash: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return (
+            _hasher.verify(password_hash or _dummy_hash(), password) and password_hash is not None
+        )
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         return False
 

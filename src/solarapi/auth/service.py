@@ -14,6 +14,7 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.text import excerpt
 from solarapi.models import ApiKey
+from solarapi.sandbox.provision import ensure_sandbox
 
 # last_used_at is refreshed at most this often per key, so the hot path does not write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -54,8 +55,6 @@ async def authenticate(
         ):
             last_used_at = now
     if record.environment == Environment.TEST and not record.sandbox_provisioned:
-        from solarapi.sandbox.provision import ensure_sandbox
-
         wrote = True
         await ensure_sandbox(session, record.account_id, now)
     principal = Principal(

@@ -27,7 +27,7 @@ from solarapi.dashboard.sessions import WebUser, resolve_session
 from solarapi.db import SessionDep
 from solarapi.dbfaults import is_outage
 from solarapi.errors import ApiError
-from solarapi.gateway import ApiGateway
+from solarapi.kit import clientip
 from solarapi.kit.text import NUL_MESSAGE, url_has_nul
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
 
@@ -321,7 +321,7 @@ def is_https(request: Request) -> bool:
 
 
 def client_ip(request: Request) -> str:
-    return ApiGateway._client_ip(request.scope, request.app.state.settings.trusted_networks)
+    return clientip.client_ip(request.scope, request.app.state.settings.trusted_networks)
 
 
 def set_session_cookie(request: Request, response: Response, token: str) -> None:

@@ -11,7 +11,11 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.cli_support import load_settings, print_json, run_in_session
+from solarapi.declarations.service import decide_as_operator, pending_declarations
+from solarapi.declarations.views import declaration_view
 from solarapi.kit.plans import Environment
+from solarapi.kit.timefmt import utcnow
 
 declarations_app = typer.Typer(
     help="Declarations: enter the issuing body's decisions.", no_args_is_help=True
@@ -34,10 +38,6 @@ def decide(
     as_json: Annotated[bool, typer.Option("--json", help="Print the declaration")] = False,
 ) -> None:
     """Record the issuing body's decision on a submitted declaration."""
-    from solarapi.cli import _print_json, _settings, run_in_session
-    from solarapi.declarations.service import decide_as_operator
-    from solarapi.declarations.views import declaration_view
-    from solarapi.kit.timefmt import utcnow
 
     if approve == reject:
         typer.echo("error: give exactly one of --approve or --reject", err=True)
@@ -52,9 +52,9 @@ def decide(
         )
         return declaration_view(declaration)
 
-    payload = run_in_session(_settings(), work)
+    payload = run_in_session(load_settings(), work)
     if as_json:
-        _print_json(payload)
+        print_json(payload)
         return
     certificates = payload["certificates"]
     extra = f", {certificates} guarantees of origin" if certificates is not None else ""
@@ -68,17 +68,14 @@ def pending(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List submitted declarations awaiting a decision, oldest first."""
-    from solarapi.cli import _print_json, _settings, run_in_session
-    from solarapi.declarations.service import pending_declarations
-    from solarapi.declarations.views import declaration_view
 
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         rows = await pending_declarations(session, env, limit)
         return [{**declaration_view(d), "account_id": d.account_id} for d in rows]
 
-    payload = run_in_session(_settings(), work)
+    payload = run_in_session(load_settings(), work)
     if as_json:
-        _print_json(payload)
+        print_json(payload)
         return
     for item in payload:
         typer.echo(

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight
 from solarapi.models.systems import System
+from solarapi.readings.service import aggregate
 
 # Below this fraction of expected quarter-hours with a reading, a declaration cannot be
 # submitted: the statement would rest on too much missing data.
@@ -51,7 +52,6 @@ async def measure_period(
     """Metered energy and coverage of the period, computed by the readings code exactly as
     `GET /systems/{id}/readings?interval=1d` computes its `meta.totals` for the same local
     days — one source of truth, so the two numbers can never disagree."""
-    from solarapi.readings.service import aggregate
 
     start_s, end_s = period_bounds(system, period_start, period_end)
     body = await aggregate(

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.models.webhooks import Event
+from solarapi.models.webhooks import Event, WebhookEndpoint
 
 
 async def add(session: AsyncSession, event: Event) -> None:
@@ -51,3 +51,20 @@ async def delete_older_than(session: AsyncSession, cutoff: datetime) -> int:
     """Delete events created before `cutoff` (their delivery rows go with them by cascade)."""
     result = await session.execute(delete(Event).where(Event.created_at < cutoff))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def enabled_endpoints(
+    session: AsyncSession, *, account_id: str, environment: str
+) -> list[WebhookEndpoint]:
+    """The endpoints an event of this account and environment may go to (the caller checks
+    each one's subscribed types)."""
+    rows = await session.scalars(
+        select(WebhookEndpoint)
+        .where(
+            WebhookEndpoint.account_id == account_id,
+            WebhookEndpoint.environment == environment,
+            WebhookEndpoint.enabled.is_(True),
+        )
+        .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
+    )
+    return list(rows)

@@ -1,6 +1,7 @@
 """Recording and listing events. Call `record_event` inside the same session (transaction) as
 the change it describes, so an event exists if and only if its change committed (the outbox
-pattern); the webhook deliveries it schedules are jobs in that same transaction too.
+pattern); the webhook deliveries it schedules are jobs in that same transaction too, run by
+`webhooks.delivery` (webhooks depends on events, not the reverse).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import ValidationFailed
 from solarapi.events import repository
-from solarapi.events.types import EVENT_RETENTION, EVENT_TYPE_SET, describe_allowed
+from solarapi.events.types import (
+    DELIVERY_JOB_KIND,
+    DELIVERY_JOB_MAX_ATTEMPTS,
+    EVENT_RETENTION,
+    EVENT_TYPE_SET,
+    describe_allowed,
+)
+from solarapi.jobs.queue import enqueue
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
@@ -48,12 +56,28 @@ async def record_event(
         created_at=utcnow(),
     )
     await repository.add(session, event)
-
-    # Imported here: webhooks depends on events (its deliveries read them), not the reverse.
-    from solarapi.webhooks.delivery import schedule_deliveries
-
     await schedule_deliveries(session, event)
     return event.id
+
+
+async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:
+    """Queue the first delivery attempt for every enabled endpoint subscribed to the event's
+    type, in the caller's transaction. Returns the job ids. (`webhooks.delivery` runs them.)"""
+    endpoints = await repository.enabled_endpoints(
+        session, account_id=event.account_id, environment=event.environment
+    )
+    job_ids: list[str] = []
+    for endpoint in endpoints:
+        if event.type in endpoint.events:
+            job_ids.append(
+                await enqueue(
+                    session,
+                    DELIVERY_JOB_KIND,
+                    {"event_id": event.id, "endpoint_id": endpoint.id, "attempt": 1},
+                    max_attempts=DELIVERY_JOB_MAX_ATTEMPTS,
+                )
+            )
+    return job_ids
 
 
 def _plain_json(data: dict[str, Any]) -> dict[str, Any]:

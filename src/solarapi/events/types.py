@@ -22,6 +22,13 @@ EVENT_TYPE_SET: frozenset[str] = frozenset(EVENT_TYPES)
 # deleted by the periodic clean-up.
 EVENT_RETENTION = timedelta(days=30)
 
+# Each webhook delivery attempt is one job of this kind: queued by `record_event` with the
+# event (the outbox), run by `webhooks.delivery.deliver`.
+DELIVERY_JOB_KIND = "webhook.deliver"
+# Infrastructure failures of one attempt (our database, not the receiver) are retried by the
+# job runner this many times before the attempt is given up.
+DELIVERY_JOB_MAX_ATTEMPTS = 3
+
 
 def describe_allowed() -> str:
     return ", ".join(EVENT_TYPES)

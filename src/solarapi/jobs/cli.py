@@ -10,6 +10,18 @@ from typing import Annotated
 
 import typer
 
+from solarapi.cli_support import load_settings
+from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.jobs.runner import (
+    JobRunner,
+    RunnerSettings,
+    load_handlers,
+    new_worker_id,
+    run_pending,
+    warm_render_process,
+)
+from solarapi.logs import configure_logging
+
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to `app`."""
@@ -32,19 +44,8 @@ def worker(
 ) -> None:
     """Run report and webhook jobs. Start any number of these against one PostgreSQL database
     (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
-    from solarapi.cli import _settings
-    from solarapi.db import create_engine, dispose_engine, sessionmaker_for
-    from solarapi.jobs.runner import (
-        JobRunner,
-        RunnerSettings,
-        load_handlers,
-        new_worker_id,
-        run_pending,
-        warm_render_process,
-    )
-    from solarapi.logs import configure_logging
 
-    settings = _settings()
+    settings = load_settings()
     configure_logging(settings.log_level)
     load_handlers()
     warm_render_process()

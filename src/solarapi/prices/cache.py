@@ -20,8 +20,8 @@ import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.kit.grid import QUARTER_S
 from solarapi.prices import repository
-from solarapi.prices.imports import QUARTER_S
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from sqlalchemy.ext.asyncio import AsyncSession
 
-if TYPE_CHECKING:
-    from solarapi.prices.imports import ResolutionSpan
-    from solarapi.prices.service import ImportResult
+from solarapi.cli_support import load_settings, print_json, run_in_session
+from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_date, utcnow
+from solarapi.kit.zones import ZONES
+from solarapi.prices.fetch import ENTSOE_API_URL, fetch_day_ahead, local_day_range
+from solarapi.prices.imports import read_price_file
+from solarapi.prices.rows import ParsedPrices, PriceFileError, ResolutionSpan, resolution_spans
+from solarapi.prices.service import ImportResult, import_prices
 
 prices_app = typer.Typer(help="Day-ahead market prices (live data).", no_args_is_help=True)
 
@@ -36,12 +41,6 @@ def import_command(
 
     All or nothing: a file with any error stores nothing and the error names its line.
     """
-    from sqlalchemy.ext.asyncio import AsyncSession
-
-    from solarapi.cli import _settings, run_in_session
-    from solarapi.kit.timefmt import utcnow
-    from solarapi.prices.imports import PriceFileError, read_price_file
-    from solarapi.prices.service import import_prices
 
     resolution_s: int | None = None
     if resolution is not None:
@@ -58,7 +57,7 @@ def import_command(
     async def work(session: AsyncSession) -> ImportResult:
         return await import_prices(session, parsed, utcnow())
 
-    _report(run_in_session(_settings(), work), as_json)
+    _report(run_in_session(load_settings(), work), as_json)
 
 
 @prices_app.command("fetch")
@@ -76,16 +75,8 @@ def fetch_command(
     Needs SOLARAPI_ENTSOE_TOKEN (the platform's security token). Whole local days of the zone,
     at most 366 per run; they replace stored prices like an import.
     """
-    from sqlalchemy.ext.asyncio import AsyncSession
 
-    from solarapi.cli import _settings, run_in_session
-    from solarapi.kit.timefmt import TimestampError, parse_date, utcnow
-    from solarapi.prices.fetch import ENTSOE_API_URL, fetch_day_ahead, local_day_range
-    from solarapi.prices.imports import ParsedPrices, PriceFileError
-    from solarapi.prices.service import import_prices
-    from solarapi.prices.zones import ZONES
-
-    settings = _settings()
+    settings = load_settings()
     token = (settings.entsoe_token or "").strip()
     if not token:
         typer.echo("error: set SOLARAPI_ENTSOE_TOKEN to the ENTSO-E security token", err=True)
@@ -112,9 +103,6 @@ def fetch_command(
 
 def _report(result: ImportResult, as_json: bool) -> None:
     """Per zone and sequence, what was stored (and what was skipped): range, resolution, count."""
-    from solarapi.cli import _print_json
-    from solarapi.kit.timefmt import format_timestamp
-    from solarapi.prices.imports import resolution_spans
 
     def iso(epoch: int) -> str:
         return format_timestamp(datetime.fromtimestamp(epoch, UTC))
@@ -148,7 +136,7 @@ def _report(result: ImportResult, as_json: bool) -> None:
         "skipped": skipped,
     }
     if as_json:
-        _print_json(payload)
+        print_json(payload)
         return
     what = "" if result.sequence is None else f" sequence {result.sequence} (day-ahead price)"
     typer.echo(

@@ -14,8 +14,9 @@ import io
 import itertools
 import math
 
+from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.timefmt import TimestampError, parse_timestamp
-from solarapi.prices.imports import QUARTER_S, RESOLUTIONS_S, PriceFileError, PriceRow
+from solarapi.prices.rows import RESOLUTIONS_S, PriceFileError, PriceRow
 
 HEADER = ["timestamp", "price_eur_per_mwh"]
 

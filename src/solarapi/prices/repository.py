@@ -18,7 +18,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from solarapi.models.prices import MarketPrice, MarketPriceZone
-from solarapi.prices.imports import PriceRow, PriceSource
+from solarapi.prices.rows import PriceRow, PriceSource
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -27,10 +27,10 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.plans import Environment
+from solarapi.kit.zones import ZONES
 from solarapi.prices.service import bucket_means, quarter_hour_prices, rounded_or_none
-from solarapi.prices.zones import ZONES
 from solarapi.readings.service import quarter_hours
-from solarapi.systems.service import read_system
+from solarapi.systems.access import read_system
 
 BoolArray = npt.NDArray[np.bool_]
 WH_PER_MWH = 1_000_000.0

@@ -6,6 +6,7 @@ from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
 from solarapi.ratelimit.base import Decision, RateLimiter, Window
 from solarapi.ratelimit.memory import MemoryRateLimiter
+from solarapi.ratelimit.redis import RedisRateLimiter
 
 
 def key_windows(plan: Plan, scale: int = 1) -> tuple[Window, Window]:
@@ -22,8 +23,6 @@ def anonymous_windows(settings: Settings) -> tuple[Window]:
 
 def create_limiter(settings: Settings) -> RateLimiter:
     if settings.redis_url:
-        from solarapi.ratelimit.redis import RedisRateLimiter
-
         return RedisRateLimiter(settings.redis_url)
     return MemoryRateLimiter()
 

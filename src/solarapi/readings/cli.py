@@ -9,13 +9,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import Annotated, TextIO
 
 import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-if TYPE_CHECKING:
-    from solarapi.config import Settings
-    from solarapi.readings.upload import ReadingBatch
+from solarapi.cli_support import load_settings, print_json
+from solarapi.config import Settings
+from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
+from solarapi.errors import ApiError
+from solarapi.kit.timefmt import utcnow
+from solarapi.readings.upload import ReadingBatch, ReadingRejected, upload_readings
+from solarapi.systems import repository as systems_repo
 
 readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
 
@@ -48,7 +53,6 @@ def read_batches(
 ) -> Iterator[tuple[list[int], ReadingBatch]]:
     """Batches of (line numbers, readings) from a CSV with header
     `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
-    from solarapi.readings.upload import ReadingBatch
 
     def counted() -> Iterator[str]:
         for text in stream:
@@ -87,13 +91,6 @@ def read_batches(
 
 async def import_file(settings: Settings, system_id: str, path: Path) -> ImportTotals:
     """Stream `path` into the system in batches of 10,000, one transaction per batch."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
-    from solarapi.errors import ApiError
-    from solarapi.kit.timefmt import utcnow
-    from solarapi.readings.upload import ReadingRejected, upload_readings
-    from solarapi.systems import repository as systems_repo
 
     totals = ImportTotals()
     engine = create_oneshot_engine(settings)
@@ -157,10 +154,9 @@ def import_command(
     """Import 15-minute readings, streamed in batches of 10,000 through the same validation
     and upsert as the API. Each batch is all or nothing; an error stops the import, names
     the line, and keeps the batches before it."""
-    from solarapi.cli import _print_json, _settings
 
     started = time.perf_counter()
-    totals = asyncio.run(import_file(_settings(), system_id, file))
+    totals = asyncio.run(import_file(load_settings(), system_id, file))
     elapsed = time.perf_counter() - started
     summary = {
         "system_id": system_id,
@@ -172,7 +168,7 @@ def import_command(
         "error": totals.errors[0] if totals.errors else None,
     }
     if as_json:
-        _print_json(summary)
+        print_json(summary)
     else:
         typer.echo(
             f"{totals.received:,} readings imported into {system_id} in {totals.batches} "

@@ -16,7 +16,7 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings import service, upload
 from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
-from solarapi.systems.service import get_system
+from solarapi.systems.access import get_system
 
 router = APIRouter(tags=["Readings"])
 

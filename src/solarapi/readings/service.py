@@ -37,7 +37,8 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
-from solarapi.systems.service import owned, read_system, simulated_since
+from solarapi.systems.access import owned, read_system
+from solarapi.systems.span import simulated_since
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +56,23 @@ class QuarterHours:
 
 
 class _SimulatedSeries(Protocol):
-    starts: IntArray
-    energy_wh: FloatArray
-    power_w: FloatArray
+    @property
+    def starts(self) -> IntArray: ...
+    @property
+    def energy_wh(self) -> FloatArray: ...
+    @property
+    def power_w(self) -> FloatArray: ...
 
 
 async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
-    """The sandbox's physical model, when its module is installed (imported lazily: it pulls
-    in pvlib, and the metered path must not depend on it)."""
-    model: Any = sys.modules.get("solarapi.sandbox.model")
-    if model is None:
-        try:
-            # The first import takes seconds (pvlib, pandas, scipy): not on the event loop.
-            model = await asyncio.to_thread(importlib.import_module, "solarapi.sandbox.model")
-        except ImportError:
-            return None
+    """The sandbox's physical model of `system` over [start_s, end_s), or None before its
+    simulated history starts."""
+    if "solarapi.sandbox.model" not in sys.modules:
+        # start-up: the model pulls in pvlib, pandas and scipy (seconds to import, measured):
+        # imported on the first simulated request, on a worker thread, not on the event loop.
+        await asyncio.to_thread(importlib.import_module, "solarapi.sandbox.model")
+    from solarapi.sandbox import model  # start-up: loaded just above, so this is a lookup
+
     # Simulated history starts at the installation day, and never before 2000 (see
     # docs/sandbox.md): a 1M query may span 833 years.
     start_s = max(start_s, simulated_since(system))

@@ -1,6 +1,7 @@
 """What a report contains, independent of the file format: CSV rows, and for the PDF a title
 block, a chart series and tables. The types and shared helpers live here; the report types
-in `reports.series` (production, market value) and `reports.declared` (declarations).
+in `reports.series` (production, market value) and `reports.declared` (declarations), and
+`reports.builder` picks one.
 
 The numbers come from the same service functions the API answers with — readings
 `aggregate`, prices `market_value`, the declarations service — so a report can never
@@ -10,14 +11,11 @@ disagree with `GET /systems/{id}/readings` or `/market-value` for the same param
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from solarapi.auth.principal import Principal
-from solarapi.errors import ApiError, NotFound
 from solarapi.jobs.queue import PermanentJobError
 from solarapi.kit.grid import Interval
 from solarapi.kit.timefmt import parse_timestamp
@@ -102,44 +100,6 @@ TITLES = {
     "market_value": "Market value report",
     "declarations": "Declarations report",
 }
-
-
-async def build(session: AsyncSession, context: ReportContext) -> ReportContent:
-    # Imported here: the builders import this module's types and helpers.
-    from solarapi.reports.declared import declarations
-    from solarapi.reports.series import market_value, production
-
-    systems = await _systems(session, context)
-    builders = {
-        "production": production,
-        "market_value": market_value,
-        "declarations": declarations,
-    }
-    try:
-        content = await builders[context.report.type](session, context, systems)
-    except ApiError as exc:
-        # A rule of the source refused (e.g. a system lost its market zone since the POST):
-        # its message is written for clients already.
-        raise ReportFailed(exc.message) from exc
-    if content.chart is not None:
-        period = local_period(context.start, context.end, (s.timezone for s in systems))
-        content.chart = replace(content.chart, xlabel=period.text())
-    return content
-
-
-async def _systems(session: AsyncSession, context: ReportContext) -> list[System]:
-    from solarapi.systems.service import get_system
-
-    systems = []
-    for system_id in context.system_ids:
-        try:
-            systems.append(await get_system(session, context.principal, system_id))
-        except NotFound:
-            raise ReportFailed(
-                f"system {system_id} was deleted after the report was requested; request the "
-                "report again without it"
-            ) from None
-    return systems
 
 
 def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, str]]:

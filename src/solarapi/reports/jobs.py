@@ -39,7 +39,8 @@ from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.reports import Report
 from solarapi.reports import repository
-from solarapi.reports.content import ReportContent, ReportContext, ReportFailed, build
+from solarapi.reports.builder import build
+from solarapi.reports.content import ReportContent, ReportContext, ReportFailed
 from solarapi.reports.csvfile import write_csv
 from solarapi.reports.pdffile import write_pdf
 from solarapi.reports.service import (

@@ -36,6 +36,8 @@ from solarapi.models.systems import System
 from solarapi.reports import repository
 from solarapi.reports.content import local_period
 from solarapi.reports.schemas import ReportCreate
+from solarapi.systems import repository as systems_repository
+from solarapi.systems.access import get_system
 
 REPORT_TYPES: tuple[str, ...] = ("production", "market_value", "declarations")
 CONTENT_TYPES: dict[str, str] = {"csv": "text/csv; charset=utf-8", "pdf": "application/pdf"}
@@ -147,8 +149,6 @@ async def validate_request(
 async def _systems(
     session: AsyncSession, principal: Principal, ids: list[str] | None
 ) -> list[System]:
-    from solarapi.systems import repository as systems_repository
-    from solarapi.systems.service import get_system
 
     if ids is not None:
         return [await get_system(session, principal, system_id) for system_id in ids]

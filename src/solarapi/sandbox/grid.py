@@ -8,12 +8,9 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-QUARTER_S = 900
-# Simulated readings exist from this instant on (earlier quarter-hours are "no reading"): it
-# keeps one request's work finite, since 10,000 monthly buckets would otherwise ask for 833
-# years of quarter-hours. A system's installation day moves its start later
-# (`systems.service.simulated_since`).
-SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
+from solarapi.kit.grid import QUARTER_S
+from solarapi.systems.span import SIMULATION_START_S as SIMULATION_START_S  # re-exported
+
 FloatArray = npt.NDArray[np.float64]
 # (year, month, month start, month end) → one value per quarter-hour of that UTC month.
 MonthValues = Callable[[int, int, int, int], FloatArray]

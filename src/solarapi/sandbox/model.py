@@ -35,10 +35,11 @@ import numpy.typing as npt
 import pandas as pd
 import pvlib
 
+from solarapi.kit.grid import QUARTER_S
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
-from solarapi.sandbox.grid import QUARTER_S, gather_months, grid_range, utc_months
 from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
+from solarapi.sandbox.grid import gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import median_for_mean, weather_at
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.

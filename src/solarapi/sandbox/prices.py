@@ -24,9 +24,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from solarapi.prices.zones import ZONES
+from solarapi.kit.grid import QUARTER_S
+from solarapi.kit.zones import ZONES
 from solarapi.sandbox.cache import BoundedCache
-from solarapi.sandbox.grid import QUARTER_S, gather_months, grid_range
+from solarapi.sandbox.grid import gather_months, grid_range
 from solarapi.sandbox.weather import daily_anomaly, seeded_normals
 
 # A zone-month is ~24 KB; 360 months covers every zone for two years in ~9 MB per process.
@@ -67,7 +68,7 @@ _months: BoundedCache[tuple[str, int, int], FloatArray] = BoundedCache(MAX_CACHE
 def simulate_prices(zone: str, start: datetime, end: datetime) -> tuple[IntArray, FloatArray]:
     """Quarter-hour starts (epoch seconds) in [start, end) and their prices in EUR/MWh.
 
-    `zone` is a code of `prices.zones.ZONES`; `start` and `end` are aware datetimes on the
+    `zone` is a code of `kit.zones.ZONES`; `start` and `end` are aware datetimes on the
     15-minute grid.
     """
     if zone not in ZONES:

@@ -14,6 +14,7 @@ from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.service import summary
 from solarapi.systems import service
+from solarapi.systems.access import read_system
 from solarapi.systems.schemas import SummaryOut, SystemCreate, SystemList, SystemOut, SystemPatch
 
 router = APIRouter(tags=["Systems"])
@@ -59,7 +60,7 @@ async def create_system(
 
 @router.get("/systems/{system_id}", response_model=SystemOut, summary="Get a system")
 async def get_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    system = await service.read_system(session, principal, system_id)
+    system = await read_system(session, principal, system_id)
     return OrjsonResponse(service.system_to_api(system))
 
 
@@ -88,5 +89,5 @@ async def delete_system(system_id: str, principal: PrincipalDep, session: Sessio
     summary="Energy today, this month, this year and lifetime (local calendar)",
 )
 async def get_summary(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    system = await service.read_system(session, principal, system_id)
+    system = await read_system(session, principal, system_id)
     return OrjsonResponse(await summary(session, system, utcnow()))

@@ -12,7 +12,7 @@ from solarapi.kit.pagination import Pagination
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.kit.tznames import MAX_NAME_LENGTH, check_time_zone
-from solarapi.prices.zones import ZONES
+from solarapi.kit.zones import ZONES
 
 Status = Literal["active", "inactive", "decommissioned"]
 DataSource = Literal["metered", "simulated"]

@@ -3,81 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
-from solarapi.errors import Conflict, NotFound, ValidationFailed
+from solarapi.declarations import service as declarations
+from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
-from solarapi.kit.grid import QUARTER_S, local_midnight
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
-from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
+from solarapi.kit.timefmt import format_timestamp
+from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, System
-from solarapi.prices.zones import ZONES
-from solarapi.sandbox.grid import SIMULATION_START_S
+from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
+from solarapi.systems.access import get_system
 from solarapi.systems.schemas import SystemCreate, SystemPatch
+from solarapi.systems.span import reading_span
 
 DEFAULT_TILT_DEG = 30.0
-
-
-async def get_system(
-    session: AsyncSession, principal: Principal, system_id: str, *, for_update: bool = False
-) -> System:
-    """The caller's system in the caller's environment; anything else is 404 (never 403,
-    so ids of other tenants cannot be probed)."""
-    return owned(
-        await repository.get(session, system_id, for_update=for_update), principal, system_id
-    )
-
-
-async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
-    """The caller's system for a request that only reads it: a snapshot outside the session
-    (changing it changes nothing), read without the ORM — every readings query starts here."""
-    return owned(await repository.snapshot(session, system_id), principal, system_id)
-
-
-def owned(system: System | None, principal: Principal, system_id: str) -> System:
-    """`system` if it is the caller's, in the caller's environment; else 404 (never 403, so
-    ids of other tenants cannot be probed)."""
-    if (
-        system is None
-        or system.account_id != principal.account_id
-        or system.environment != principal.environment.value
-    ):
-        raise NotFound(f"No system with id '{excerpt(system_id)}'")
-    return system
-
-
-def simulated_since(system: System) -> int:
-    """Where a simulated system's readings start (epoch s): the local midnight of its
-    `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
-    if system.installed_on is None:
-        return SIMULATION_START_S
-    return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
-
-
-def reading_span(system: System, now: datetime | None = None) -> tuple[str | None, str | None]:
-    """`first_reading_at` / `last_reading_at`: the starts of the first and last stored
-    quarter-hours; for a simulated system, of the first and last it serves (its history's
-    start, and the last quarter-hour that has ended by `now`)."""
-    if system.data_source != "simulated":
-        return format_optional(system.first_reading_at), format_optional(system.last_reading_at)
-    now_s = int((now or utcnow()).timestamp())
-    last = now_s - now_s % QUARTER_S - QUARTER_S
-    first = simulated_since(system)
-    if last < first:
-        return None, None
-    return (
-        format_timestamp(datetime.fromtimestamp(first, UTC)),
-        format_timestamp(datetime.fromtimestamp(last, UTC)),
-    )
 
 
 def system_to_api(system: System, now: datetime | None = None) -> dict[str, Any]:
@@ -290,8 +238,6 @@ async def update_system(
     await session.flush()
     if system.timezone != old_timezone:
         # The daily rollup follows the local calendar; a new zone moves every day's edges.
-        from solarapi.readings.upload import rebuild_daily_rollup
-
         await rebuild_daily_rollup(session, system)
     await record_event(
         session,
@@ -304,10 +250,8 @@ async def update_system(
 
 
 async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
-    from solarapi.declarations.service import blocks_system_deletion
-
     system = await get_system(session, principal, system_id)
-    if await blocks_system_deletion(session, system.id):
+    if await declarations.blocks_system_deletion(session, system.id):
         raise Conflict(
             f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"

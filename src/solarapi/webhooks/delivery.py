@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.events import repository as events_repository
 from solarapi.events.service import event_object
+from solarapi.events.types import DELIVERY_JOB_KIND, DELIVERY_JOB_MAX_ATTEMPTS
 from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
 from solarapi.kit.timefmt import format_timestamp, utcnow
@@ -45,7 +46,6 @@ from solarapi.webhooks.signing import signature_header
 
 log = logging.getLogger("solarapi.webhooks")
 
-JOB_KIND = "webhook.deliver"
 # Seconds to wait before attempt 1, 2, … 10 (attempt 1 at once; the contract's schedule).
 RETRY_DELAYS: tuple[int, ...] = (0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
 MAX_ATTEMPTS = len(RETRY_DELAYS)
@@ -53,35 +53,12 @@ MAX_ATTEMPTS = len(RETRY_DELAYS)
 JITTER = 0.15
 TIMEOUT_SECONDS = 10.0
 USER_AGENT = "SolarAPI-Webhooks/1.0"
-# Infrastructure failures of one attempt (our database, not the receiver) are retried by the
-# job runner this many times before the attempt is given up.
-JOB_MAX_ATTEMPTS = 3
 
 
 def retry_delay(next_attempt: int) -> timedelta:
     """How long to wait before `next_attempt` (2…10), with jitter."""
     base = RETRY_DELAYS[next_attempt - 1]
     return timedelta(seconds=base * random.uniform(1 - JITTER, 1 + JITTER))
-
-
-async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:
-    """Queue the first attempt for every enabled endpoint subscribed to the event's type, in the
-    caller's transaction. Returns the job ids."""
-    endpoints = await repository.enabled_endpoints(
-        session, account_id=event.account_id, environment=event.environment
-    )
-    job_ids: list[str] = []
-    for endpoint in endpoints:
-        if event.type in endpoint.events:
-            job_ids.append(
-                await enqueue(
-                    session,
-                    JOB_KIND,
-                    {"event_id": event.id, "endpoint_id": endpoint.id, "attempt": 1},
-                    max_attempts=JOB_MAX_ATTEMPTS,
-                )
-            )
-    return job_ids
 
 
 # --- the connection guard ------------------------------------------------------------------
@@ -267,10 +244,10 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
                 next_at = utcnow() + retry_delay(attempt + 1)
                 await enqueue(
                     session,
-                    JOB_KIND,
+                    DELIVERY_JOB_KIND,
                     {"event_id": event_id, "endpoint_id": endpoint_id, "attempt": attempt + 1},
                     run_at=next_at,
-                    max_attempts=JOB_MAX_ATTEMPTS,
+                    max_attempts=DELIVERY_JOB_MAX_ATTEMPTS,
                 )
         if endpoint is not None:
             await repository.add(

@@ -58,21 +58,6 @@ async def list_endpoints(
     return list(rows)
 
 
-async def enabled_endpoints(
-    session: AsyncSession, *, account_id: str, environment: str
-) -> list[WebhookEndpoint]:
-    rows = await session.scalars(
-        select(WebhookEndpoint)
-        .where(
-            WebhookEndpoint.account_id == account_id,
-            WebhookEndpoint.environment == environment,
-            WebhookEndpoint.enabled.is_(True),
-        )
-        .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
-    )
-    return list(rows)
-
-
 async def delete_endpoint(session: AsyncSession, endpoint: WebhookEndpoint) -> None:
     await session.delete(endpoint)
     await session.flush()

@@ -1,4 +1,4 @@
-"""Demo data of the systems area: two live metered systems per demo account with a year of
+"""Demo data of the readings area: two live metered systems per demo account with a year of
 15-minute readings up to now, with a few deliberate gaps (idempotent).
 
 A demo system is `installed_on` the local day a year before the first demo run, and its
@@ -26,6 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray, local_date, local_midnight
 from solarapi.kit.plans import Plan
 from solarapi.models.systems import System
+from solarapi.readings.service import simulate
+from solarapi.readings.upload import store_series
 from solarapi.systems.service import SystemSpec, new_system
 
 DEMO_DAYS = 365
@@ -65,8 +67,6 @@ GAPS = ((200, 30.0), (90, 6.0), (12, 2.5))
 
 
 async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now: datetime) -> None:
-    from solarapi.readings.upload import store_series
-
     existing = set(
         (
             await session.scalars(
@@ -122,8 +122,6 @@ async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArr
 
 
 async def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray | None:
-    from solarapi.readings.service import simulate
-
     series = await simulate(system, start_s, end_s)
     if series is None or len(series.starts) == 0 or int(series.starts[0]) != start_s:
         return None

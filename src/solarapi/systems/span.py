@@ -1,0 +1,42 @@
+"""Where a system's readings start and end, as the API shows them: stored quarter-hours for a
+metered system, the simulated history for a simulated one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from solarapi.kit.grid import QUARTER_S, local_midnight
+from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
+from solarapi.models.systems import System
+
+# Simulated readings exist from this instant on (earlier quarter-hours are "no reading"): it
+# keeps one request's work finite, since 10,000 monthly buckets would otherwise ask for 833
+# years of quarter-hours. A system's installation day moves its start later
+# (`simulated_since`).
+SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
+
+
+def simulated_since(system: System) -> int:
+    """Where a simulated system's readings start (epoch s): the local midnight of its
+    `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
+    if system.installed_on is None:
+        return SIMULATION_START_S
+    return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
+
+
+def reading_span(system: System, now: datetime | None = None) -> tuple[str | None, str | None]:
+    """`first_reading_at` / `last_reading_at`: the starts of the first and last stored
+    quarter-hours; for a simulated system, of the first and last it serves (its history's
+    start, and the last quarter-hour that has ended by `now`)."""
+    if system.data_source != "simulated":
+        return format_optional(system.first_reading_at), format_optional(system.last_reading_at)
+    now_s = int((now or utcnow()).timestamp())
+    last = now_s - now_s % QUARTER_S - QUARTER_S
+    first = simulated_since(system)
+    if last < first:
+        return None, None
+    return (
+        format_timestamp(datetime.fromtimestamp(first, UTC)),
+        format_timestamp(datetime.fromtimestamp(last, UTC)),
+    )
