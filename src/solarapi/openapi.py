@@ -15,9 +15,9 @@ from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
 from solarapi.kit.grid import ALL_INTERVALS
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
+from solarapi.kit.zones import ZONES
 from solarapi.models.reports import ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
-from solarapi.prices.zones import ZONES
 from solarapi.reports.service import REPORT_TYPES
 from solarapi.systems.schemas import Status as SystemStatus
 
