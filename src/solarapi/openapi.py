@@ -10,6 +10,7 @@ from fastapi.openapi.utils import get_openapi
 
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
 from solarapi.idempotency.openapi import document_idempotency
+from solarapi.kit.version import API_VERSION
 
 _ERRORS = {
     "400": "Invalid parameters or body (`validation`)",
@@ -90,7 +91,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         return app.openapi_schema
     schema = get_openapi(
         title="Solar Energy Platform API",
-        version="1.0",
+        version=API_VERSION,
         openapi_version="3.1.0",
         description=(
             "Programmatic access to your solar systems, their energy readings, electricity "
