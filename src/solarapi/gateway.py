@@ -45,6 +45,7 @@ from solarapi.kit import clientip
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
+from solarapi.kit.version import API_VERSION
 from solarapi.ratelimit.base import Decision
 from solarapi.ratelimit.policy import (
     anonymous_windows,
@@ -52,6 +53,8 @@ from solarapi.ratelimit.policy import (
     limit_message,
     rate_limit_headers,
 )
+
+_API_VERSION = API_VERSION.encode()
 
 log = logging.getLogger("solarapi.request")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -183,7 +186,7 @@ class ApiGateway:
         client_ip = clientip.client_ip(scope, state.settings.trusted_networks)
         extra: list[tuple[bytes, bytes]] = [
             (b"x-request-id", request_id.encode()),
-            (b"api-version", b"1.0"),
+            (b"api-version", _API_VERSION),
         ]
         status = 500
         response_started = False

@@ -15,6 +15,7 @@ from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
 from solarapi.kit.grid import ALL_INTERVALS
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
+from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
 from solarapi.models.reports import ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
@@ -169,7 +170,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         return app.openapi_schema
     schema = get_openapi(
         title="Solar Energy Platform API",
-        version="1.0",
+        version=API_VERSION,
         openapi_version="3.1.0",
         description=(
             "Programmatic access to your solar systems, their energy readings, electricity "
@@ -177,7 +178,13 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             "Authenticate with `Authorization: Bearer <key>`. Keys start with `pk_live_` "
             "(production) or `pk_test_` (sandbox, simulated data). **Both are secret keys** — "
             "unlike Stripe's `pk_`, nothing here is publishable; never put a key in a browser "
-            "or an app."
+            "or an app.\n\n"
+            "Input rules for every endpoint (each a `400 validation`): strings never contain "
+            "U+0000, in the URL, the query or a JSON body; timestamps are RFC 3339 with `Z` or "
+            "an offset and stay within the years 1–9999 once converted to UTC; time zones are "
+            "IANA names of the tz database, at most 64 characters. The server reads URLs up to "
+            "8 KiB and request headers up to 32 KiB by default. Error messages quote at most "
+            "64 characters of the input."
         ),
         routes=app.routes,
     )
