@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -435,6 +435,3 @@ class _Checks:
             # SQLite the write lock is not held through the endpoint.
             await session.commit()
         return principal
-
-
-Clock = Callable[[], float]
