@@ -27,6 +27,7 @@ from solarapi.health.router import router as health_router
 from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.version import API_VERSION
 from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
@@ -66,7 +67,7 @@ def create_app(
 
     app = FastAPI(
         title="Solar Energy Platform API",
-        version="1.0",
+        version=API_VERSION,
         openapi_url=None,
         docs_url=None,
         redoc_url=None,

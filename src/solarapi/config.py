@@ -10,9 +10,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import URL, make_url
 
 from solarapi.kit.plans import Plan
 
+# The async driver of each backend a plain URL may name ("postgres" is Heroku's spelling).
+_ASYNC_DRIVERS = {
+    "postgres": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "sqlite": "sqlite+aiosqlite",
+}
 _PLACEHOLDER_SECRETS = {"", "change-me", "changeme", "secret", "dev", "test"}
 
 
@@ -130,15 +137,12 @@ class Settings(BaseSettings):
         return self.database_url.startswith("sqlite")
 
     @property
-    def async_database_url(self) -> str:
-        url = self.database_url
-        if url.startswith("postgres://"):
-            url = "postgresql://" + url[len("postgres://") :]
-        if url.startswith("postgresql://"):
-            return "postgresql+asyncpg://" + url[len("postgresql://") :]
-        if url.startswith("sqlite://"):
-            return "sqlite+aiosqlite://" + url[len("sqlite://") :]
-        return url
+    def async_database_url(self) -> URL:
+        """The database URL with its backend's async driver (asyncpg, aiosqlite) when it
+        names none; a URL that names its driver is used as it is."""
+        url = make_url(self.database_url)
+        driver = _ASYNC_DRIVERS.get(url.drivername)
+        return url if driver is None else url.set(drivername=driver)
 
     @cached_property
     def effective_secret_key(self) -> bytes:

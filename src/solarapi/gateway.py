@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +45,7 @@ from solarapi.kit import clientip
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
+from solarapi.kit.version import API_VERSION
 from solarapi.ratelimit.base import Decision
 from solarapi.ratelimit.policy import (
     anonymous_windows,
@@ -52,6 +53,8 @@ from solarapi.ratelimit.policy import (
     limit_message,
     rate_limit_headers,
 )
+
+_API_VERSION = API_VERSION.encode()
 
 log = logging.getLogger("solarapi.request")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -192,7 +195,7 @@ class ApiGateway:
         client_ip = clientip.client_ip(scope, state.settings.trusted_networks)
         extra: list[tuple[bytes, bytes]] = [
             (b"x-request-id", request_id.encode()),
-            (b"api-version", b"1.0"),
+            (b"api-version", _API_VERSION),
         ]
         status = 500
         response_started = False
@@ -456,6 +459,3 @@ class _Checks:
             # SQLite the write lock is not held through the endpoint.
             await session.commit()
         return principal
-
-
-Clock = Callable[[], float]

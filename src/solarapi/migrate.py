@@ -9,7 +9,6 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
 from solarapi.config import Settings
@@ -57,12 +56,6 @@ def current_revision(settings: Settings) -> str | None:
             await engine.dispose()
 
     return asyncio.run(read())
-
-
-def head_revision() -> str | None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    return ScriptDirectory.from_config(config).get_current_head()
 
 
 def upgrade(settings: Settings, revision: str = "head") -> Migration:

@@ -30,8 +30,8 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from solarapi.config import Settings
+from solarapi.kit.version import API_VERSION
 
-API_VERSION = "1.0"
 # What each header line costs beyond its name and value: ": " and CRLF.
 _HEADER_LINE_OVERHEAD = 4
 _RETRY_AFTER_S = 1

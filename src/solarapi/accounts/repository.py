@@ -16,10 +16,6 @@ async def find_user_by_email(session: AsyncSession, email: str) -> User | None:
     return await session.scalar(select(User).where(User.email == email.strip().lower()))
 
 
-async def get_user(session: AsyncSession, user_id: str) -> User | None:
-    return await session.get(User, user_id)
-
-
 async def list_accounts(session: AsyncSession) -> list[tuple[Account, str | None]]:
     """Accounts with the e-mail of their first user, oldest first."""
     first_email = (

@@ -19,6 +19,7 @@ from solarapi.dbfaults import (
 )
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp, utcnow
+from solarapi.kit.version import API_VERSION
 
 router = APIRouter(tags=["Health"])
 # Looked up once: importlib.metadata scans the installed distributions on every call.
@@ -75,7 +76,7 @@ async def health(request: Request) -> Response:
     body = {
         "status": status,
         "version": _VERSION,
-        "api_version": "1.0",
+        "api_version": API_VERSION,
         "time": format_timestamp(utcnow()),
         "checks": {"database": database, "rate_limiter": limiter},
     }

@@ -52,10 +52,6 @@ class JobContext:
     max_attempts: int
     worker_id: str
 
-    @property
-    def is_last_attempt(self) -> bool:
-        return self.attempt >= self.max_attempts
-
 
 _current: ContextVar[JobContext | None] = ContextVar("solarapi_current_job", default=None)
 

@@ -13,7 +13,3 @@ class OrjsonResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
-
-
-def json_bytes(content: Any) -> bytes:
-    return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)

@@ -10,7 +10,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from solarapi.models.base import Base, UtcDateTime
 
 SYSTEM_STATUSES = ("active", "inactive", "decommissioned")
-DATA_SOURCES = ("metered", "simulated")
 
 
 class System(Base):

@@ -62,7 +62,6 @@ CELL_PADDING = 14.0
 MAX_CELL_CHARS = 48
 ACCENT = colors.HexColor("#b45309")
 GRID = colors.HexColor("#d6d3d1")
-ZEBRA = colors.HexColor("#f5f5f4")
 
 # Binary (zlib) page streams instead of ASCII85-armoured ones: a quarter smaller and without
 # reportlab's pure-Python encoder, which was a fifth of the time of a 350-page report.
