@@ -3,14 +3,24 @@ the headers every response carries."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
+from solarapi.declarations.schemas import DECLARATION_TYPES
+from solarapi.declarations.statemachine import DeclarationStatus
+from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
+from solarapi.kit.grid import ALL_INTERVALS
+from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
 from solarapi.kit.version import API_VERSION
+from solarapi.kit.zones import ZONES
+from solarapi.models.reports import ReportStatus
+from solarapi.prices.service import PRICE_INTERVALS
+from solarapi.reports.service import REPORT_TYPES
+from solarapi.systems.schemas import Status as SystemStatus
 
 _ERRORS = {
     "400": "Invalid parameters or body (`validation`)",
@@ -86,6 +96,75 @@ _BODY_ERRORS = {
 }
 
 
+_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error", "code"],
+    "additionalProperties": False,
+    "properties": {
+        "error": {"type": "string", "description": "Human-readable message"},
+        "code": {
+            "type": "string",
+            "enum": [
+                "unauthorized",
+                "forbidden",
+                "rate_limit",
+                "not_found",
+                "validation",
+                "server_error",
+                "method_not_allowed",
+                "conflict",
+                "payload_too_large",
+                "unsupported_media_type",
+                "unavailable",
+            ],
+        },
+    },
+}
+
+# 409s of operations that are not POSTs (every POST documents its own with the
+# Idempotency-Key) and do not declare theirs in the router.
+_CONFLICTS = {
+    ("delete", "/systems/{system_id}"): "The system has a submitted or approved declaration "
+    "(`conflict`); withdraw it first",
+    ("get", "/systems/{system_id}/market-value"): "The system has no `market_zone`, or no "
+    "prices are known for the range (`conflict`)",
+    ("get", "/reports/{report_id}/download"): "The report has no file: not completed yet, or "
+    "failed (`conflict`)",
+}
+
+
+def _enum(values: Any) -> dict[str, Any]:
+    return {"type": "string", "enum": [str(value) for value in values]}
+
+
+_INSTANT = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone"}
+# What each query parameter accepts. The routes declare them as optional strings (they are
+# parsed by hand, for the contract's messages); here the document says exactly what passes.
+_PARAMETERS: dict[str, dict[str, Any]] = {
+    "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
+    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    "from": _INSTANT,
+    "to": _INSTANT,
+    "interval": _enum(ALL_INTERVALS),
+    "market_zone": _enum(ZONES),
+    "zone": _enum(ZONES),
+    "system_id": {"type": "string", "minLength": 1},
+}
+_OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
+    ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
+    ("/systems", "status"): _enum(get_args(SystemStatus)),
+    ("/declarations", "status"): _enum(DeclarationStatus),
+    ("/declarations", "type"): _enum(DECLARATION_TYPES),
+    ("/reports", "status"): _enum(ReportStatus),
+    ("/reports", "type"): _enum(REPORT_TYPES),
+    ("/events", "type"): _enum(EVENT_TYPES),
+}
+_REQUIRED_PARAMETERS = {("/market-prices", "zone")}
+
+# FastAPI's own error schemas: its 422 is never answered (validation errors are 400s).
+_FRAMEWORK_SCHEMAS = ("HTTPValidationError", "ValidationError")
+
+
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -110,70 +189,67 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         routes=app.routes,
     )
     components = schema.setdefault("components", {})
-    components.setdefault("schemas", {})["Error"] = {
-        "type": "object",
-        "required": ["error", "code"],
-        "additionalProperties": False,
-        "properties": {
-            "error": {"type": "string", "description": "Human-readable message"},
-            "code": {
-                "type": "string",
-                "enum": [
-                    "unauthorized",
-                    "forbidden",
-                    "rate_limit",
-                    "not_found",
-                    "validation",
-                    "server_error",
-                    "method_not_allowed",
-                    "conflict",
-                    "payload_too_large",
-                    "unsupported_media_type",
-                    "unavailable",
-                ],
-            },
-        },
-    }
+    schemas = components.setdefault("schemas", {})
+    for name in _FRAMEWORK_SCHEMAS:
+        schemas.pop(name, None)
+    schemas["Error"] = _ERROR_SCHEMA
     components["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "pk_live_… or pk_test_…"}
     }
     components["headers"] = dict(_HEADERS)
-    header_refs = {name: {"$ref": f"#/components/headers/{name}"} for name in _HEADERS}
     for path, operations in schema.get("paths", {}).items():
         relative = path[len(API_PREFIX) :] if path.startswith(API_PREFIX) else path
         for method, operation in operations.items():
-            if not isinstance(operation, dict) or "responses" not in operation:
-                continue
-            responses = operation["responses"]
-            responses.pop("422", None)
-            public = relative in PUBLIC
-            if not public:
-                operation["security"] = [{"bearer": []}]
-                plan = required_plan(method.upper(), relative)
-                operation["x-required-plan"] = plan.value
-                if method == "post":
-                    document_idempotency(operation)
-                operation["description"] = (
-                    operation.get("description", "") + f"\n\nRequires the **{plan.value}** plan."
-                ).strip()
-            errors = dict(_ERRORS)
-            if "requestBody" in operation:
-                errors.update(_BODY_ERRORS)
-            for status, text in errors.items():
-                if public and status in ("401", "403"):
-                    continue
-                responses.setdefault(
-                    status,
-                    {
-                        "description": text,
-                        "content": {
-                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
-                        },
-                    },
-                )
-            for status, response in responses.items():
-                headers = response.setdefault("headers", {})
-                headers.update(header_refs)
-                headers.update(_ERROR_HEADERS.get(status, {}))
+            if isinstance(operation, dict) and "responses" in operation:
+                _document_operation(relative, method, operation)
     app.openapi_schema = schema
     return schema
+
+
+def _document_operation(relative: str, method: str, operation: dict[str, Any]) -> None:
+    # One tag: the most specific one (the route's own, after its router's).
+    operation["tags"] = operation.get("tags", [])[-1:]
+    _precise_parameters(relative, operation)
+    responses = operation["responses"]
+    responses.pop("422", None)
+    public = relative in PUBLIC
+    if not public:
+        operation["security"] = [{"bearer": []}]
+        plan = required_plan(method.upper(), relative)
+        operation["x-required-plan"] = plan.value
+        if method == "post":
+            document_idempotency(operation)
+        operation["description"] = (
+            operation.get("description", "") + f"\n\nRequires the **{plan.value}** plan."
+        ).strip()
+    errors = dict(_ERRORS)
+    if "requestBody" in operation:
+        errors.update(_BODY_ERRORS)
+    if conflict := _CONFLICTS.get((method, relative)):
+        errors["409"] = conflict
+    for status, text in errors.items():
+        if public and status in ("401", "403"):
+            continue
+        responses.setdefault(status, {"description": text})
+    header_refs = {name: {"$ref": f"#/components/headers/{name}"} for name in _HEADERS}
+    for status, response in responses.items():
+        if status.startswith(("4", "5")):
+            # Every error answer has the one body, whatever the router declared.
+            response["content"] = {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+            }
+        headers = response.setdefault("headers", {})
+        headers.update(header_refs)
+        headers.update(_ERROR_HEADERS.get(status, {}))
+
+
+def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") != "query":
+            continue
+        name = parameter["name"]
+        precise = _OPERATION_PARAMETERS.get((relative, name)) or _PARAMETERS.get(name)
+        if precise is None:
+            continue
+        parameter["schema"] = dict(precise)
+        parameter["required"] = (relative, name) in _REQUIRED_PARAMETERS

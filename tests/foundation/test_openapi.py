@@ -6,6 +6,7 @@ import re
 import shutil
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -91,6 +92,59 @@ async def test_error_schema_and_headers_are_components(app: FastAPI) -> None:
     assert set(doc["components"]["headers"]) >= COMMON_HEADERS
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert "secret" in doc["info"]["description"].lower()
+
+
+async def test_document_says_exactly_what_the_api_accepts(app: FastAPI) -> None:
+    async with client_for(app) as client:
+        doc = (await client.get("/api/v1/openapi.json")).json()
+    schemas = doc["components"]["schemas"]
+    # No framework leftovers (validation errors are 400 `validation`), one pagination schema.
+    assert not {"HTTPValidationError", "ValidationError"} & set(schemas)
+    assert [name for name in schemas if "agination" in name] == ["Pagination"]
+    text = str(doc["paths"])
+    for name in schemas:  # every schema is used, by an operation or another schema
+        assert f"/{name}'" in text or f"/{name}'" in str(schemas), name
+    operations = {
+        (method, path[len(API_PREFIX) :]): operation
+        for path, item in doc["paths"].items()
+        for method, operation in item.items()
+    }
+    for key, operation in operations.items():
+        assert len(operation["tags"]) == 1, key
+        for status, response in operation["responses"].items():
+            if status[0] in "45":
+                ref = response["content"]["application/json"]["schema"]["$ref"]
+                assert ref == "#/components/schemas/Error", (key, status)
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query":
+                assert "anyOf" not in parameter["schema"], (key, parameter["name"])
+                if parameter["name"] in ("page", "limit"):
+                    assert parameter["schema"]["type"] == "integer"
+                    assert parameter["schema"]["minimum"] == 1
+    # The 409s the API answers outside POSTs.
+    assert "409" in operations["delete", "/systems/{system_id}"]["responses"]
+    assert "409" in operations["get", "/systems/{system_id}/market-value"]["responses"]
+
+    def query(key: tuple[str, str], name: str) -> dict[str, Any]:
+        params = operations[key]["parameters"]
+        return next(p for p in params if p["name"] == name)  # type: ignore[no-any-return]
+
+    zone = query(("get", "/market-prices"), "zone")
+    assert zone["required"] is True
+    assert "NL" in zone["schema"]["enum"]
+    assert query(("get", "/market-prices"), "interval")["schema"]["enum"] == ["15m", "1h", "1d"]
+    readings = query(("get", "/systems/{system_id}/readings"), "interval")
+    assert readings["schema"]["enum"] == ["15m", "30m", "1h", "1d", "1w", "1M"]
+    assert query(("get", "/systems/{system_id}/readings"), "from")["schema"]["format"] == (
+        "date-time"
+    )
+    assert query(("get", "/reports"), "status")["schema"]["enum"] == [
+        "queued",
+        "running",
+        "completed",
+        "failed",
+    ]
+    assert "withdrawn" in query(("get", "/declarations"), "status")["schema"]["enum"]
 
 
 async def test_docs_page_uses_packaged_assets_only(app: FastAPI) -> None:

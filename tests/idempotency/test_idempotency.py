@@ -458,3 +458,18 @@ async def test_the_answer_is_stored_before_the_client_receives_it(
 
 def _json_and(key: str) -> dict[str, str]:
     return {"Content-Type": "application/json", "Idempotency-Key": key}
+
+
+async def test_a_path_outside_latin_1_is_remembered(app: FastAPI, enterprise: Tenant) -> None:
+    """Found by schemathesis: a non-Latin-1 path id was a 500 (UnicodeEncodeError)."""
+    key = fresh_key()
+    path = "/api/v1/webhooks/we_€✓/rotate-secret"
+    async with client_for(app, enterprise.live) as client:
+        first = await client.post(path, headers={"Idempotency-Key": key})
+        again = await client.post(path, headers={"Idempotency-Key": key})
+        other = await client.post(path.replace("€", "e"), headers={"Idempotency-Key": key})
+    assert first.status_code == 404, first.text
+    assert first.json()["code"] == "not_found"
+    assert again.status_code == 404
+    assert again.headers["idempotent-replayed"] == "true"
+    assert other.status_code == 409  # the same key for another path

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from solarapi.kit.pagination import Pagination
 from solarapi.kit.timefmt import parse_date
 
 DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
@@ -85,17 +86,9 @@ class DeclarationOut(BaseModel):
     decided_at: str | None
 
 
-class PaginationOut(BaseModel):
-    page: int
-    limit: int
-    total: int
-    total_pages: int
-    has_more: bool
-
-
 class DeclarationPage(BaseModel):
     data: list[DeclarationOut]
-    pagination: PaginationOut
+    pagination: Pagination
 
 
 class TransitionOut(BaseModel):

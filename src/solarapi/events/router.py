@@ -14,7 +14,7 @@ from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.events.service import list_events, parse_type_filter
 from solarapi.events.types import EVENT_TYPES
-from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.pagination import PageDep, Pagination, page_response
 from solarapi.kit.timefmt import utcnow
 
 
@@ -26,17 +26,9 @@ class EventOut(BaseModel):
     data: dict[str, Any]
 
 
-class PaginationOut(BaseModel):
-    page: int
-    limit: int
-    total: int
-    total_pages: int
-    has_more: bool
-
-
 class EventPage(BaseModel):
     data: list[EventOut]
-    pagination: PaginationOut
+    pagination: Pagination
 
 
 async def get_events(

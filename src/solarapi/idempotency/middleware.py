@@ -65,7 +65,8 @@ def key_problem(key: str) -> str | None:
 
 def request_fingerprint(method: str, target: str, body: bytes) -> str:
     digest = hashlib.sha256()
-    for part in (method.encode(), target.encode("latin-1"), body):
+    # The path is percent-decoded text and may hold any character (UTF-8, not Latin-1).
+    for part in (method.encode(), target.encode(), body):
         # Length-prefixed, so no two different requests hash the same concatenation.
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)

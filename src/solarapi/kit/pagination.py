@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import Depends, Query, Request
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from solarapi.errors import ValidationFailed
@@ -21,6 +22,16 @@ MAX_LIMIT = 100
 MAX_PAGE = 1_000_000_000
 # ASCII digits only: int() would also take "+5", " 5", "5_0" and non-Latin digits.
 _DIGITS = re.compile(r"[0-9]{1,1000}")
+
+
+class Pagination(BaseModel):
+    """The envelope's `pagination` object, in every list's OpenAPI schema."""
+
+    page: Annotated[int, Field(ge=1, le=MAX_PAGE)]
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+    total: Annotated[int, Field(ge=0)]
+    total_pages: Annotated[int, Field(ge=0)]
+    has_more: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from solarapi.kit.pagination import MAX_LIMIT
+from solarapi.kit.pagination import Pagination
 
 ReportType = Literal["production", "market_value", "declarations"]
 ReportFormat = Literal["csv", "pdf"]
@@ -54,14 +54,6 @@ class ReportOut(BaseModel):
     error: str | None
     file: ReportFile | None
     download_url: str | None
-
-
-class Pagination(BaseModel):
-    page: int
-    limit: Annotated[int, Field(le=MAX_LIMIT)]
-    total: int
-    total_pages: int
-    has_more: bool
 
 
 class ReportList(BaseModel):

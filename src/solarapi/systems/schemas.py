@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from solarapi.kit.pagination import Pagination
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.kit.tznames import MAX_NAME_LENGTH, check_time_zone
@@ -184,14 +185,6 @@ class SystemOut(BaseModel):
     last_reading_at: str | None
     created_at: str
     updated_at: str
-
-
-class Pagination(BaseModel):
-    page: int
-    limit: int
-    total: int
-    total_pages: int
-    has_more: bool
 
 
 class SystemList(BaseModel):

@@ -8,10 +8,10 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import Principal, PrincipalDep
 from solarapi.db import SessionDep
-from solarapi.events.router import PaginationOut, add_routes
+from solarapi.events.router import add_routes
 from solarapi.idempotency.middleware import replay_without
 from solarapi.kit.jsonresp import OrjsonResponse
-from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.pagination import PageDep, Pagination, page_response
 from solarapi.kit.timefmt import utcnow
 from solarapi.webhooks import service
 from solarapi.webhooks.schemas import (
@@ -30,12 +30,12 @@ add_routes(router)
 
 class WebhookPage(BaseModel):
     data: list[WebhookOut]
-    pagination: PaginationOut
+    pagination: Pagination
 
 
 class DeliveryPage(BaseModel):
     data: list[DeliveryOut]
-    pagination: PaginationOut
+    pagination: Pagination
 
 
 def _owner(principal: Principal) -> Owner:
