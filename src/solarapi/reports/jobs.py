@@ -120,13 +120,19 @@ async def _content(
 
 
 async def write_file(
-    settings: Settings, report: Report, account_name: str, plan: str, name: str, now: datetime
+    settings: Settings,
+    report: Report,
+    account_name: str,
+    plan: str,
+    directory: Path,
+    name: str,
+    now: datetime,
 ) -> tuple[int, str] | None:
-    """Produce the file under a temporary name, then rename: a file under its final name is
-    always complete. Cancelled meanwhile (its job was), the attempt drops its work: the
-    rendering cannot be stopped, so its file is removed when it ends."""
-    directory = settings.effective_reports_dir
-    directory.mkdir(parents=True, exist_ok=True)
+    """Produce the file in `directory` (the storage's staging directory) under a temporary
+    name, then rename: a file under its final name is always complete. Cancelled meanwhile
+    (its job was), the attempt drops its work: the rendering cannot be stopped, so its file
+    is removed when it ends."""
+    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     temporary = directory / f".{name}.partial"
     rendering = asyncio.ensure_future(
         run_in_process(produce_file, settings, report.id, account_name, plan, temporary, now)
@@ -170,7 +176,7 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     # Reading runs outside the write above (in the CPU process): on SQLite a long transaction
     # that has written would hold the database's one write lock for the whole read.
     name = f"{report.id}-{attempt}.{report.format}"
-    written = await write_file(settings, report, account.name, account.plan, name, now)
+    written = await write_file(settings, report, account.name, account.plan, directory, name, now)
     if written is None:
         return  # deleted while it was being produced
     size, sha256 = written
