@@ -29,6 +29,7 @@ from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.version import API_VERSION
 from solarapi.logs import configure_logging
+from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
@@ -61,6 +62,8 @@ def create_app(
                 await stop_inline_runner(app)
             await app.state.limiter.close()
             await dispose_engine(app.state.engine)
+            if app.state.metrics is not None:
+                app.state.metrics.process_exiting()
 
     app = FastAPI(
         title="Solar Energy Platform API",
@@ -75,7 +78,13 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = sessionmaker_for(engine, settings)
-    app.state.limiter = limiter or create_limiter(settings)
+    # None unless SOLARAPI_METRICS_PORT is set: then the gateway, the limiter and the jobs
+    # record into it (see solarapi.metrics).
+    app.state.metrics = recorder_for(settings)
+    app.state.limiter = limiter or create_limiter(
+        settings,
+        on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,
+    )
     app.state.clock = clock
 
     install_error_handlers(app, outside_api=http_error_page)

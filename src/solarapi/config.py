@@ -41,6 +41,15 @@ class Settings(BaseSettings):
     signup_plan: Plan = Plan.STARTER
     webhooks_allow_loopback: bool = False
     reports_dir: Path | None = None
+    # Unset: report files on local disk (`reports_dir`). `s3://bucket/prefix`: on S3 or an
+    # S3-compatible server (credentials and region from the usual AWS_* variables).
+    reports_url: str | None = None
+    # For S3-compatible servers (MinIO, Ceph, moto): their URL; path-style addressing is used.
+    reports_s3_endpoint_url: str | None = None
+    # Unset: no metrics. Set: `solarapi serve` serves Prometheus metrics on this port of
+    # `metrics_host` (an operator port, not the API's).
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
     entsoe_token: str | None = None
     log_level: str = "INFO"
     # "inline" runs jobs in the API process (embedded default); "external" leaves them to
@@ -74,6 +83,24 @@ class Settings(BaseSettings):
     def _valid_networks(cls, value: list[str]) -> list[str]:
         for item in value:
             ipaddress.ip_network(item, strict=False)
+        return value
+
+    @field_validator("metrics_port", "reports_s3_endpoint_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("reports_url")
+    @classmethod
+    def _reports_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith("s3://") or not value[len("s3://") :].split("/", 1)[0]:
+            raise ValueError(
+                "SOLARAPI_REPORTS_URL must be s3://bucket or s3://bucket/prefix "
+                "(unset it to keep report files on local disk)"
+            )
         return value
 
     @field_validator("database_url", "redis_url")

@@ -62,6 +62,15 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _RATE_LIMIT_HEADER = b"x-ratelimit-limit"
 
 
+class _Refused(RateLimited):
+    """A 429 that names the window that refused it and the caller, for the metrics."""
+
+    def __init__(self, message: str, retry_after: int, window: str, caller: str) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+        self.window = window
+        self.caller = caller
+
+
 class _BodyTooLarge(HTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"Request body exceeds the limit of {limit} bytes")
@@ -216,6 +225,8 @@ class ApiGateway:
                 early = None
                 await self._peek_anonymous(state, client_ip, extra)
             if early is not None:
+                if isinstance(early, _Refused) and state.metrics is not None:
+                    state.metrics.refused(early.window, early.caller)
                 await render_api_error(early)(scope, receive, send_with_headers)
             else:
                 await self.app(scope, receive, send_with_headers)
@@ -226,6 +237,8 @@ class ApiGateway:
             if not any(name == _RATE_LIMIT_HEADER for name, _ in extra):
                 await self._peek_anonymous(state, client_ip, extra)
             if await is_outage(exc, state.engine):
+                if state.metrics is not None:
+                    state.metrics.database_down()
                 log.error(
                     "database unavailable: %s", type(exc).__name__, extra={"request_id": request_id}
                 )
@@ -245,6 +258,14 @@ class ApiGateway:
                 except Exception:
                     log.exception("closing the request's session", extra={"request_id": request_id})
             principal = scope_state.get("principal")
+            elapsed = time.perf_counter() - started
+            if state.metrics is not None:
+                state.metrics.request(
+                    route if route != "-" or scope["path"].startswith("/api/") else "dashboard",
+                    method,
+                    status,
+                    elapsed,
+                )
             log.info(
                 "request",
                 extra={
@@ -253,7 +274,7 @@ class ApiGateway:
                     "route": route,
                     "path": scope["path"],
                     "status": status,
-                    "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "latency_ms": round(elapsed * 1000, 2),
                     "key_id": principal.key_id if isinstance(principal, Principal) else None,
                     "key": principal.key_display if isinstance(principal, Principal) else None,
                     "account_id": principal.account_id
@@ -357,7 +378,10 @@ def _too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
     message = limit_message(decision)
     if anonymous:
         message = message.replace(". Retry", " without a valid API key. Retry", 1)
-    return RateLimited(message, headers={"Retry-After": str(decision.retry_after)})
+    # The exhausted window that resets last is the one the client waits for.
+    blocked = [w for w in decision.windows if w.used >= w.limit] or [decision.binding]
+    window = max(blocked, key=lambda w: w.reset).name
+    return _Refused(message, decision.retry_after, window, "anonymous" if anonymous else "key")
 
 
 @dataclasses.dataclass(slots=True)

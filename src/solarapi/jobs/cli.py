@@ -12,6 +12,7 @@ import typer
 
 from solarapi.cli_support import load_settings
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.jobs.repository import queue_stats
 from solarapi.jobs.runner import (
     JobRunner,
     RunnerSettings,
@@ -41,12 +42,30 @@ def worker(
         list[str] | None,
         typer.Option("--handlers", help="Extra module to import that registers job handlers"),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535,
+            help="Serve this worker's Prometheus metrics on this port of SOLARAPI_METRICS_HOST",
+        ),
+    ] = None,
 ) -> None:
     """Run report and webhook jobs. Start any number of these against one PostgreSQL database
     (and set SOLARAPI_JOB_RUNNER=external on the API servers); each job runs in one of them."""
-
-    settings = load_settings()
+    # Only an explicit --metrics-port turns metrics on here: SOLARAPI_METRICS_PORT belongs to
+    # `solarapi serve`, which may run on the same host.
+    settings = load_settings().model_copy(update={"metrics_port": metrics_port})
     configure_logging(settings.log_level)
+    if metrics_port is not None:
+        # prometheus_client costs ~90 ms to import (-X importtime): only with --metrics-port.
+        from solarapi.metrics.exposition import start_metrics_server
+
+        try:
+            start_metrics_server(settings, None, queue_stats)
+        except OSError as exc:
+            typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
+            raise typer.Exit(2) from None
     load_handlers()
     warm_render_process()
     for module in handlers or []:

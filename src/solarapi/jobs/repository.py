@@ -238,3 +238,35 @@ async def purge_finished(session: AsyncSession, before: datetime) -> int:
         .execution_options(synchronize_session=False)
     )
     return len(result.all())
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """One job kind's queue, for the operator metrics."""
+
+    kind: str
+    due: int  # queued and due now: the backlog
+    scheduled: int  # queued for later (webhook retries)
+    running: int
+    oldest_due_at: datetime | None
+
+
+async def queue_stats(session: AsyncSession, now: datetime) -> list[QueueStats]:
+    """Queued and running jobs by kind (both statuses are on the `(status, run_at)` index;
+    finished jobs are not read)."""
+    due = and_(Job.status == JobStatus.QUEUED.value, Job.run_at <= now)
+    rows = await session.execute(
+        select(
+            Job.kind,
+            func.count().filter(due),
+            func.count().filter(Job.status == JobStatus.QUEUED.value, Job.run_at > now),
+            func.count().filter(Job.status == JobStatus.RUNNING.value),
+            func.min(Job.run_at).filter(due),
+        )
+        .where(Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]))
+        .group_by(Job.kind)
+    )
+    return [
+        QueueStats(kind, int(due_count), int(scheduled), int(running), oldest)
+        for kind, due_count, scheduled, running, oldest in rows
+    ]

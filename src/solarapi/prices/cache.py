@@ -12,11 +12,11 @@ database, zone, version and chunk, least recently used first out.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from cachetools import LRUCache
 from sqlalchemy import Engine
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -43,7 +43,7 @@ class QuarterPrices:
 
 
 _ChunkKey = tuple[str, str, int, int]  # database, zone, version, chunk index
-_chunks: OrderedDict[_ChunkKey, QuarterPrices] = OrderedDict()
+_chunks: LRUCache[_ChunkKey, QuarterPrices] = LRUCache(maxsize=MAX_CHUNKS)
 
 
 def spread_to_quarters(
@@ -106,14 +106,10 @@ async def quarter_prices(
     pieces: list[QuarterPrices] = []
     for index in range(start_s // CHUNK_S, (end_s - 1) // CHUNK_S + 1):
         key = (database, zone, version, index)
-        chunk = _chunks.get(key)
+        chunk = _chunks.get(key)  # a hit makes the chunk the most recent
         if chunk is None:
             chunk = await _load_chunk(session, zone, index)
-            _chunks[key] = chunk
-            while len(_chunks) > MAX_CHUNKS:
-                _chunks.popitem(last=False)
-        else:
-            _chunks.move_to_end(key)
+            _chunks[key] = chunk  # evicts the least recently used chunk when full
         lo = max(start_s, index * CHUNK_S)
         hi = min(end_s, (index + 1) * CHUNK_S)
         a = (lo - index * CHUNK_S) // QUARTER_S

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
 from solarapi.ratelimit.base import Decision, RateLimiter, Window
@@ -21,9 +23,12 @@ def anonymous_windows(settings: Settings) -> tuple[Window]:
     return (Window("minute", settings.anonymous_per_minute, 60),)
 
 
-def create_limiter(settings: Settings) -> RateLimiter:
+def create_limiter(
+    settings: Settings, on_fallback: Callable[[], None] | None = None
+) -> RateLimiter:
+    """`on_fallback` is called for each decision taken without Redis (it was unreachable)."""
     if settings.redis_url:
-        return RedisRateLimiter(settings.redis_url)
+        return RedisRateLimiter(settings.redis_url, on_fallback=on_fallback)
     return MemoryRateLimiter()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import redis.asyncio as aioredis
@@ -82,7 +82,12 @@ async def _answer(call: Awaitable[T]) -> T:
 
 
 class RedisRateLimiter:
-    def __init__(self, url: str, retry_seconds: float = _RETRY_SECONDS) -> None:
+    def __init__(
+        self,
+        url: str,
+        retry_seconds: float = _RETRY_SECONDS,
+        on_fallback: Callable[[], None] | None = None,
+    ) -> None:
         # No client-side timeouts and no retries: `_answer` bounds every call in time the
         # process could use (redis-py's own timeouts are wall-clock and expire under load), and
         # the fallback below is the answer to a failure anyway. Requests wait for a connection
@@ -102,6 +107,7 @@ class RedisRateLimiter:
         self._fallback = MemoryRateLimiter()
         self._down_until = 0.0
         self._retry_seconds = retry_seconds
+        self._on_fallback = on_fallback
 
     @staticmethod
     def _keys(bucket: str, windows: Sequence[Window], now: float) -> list[str]:
@@ -133,6 +139,8 @@ class RedisRateLimiter:
     def _fallback_decision(
         self, bucket: str, windows: Sequence[Window], now: float, count: bool
     ) -> Decision:
+        if self._on_fallback is not None:
+            self._on_fallback()
         if count:
             return self._fallback.hit_sync(bucket, windows, now, degraded=True)
         return self._fallback.peek_sync(bucket, windows, now, degraded=True)

@@ -3,10 +3,11 @@
 
 An attempt: mark the report running → read the data → render the file in the CPU process
 (`kit.cpu`: charts and PDF layout hold the GIL, so a thread would stall the API's event loop
-in embedded mode) → in one transaction, check the job is
-still ours and mark the report completed with the file's size and SHA-256, plus the
-`report.completed` event. A killed attempt leaves at most an unreferenced file of its own
-name (`<report>-<attempt>.<ext>`), which is removed by the next attempt's success path.
+in embedded mode) → hand it to the report storage (local disk, or an upload to object
+storage) → in one transaction, check the job is still ours and mark the report completed
+with the file's size and SHA-256, plus the `report.completed` event. A killed attempt leaves
+at most an unreferenced file of its own name (`<report>-<attempt>.<ext>`), which is removed
+by the next attempt's success path.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from solarapi.jobs.runner import ABANDONED_ERROR
 from solarapi.kit.cpu import run_in_process
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.metrics import recorder_for
 from solarapi.models.reports import Report
 from solarapi.reports import repository
 from solarapi.reports.builder import build
@@ -50,6 +53,7 @@ from solarapi.reports.service import (
     RETENTION,
     report_to_api,
 )
+from solarapi.reports.storage import storage_for
 
 log = logging.getLogger("solarapi.reports")
 ORPHAN_AGE = timedelta(days=1)
@@ -116,13 +120,19 @@ async def _content(
 
 
 async def write_file(
-    settings: Settings, report: Report, account_name: str, plan: str, name: str, now: datetime
+    settings: Settings,
+    report: Report,
+    account_name: str,
+    plan: str,
+    directory: Path,
+    name: str,
+    now: datetime,
 ) -> tuple[int, str] | None:
-    """Produce the file under a temporary name, then rename: a file under its final name is
-    always complete. Cancelled meanwhile (its job was), the attempt drops its work: the
-    rendering cannot be stopped, so its file is removed when it ends."""
-    directory = settings.effective_reports_dir
-    directory.mkdir(parents=True, exist_ok=True)
+    """Produce the file in `directory` (the storage's staging directory) under a temporary
+    name, then rename: a file under its final name is always complete. Cancelled meanwhile
+    (its job was), the attempt drops its work: the rendering cannot be stopped, so its file
+    is removed when it ends."""
+    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     temporary = directory / f".{name}.partial"
     rendering = asyncio.ensure_future(
         run_in_process(produce_file, settings, report.id, account_name, plan, temporary, now)
@@ -150,7 +160,9 @@ def _drop(rendering: asyncio.Future[tuple[int, str] | None], temporary: Path) ->
 async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
     report_id = str(payload["report_id"])
     settings = settings_of(maker)
-    directory = settings.effective_reports_dir
+    storage = storage_for(settings)
+    directory = storage.staging_dir
+    started = time.perf_counter()
     job = current_job()
     attempt = job.attempt if job is not None else 1
     now = utcnow()
@@ -164,12 +176,13 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     # Reading runs outside the write above (in the CPU process): on SQLite a long transaction
     # that has written would hold the database's one write lock for the whole read.
     name = f"{report.id}-{attempt}.{report.format}"
-    written = await write_file(settings, report, account.name, account.plan, name, now)
+    written = await write_file(settings, report, account.name, account.plan, directory, name, now)
     if written is None:
         return  # deleted while it was being produced
     size, sha256 = written
     completed = False
     try:
+        await storage.save(name, directory / name, CONTENT_TYPES[report.format])
         async with maker() as session, session.begin():
             if not await lease_held(session):
                 log.warning("report %s: job lost its lease; discarding %s", report_id, name)
@@ -198,10 +211,14 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     finally:
         if not completed:
             (directory / name).unlink(missing_ok=True)
+            await storage.delete(name)
     if completed:
         # Files of earlier, interrupted attempts of this report.
         for earlier in range(1, attempt):
-            (directory / f"{report_id}-{earlier}.{report.format}").unlink(missing_ok=True)
+            await storage.delete(f"{report_id}-{earlier}.{report.format}")
+        metrics = recorder_for(settings)
+        if metrics is not None:
+            metrics.report_generated(report.type, report.format, time.perf_counter() - started)
 
 
 def client_error(error: str, report_id: str) -> str:
@@ -238,14 +255,18 @@ async def report_failed(session: AsyncSession, payload: dict[str, Any], error: s
 
 async def remove_expired_files(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
     """Delete the files of reports past `expires_at`; the report rows stay (they show the
-    report existed and when it expired). Idempotent, so several runners may race."""
-    directory = settings_of(maker).effective_reports_dir
+    report existed and when it expired). Idempotent, so several runners may race. The files
+    are deleted outside the transaction that forgets them: an object-storage round trip per
+    file must not hold SQLite's write lock."""
+    storage = storage_for(settings_of(maker))
     removed = 0
     while True:
-        async with maker() as session, session.begin():
+        async with maker() as session:
             batch = await repository.expired_with_files(session, now)
-            for report_id, file_name in batch:
-                (directory / file_name).unlink(missing_ok=True)
+        for _, file_name in batch:
+            await storage.delete(file_name)
+        async with maker() as session, session.begin():
+            for report_id, _ in batch:
                 await repository.forget_file(session, report_id, now)
         removed += len(batch)
         if len(batch) < 500:
@@ -256,24 +277,17 @@ async def remove_orphan_files(maker: async_sessionmaker[AsyncSession], now: date
     """Delete files no report refers to, once they are a day old: left by an attempt that was
     killed or cancelled while rendering, or by a report deleted in a transaction that then
     failed. The age keeps files of attempts still running out of reach."""
-    directory = settings_of(maker).effective_reports_dir
-    if not directory.is_dir():
-        return 0
-    cutoff = (now - ORPHAN_AGE).timestamp()
-    old = [
-        entry
-        for entry in directory.iterdir()
-        if entry.is_file() and entry.name.startswith(("rpt_", ".rpt_"))
-        and entry.stat().st_mtime < cutoff
-    ]  # fmt: skip
-    removed = 0
+    storage = storage_for(settings_of(maker))
+    cutoff = now - ORPHAN_AGE
+    removed = await storage.sweep_staging(cutoff)
+    old = await storage.names_older_than(cutoff)
     for first in range(0, len(old), 500):
         batch = old[first : first + 500]
         async with maker() as session:
-            used = await repository.referenced_files(session, [entry.name for entry in batch])
-        for entry in batch:
-            if entry.name not in used:
-                entry.unlink(missing_ok=True)
+            used = await repository.referenced_files(session, batch)
+        for name in batch:
+            if name not in used:
+                await storage.delete(name)
                 removed += 1
     return removed
 

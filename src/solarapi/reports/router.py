@@ -6,7 +6,7 @@ import base64
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response, StreamingResponse
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.config import Settings
@@ -16,13 +16,14 @@ from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
 from solarapi.reports import service
 from solarapi.reports.schemas import ReportCreate, ReportList, ReportOut
+from solarapi.reports.storage import ReportStorage, storage_for
 
 router = APIRouter(tags=["Reports"])
 
 
-def _settings(request: Request) -> Settings:
+def _storage(request: Request) -> ReportStorage:
     settings: Settings = request.app.state.settings
-    return settings
+    return storage_for(settings)
 
 
 @router.post(
@@ -86,9 +87,7 @@ async def get_report(report_id: str, principal: PrincipalDep, session: SessionDe
 async def delete_report(
     request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    await service.delete_report(
-        session, principal, report_id, _settings(request).effective_reports_dir
-    )
+    await service.delete_report(session, principal, report_id, _storage(request))
     return Response(status_code=204)
 
 
@@ -108,15 +107,16 @@ async def delete_report(
 async def download_report(
     request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    found = await service.download(
-        session, principal, report_id, _settings(request).effective_reports_dir, utcnow()
-    )
+    found = await service.download(session, principal, report_id, _storage(request), utcnow())
     digest = base64.b64encode(bytes.fromhex(found.sha256)).decode()
-    return FileResponse(
-        found.path,
+    # Streamed in chunks from disk or object storage, never read whole into memory.
+    return StreamingResponse(
+        found.file.chunks,
         media_type=found.content_type,
-        filename=found.filename,
         headers={
+            "Content-Length": str(found.file.size),
+            # Our names are ASCII (`<type>_<from>_<to>_<id>.<ext>`): no RFC 5987 form needed.
+            "Content-Disposition": f'attachment; filename="{found.filename}"',
             # RFC 9530: lets a client verify the file it received.
             "Repr-Digest": f"sha-256=:{digest}:",
             "Cache-Control": "private, no-store",

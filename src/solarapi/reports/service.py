@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -36,6 +35,7 @@ from solarapi.models.systems import System
 from solarapi.reports import repository
 from solarapi.reports.content import local_period
 from solarapi.reports.schemas import ReportCreate
+from solarapi.reports.storage import ReportStorage, StoredFile
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import get_system
 
@@ -240,7 +240,7 @@ async def list_reports(
 
 
 async def delete_report(
-    session: AsyncSession, principal: Principal, report_id: str, reports_dir: Path
+    session: AsyncSession, principal: Principal, report_id: str, storage: ReportStorage
 ) -> None:
     """Delete the report and its file; a queued or running job is cancelled (a running one
     stops at its next heartbeat and its file is discarded)."""
@@ -252,12 +252,12 @@ async def delete_report(
         await cancel_job(session, report.job_id)
     await repository.delete_report(session, report.id)
     if report.file_name is not None:
-        (reports_dir / report.file_name).unlink(missing_ok=True)
+        await storage.delete(report.file_name)
 
 
 @dataclass(frozen=True, slots=True)
 class Download:
-    path: Path
+    file: StoredFile
     content_type: str
     filename: str
     sha256: str
@@ -268,7 +268,11 @@ def is_expired(report: Report, now: datetime) -> bool:
 
 
 async def download(
-    session: AsyncSession, principal: Principal, report_id: str, reports_dir: Path, now: datetime
+    session: AsyncSession,
+    principal: Principal,
+    report_id: str,
+    storage: ReportStorage,
+    now: datetime,
 ) -> Download:
     report = await get_report(session, principal, report_id)
     if report.status == ReportStatus.FAILED.value:
@@ -284,13 +288,13 @@ async def download(
     )
     if is_expired(report, now) or report.file_name is None:
         raise gone
-    path = reports_dir / report.file_name
-    if not path.is_file():
-        raise gone
     assert report.content_type is not None
     assert report.sha256 is not None
     zones = await repository.system_timezones(session, report.parameters.get("system_ids", []))
-    return Download(path, report.content_type, download_name(report, zones), report.sha256)
+    file = await storage.open(report.file_name)
+    if file is None:
+        raise gone
+    return Download(file, report.content_type, download_name(report, zones), report.sha256)
 
 
 def download_name(report: Report, zones: Iterable[str]) -> str:

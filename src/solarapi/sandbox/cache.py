@@ -8,9 +8,10 @@ every caller gets the same object.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -18,8 +19,7 @@ V = TypeVar("V")
 
 class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
     def __init__(self, max_entries: int) -> None:
-        self._max_entries = max_entries
-        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._entries: LRUCache[K, V] = LRUCache(maxsize=max_entries)
         # Reports render in worker threads; a plain dict's move/evict sequence is not atomic.
         self._lock = threading.Lock()
         self.hits = 0
@@ -27,11 +27,10 @@ class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            value = self._entries.get(key)
+            value = self._entries.get(key)  # a hit makes the entry the most recent
             if value is None:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.hits += 1
             return value
 
@@ -42,10 +41,7 @@ class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
 
     def put(self, key: K, value: V) -> None:
         with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            self._entries[key] = value  # evicts the least recently used entry when full
 
     def clear(self) -> None:
         with self._lock:

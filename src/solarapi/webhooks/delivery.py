@@ -34,6 +34,7 @@ from solarapi.events.types import DELIVERY_JOB_KIND, DELIVERY_JOB_MAX_ATTEMPTS
 from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
 from solarapi.kit.timefmt import format_timestamp, utcnow
+from solarapi.metrics import recorder_for
 from solarapi.models.webhooks import Event, WebhookDelivery, WebhookEndpoint
 from solarapi.webhooks import repository
 from solarapi.webhooks.addresses import (
@@ -228,6 +229,7 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
     attempted_at = utcnow()
     result = await send(delivery, allow_loopback=config.allow_loopback)
 
+    outcome = "delivered" if result.succeeded else "gave_up"
     async with maker() as session, session.begin():
         if not await lease_held(session):
             return  # another worker took the job over and will record its own attempt
@@ -235,12 +237,14 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
         endpoint = await repository.get_endpoint_by_id(session, endpoint_id)
         if endpoint is not None and not result.succeeded:
             if result.gone:
+                outcome = "gone"
                 endpoint.enabled = False
                 endpoint.disabled_reason = (
                     f"the receiver answered 410 Gone at {format_timestamp(attempted_at)}"
                 )
                 endpoint.updated_at = attempted_at
             elif attempt < MAX_ATTEMPTS and endpoint.enabled:
+                outcome = "retrying"
                 next_at = utcnow() + retry_delay(attempt + 1)
                 await enqueue(
                     session,
@@ -266,6 +270,9 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
                     next_attempt_at=next_at,
                 ),
             )
+    metrics = recorder_for(settings)
+    if metrics is not None:
+        metrics.webhook_delivery(outcome)
     if not result.succeeded:
         log.info(
             "webhook %s event %s attempt %d/%d failed: %s",
