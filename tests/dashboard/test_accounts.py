@@ -126,7 +126,7 @@ async def test_sign_up_with_a_taken_email_says_little_and_does_as_much(
         for_fresh = list(argon2.calls)
         assert created.status_code == 303
     # A taken address costs one Argon2 hash too (without it, it answered ~50x faster).
-    assert for_taken == for_fresh == ["hash"]
+    assert for_taken.count("hash") == for_fresh.count("hash") == 1
     async with app.state.sessionmaker() as session:
         assert await session.scalar(select(func.count()).where(User.email == taken)) == 1
 
@@ -152,8 +152,9 @@ async def test_wrong_password_and_unknown_email_look_the_same(
     assert LOGIN_FAILED in wrong.text
     assert LOGIN_FAILED in unknown.text
     assert "solar_session" not in client.cookies
-    # An unknown address is checked against a dummy hash: the same Argon2 work.
-    assert for_wrong == for_unknown == ["verify"]
+    # An unknown address is checked against a dummy hash: the same Argon2 work. (Counted per
+    # kind: the hasher is process-wide, and another test's task may hash meanwhile.)
+    assert for_wrong.count("verify") == for_unknown.count("verify") == 1
 
 
 async def test_log_in_goes_to_next_page_and_refuses_open_redirects(
