@@ -19,6 +19,7 @@ import importlib
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -30,11 +31,24 @@ T = TypeVar("T")
 _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
 NICENESS = 10
+PARENT_CHECK_SECONDS = 1.0
 
 
-def _lower_priority() -> None:
+def _init_worker(parent_pid: int) -> None:
     with contextlib.suppress(OSError):  # not permitted here: run at normal priority
         os.nice(NICENESS)
+    threading.Thread(
+        target=_exit_with_parent, args=(parent_pid,), name="exit-with-parent", daemon=True
+    ).start()
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    # The pool's queues hand the worker both ends of their pipes, so a parent killed outright
+    # (SIGKILL, out of memory) never shows here as an end of file: without this check the
+    # process would live on, orphaned, after every killed API process or worker.
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def _pool_now() -> ProcessPoolExecutor:
@@ -44,7 +58,8 @@ def _pool_now() -> ProcessPoolExecutor:
             _pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_lower_priority,
+                initializer=_init_worker,
+                initargs=(os.getpid(),),
             )
         return _pool
 
