@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -205,13 +204,8 @@ def server(env: dict[str, str], workers: int) -> Iterator[tuple[str, int]]:
         process.wait(30)
 
 
-def wrk(base: str, path: str, keys: list[str], seconds: int, connections: int, work: Path
-        ) -> tuple[float, int, float]:  # fmt: skip
+def run_wrk(base: str, script: Path, seconds: int, connections: int) -> tuple[float, int, float]:
     """req/s, non-2xx responses, and wrk's own CPU seconds."""
-    keys_file = work / f"keys-{uuid.uuid4().hex[:6]}.txt"
-    keys_file.write_text("\n".join(keys) + "\n")
-    script = work / f"wrk-{uuid.uuid4().hex[:6]}.lua"
-    script.write_text(WRK_SCRIPT % (keys_file, path))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), base],
@@ -235,34 +229,126 @@ def redis_pids() -> list[int]:
     return [int(line) for line in out.split()]
 
 
-def workers(database: str, redis_url: str, seconds: int, rounds: int, connections: int) -> None:
+UPLOAD_SCRIPT = """
+local keys = {}
+for line in io.lines("KEYS") do keys[#keys + 1] = line end
+local systems = {}
+for line in io.lines("SYSTEMS") do systems[#systems + 1] = line end
+local n = 0
+request = function()
+  n = n + 1
+  local system = systems[(n % #systems) + 1]
+  local t0 = BASE + math.floor(n / #systems) * 3600
+  local items = {}
+  for q = 0, 3 do
+    items[#items + 1] = string.format('{"timestamp":"%s","energy_wh":500.0,"power_w":2000.0}',
+      os.date("!%Y-%m-%dT%H:%M:%SZ", t0 + q * 900))
+  end
+  return wrk.format("POST", "/api/v1/systems/" .. system .. "/readings",
+    {["Authorization"] = "Bearer " .. keys[(n % #keys) + 1],
+     ["Content-Type"] = "application/json"},
+    '{"readings":[' .. table.concat(items, ",") .. ']}')
+end
+"""
+UPLOAD_SYSTEMS = 500
+# 2019-01-01 UTC; run r writes hours [r * 1000, r * 1000 + requests / UPLOAD_SYSTEMS) of each
+# system, so every upload is of new quarter-hours (the usual case) and runs never overlap.
+UPLOAD_BASE = 1_546_300_800
+
+
+async def upload_systems(settings: Settings, count: int) -> tuple[list[str], list[str]]:
+    """An Enterprise account with `count` fresh systems (named `Ingest …`, not `Bench …`) and
+    keys enough for the runs; returns (system ids, keys)."""
+    from harness import make_account
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.kit.ids import new_id
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.models.systems import System
+
+    account_id, keys = await make_account(settings, 1_000)
+    engine = create_oneshot_engine(settings)
+    ids = [new_id("sys") for _ in range(count)]
+    async with sessionmaker_for(engine)() as session, session.begin():
+        now = utcnow()
+        for number, system_id in enumerate(ids):
+            session.add(
+                System(
+                    id=system_id,
+                    account_id=account_id,
+                    environment="live",
+                    name=f"Ingest {number}",
+                    status="active",
+                    data_source="metered",
+                    capacity_kwp=10.0,
+                    latitude=52.0,
+                    longitude=5.0,
+                    timezone="Europe/Amsterdam",
+                    tilt_deg=30.0,
+                    azimuth_deg=180.0,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+    await engine.dispose()
+    return ids, keys
+
+
+def workers(
+    database: str, redis_url: str, seconds: int, rounds: int, connections: int, case: str
+) -> None:
     settings, env = settings_for(database)
     env["SOLARAPI_REDIS_URL"] = redis_url
-    ids = asyncio.run(system_ids(settings))
-    target = ids[len(ids) // 2]
-    per_run = math.ceil(2_500 * seconds / USES_PER_KEY)  # room for 2,500 req/s
-    keys = asyncio.run(make_keys(settings, _pro(), per_run * rounds * 2))
-    path = f"/api/v1/systems/{target}/readings?{query_string('1 day of 1h')}"
     work = Path(tempfile.mkdtemp(prefix="bench-scale-wrk-"))
+    ids = asyncio.run(system_ids(settings))
+    if case == "read":
+        per_run = math.ceil(2_500 * seconds / USES_PER_KEY)  # room for 2,500 req/s
+        keys = asyncio.run(make_keys(settings, _pro(), per_run * (rounds * 2 + 1)))
+        path = f"/api/v1/systems/{ids[len(ids) // 2]}/readings?{query_string('1 day of 1h')}"
+
+        def script(run: int) -> Path:
+            keys_file = work / f"keys-{run}.txt"
+            keys_file.write_text("\n".join(keys[run * per_run : (run + 1) * per_run]) + "\n")
+            file = work / f"read-{run}.lua"
+            file.write_text(WRK_SCRIPT % (keys_file, path))
+            return file
+
+        title = f"GET 1 day of 1h on {database} ({len(ids)} bench systems)"
+    else:
+        systems, keys = asyncio.run(upload_systems(settings, UPLOAD_SYSTEMS))
+        per_run = len(keys) // (rounds * 2 + 1)  # Enterprise: 300 per minute and key
+        (work / "systems.txt").write_text("\n".join(systems) + "\n")
+
+        def script(run: int) -> Path:
+            keys_file = work / f"keys-{run}.txt"
+            keys_file.write_text("\n".join(keys[run * per_run : (run + 1) * per_run]) + "\n")
+            file = work / f"upload-{run}.lua"
+            file.write_text(
+                UPLOAD_SCRIPT.replace("KEYS", str(keys_file))
+                .replace("SYSTEMS", str(work / "systems.txt"))
+                .replace("BASE", str(UPLOAD_BASE + run * 1000 * 3600))
+            )
+            return file
+
+        title = (f"POST 4 new quarter-hours to one of {UPLOAD_SYSTEMS} systems (an hour of a "
+                 f"meter) on {database}")  # fmt: skip
     results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
-    print(f"1 day of 1h on {database} ({len(ids)} systems), wrk -t1 -c{connections} "
-          f"-d{seconds}s, PostgreSQL + Redis ({redis_url})", flush=True)  # fmt: skip
+    print(f"{title}; wrk -t1 -c{connections} -d{seconds}s; PostgreSQL + Redis ({redis_url})",
+          flush=True)  # fmt: skip
     with server(env, 1) as (one, one_pid), server(env, 2) as (two, two_pid):
+        run = 0
         for base in (one, two):  # warm: connections, prepared statements, imports
-            wrk(base, path, keys[:1], 2, connections, work)
-        keys = keys[1:]
-        used = 0
+            run_wrk(base, script(run), 2, connections)
         for round_no in range(rounds):
             for count, base, pid in ((1, one, one_pid), (2, two, two_pid))[:: 1 - 2 * (round_no % 2)]:  # fmt: skip
-                batch = keys[used : used + per_run]
-                used += per_run
+                run += 1
+                lua = script(run)
                 server_pids, pg_pids, redis = _tree(pid), backends(database), redis_pids()
                 s0, p0, r0 = cpu_seconds(server_pids), cpu_seconds(pg_pids), cpu_seconds(redis)
                 m0 = machine_busy()
-                rate, bad, wrk_cpu = wrk(base, path, batch, seconds, connections, work)
+                rate, bad, wrk_cpu = run_wrk(base, lua, seconds, connections)
                 m1 = machine_busy()
-                server_pids = _tree(pid)
-                s1, p1, r1 = cpu_seconds(server_pids), cpu_seconds(pg_pids), cpu_seconds(redis)
+                pg_pids = sorted(set(pg_pids) | set(backends(database)))
+                s1, p1, r1 = cpu_seconds(_tree(pid)), cpu_seconds(pg_pids), cpu_seconds(redis)
                 n = rate * seconds
                 row = {
                     "rate": rate, "server": (s1 - s0) / n * 1e3, "pg": (p1 - p0) / n * 1e3,
@@ -302,13 +388,14 @@ def main() -> None:
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--case", choices=("read", "upload"), default="read")
     args = parser.parse_args()
     if args.command == "sizes":
         sizes(args.database)
     elif args.command == "latency":
         latency(args.big, args.small, args.runs)
     else:
-        workers(args.database, args.redis, args.seconds, args.rounds, args.connections)
+        workers(args.database, args.redis, args.seconds, args.rounds, args.connections, args.case)
 
 
 if __name__ == "__main__":
