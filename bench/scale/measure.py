@@ -21,7 +21,7 @@ throughput of one against two API workers.
   cores the load generator's share is part of the result.
 
 Every measured response must be a 200: each Pro key (60 per minute) is used at most 50 times.
-Run the throughput part under `flock /work/notes/bench.lock` on a shared machine.
+On a shared machine, run the throughput part when nothing else is benchmarking.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def workers(
     work = Path(tempfile.mkdtemp(prefix="bench-scale-wrk-"))
     ids = asyncio.run(system_ids(settings))
     if case == "read":
-        per_run = math.ceil(2_500 * seconds / USES_PER_KEY)  # room for 2,500 req/s
+        per_run = math.ceil(1_500 * seconds / USES_PER_KEY)  # room for 1,500 req/s
         keys = asyncio.run(make_keys(settings, _pro(), per_run * (rounds * 2 + 1)))
         path = f"/api/v1/systems/{ids[len(ids) // 2]}/readings?{query_string('1 day of 1h')}"
 
