@@ -10,6 +10,7 @@ serialising those cost more than the rest of the request on a year of days.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -43,15 +44,7 @@ class Readings:
 
     @property
     def totals(self) -> Totals:
-        buckets = self.buckets
-        samples = int(buckets.samples.sum())
-        reported = buckets.power_max_w[~np.isnan(buckets.power_max_w)]
-        return Totals(
-            energy_wh=round(float(np.nansum(buckets.energy_wh)), 3) if samples else None,
-            power_max_w=round(float(reported.max()), 3) if len(reported) else None,
-            samples=samples,
-            expected_samples=_frame(self.time_range).expected_samples,
-        )
+        return _totals(self.buckets, _frame(self.time_range))
 
     def to_api(self) -> dict[str, Any]:
         """The body as Python values (for the dashboard and reports): the rendering parsed
@@ -82,7 +75,7 @@ def render(readings: Readings) -> bytes:
         parts[5::8] = numbers[2::3]
         parts[7::8] = samples
         data = b"".join(parts)
-    totals = readings.totals
+    totals = _totals(buckets, frame)
     meta = orjson.dumps(
         {
             "system_id": readings.system_id,
@@ -99,6 +92,18 @@ def render(readings: Readings) -> bytes:
         }
     )
     return b'{"data":[' + data + b'],"meta":' + meta + b"}"
+
+
+def _totals(buckets: Buckets, frame: _Frame) -> Totals:
+    samples = int(buckets.samples.sum())
+    # fmax skips NaN (a bucket without a reported power); NaN only when all are.
+    power_max = float(np.fmax.reduce(buckets.power_max_w)) if frame.count else math.nan
+    return Totals(
+        energy_wh=round(float(np.nansum(buckets.energy_wh)), 3) if samples else None,
+        power_max_w=None if math.isnan(power_max) else round(power_max, 3),
+        samples=samples,
+        expected_samples=frame.expected_samples,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,11 @@ class SqliteReadingStore:
     ) -> Rows:
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
-        # in float64 (< 2**53).
-        matrix = np.array(rows, dtype=np.float64).reshape(len(rows), len(series.columns))
+        # in float64 (< 2**53). fromiter over the flattened rows: half the time of np.array
+        # over the row tuples.
+        width = len(series.columns)
+        flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, len(rows) * width)
+        matrix = flat.reshape(len(rows), width)
         return series.rows(
             [
                 matrix[:, i].astype(NUMPY_TYPES[kind], copy=False)
