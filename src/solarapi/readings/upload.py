@@ -29,7 +29,7 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
-from solarapi.readings.repository import Rows
+from solarapi.readings.store import Rows
 
 MAX_UPLOAD = 10_000
 # What a system can physically produce in 15 minutes is capacity_kwp × 1000 W × 0.25 h;

@@ -68,7 +68,10 @@ async def production(
     details: list[Table] = []
     total_rows = 0
     for system in systems:
-        body = await aggregate(session, system, context.start, context.end, interval, context.now)
+        readings = await aggregate(
+            session, system, context.start, context.end, interval, context.now
+        )
+        body = readings.to_api()
         tz = ZoneInfo(system.timezone)
         detail_rows: list[list[Cell]] = []
         for bucket in body["data"]:
