@@ -34,7 +34,7 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.timefmt import format_timestamp
-from solarapi.models.systems import System
+from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
 from solarapi.readings.repository import Rows
 from solarapi.systems.access import owned, read_system
@@ -64,7 +64,7 @@ class _SimulatedSeries(Protocol):
     def power_w(self) -> FloatArray: ...
 
 
-async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model of `system` over [start_s, end_s), or None before its
     simulated history starts."""
     if "solarapi.sandbox.model" not in sys.modules:
@@ -105,7 +105,7 @@ def _ended_before(now: datetime) -> int:
 
 
 async def quarter_hours(
-    session: AsyncSession, system: System, start: datetime, end: datetime, now: datetime
+    session: AsyncSession, system: ReadableSystem, start: datetime, end: datetime, now: datetime
 ) -> QuarterHours:
     """The native 15-minute series of [start, end) (UTC, aligned to the quarter-hour) for any
     data source: metered systems from stored readings, simulated ones from the sandbox model."""
@@ -128,7 +128,7 @@ async def quarter_hours(
 
 
 async def _quarter_hours_s(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> QuarterHours:
     """`quarter_hours` for a range given in epoch seconds."""
     return await quarter_hours(
@@ -172,7 +172,7 @@ def _series(interval: Interval) -> repository.Series:
 
 async def _source_rows(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     interval: Interval,
     start_s: int,
     end_s: int,
@@ -194,7 +194,7 @@ async def _source_rows(
 
 async def aggregate(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     start: datetime,
     end: datetime,
     interval: Interval,
@@ -238,7 +238,7 @@ async def read_readings(
     return _aggregated(system, time_range, rows)
 
 
-def _aggregated(system: System, time_range: TimeRange, rows: Rows) -> dict[str, Any]:
+def _aggregated(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> dict[str, Any]:
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )
@@ -253,7 +253,7 @@ def _rounded(columns: FloatArray) -> list[list[float | None]]:
     return list(values.tolist())
 
 
-def _body(system: System, interval: Interval, buckets: Buckets) -> dict[str, Any]:
+def _body(system: ReadableSystem, interval: Interval, buckets: Buckets) -> dict[str, Any]:
     edges = buckets.edges
     lengths = np.diff(edges)
     labels = iso_strings(edges)
@@ -305,7 +305,7 @@ def _energy(values: FloatArray, samples: IntArray) -> float | None:
     return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
 
 
-async def summary(session: AsyncSession, system: System, now: datetime) -> dict[str, Any]:
+async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> dict[str, Any]:
     """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
     and lifetime energy, with the latest reading's power."""
     tz = ZoneInfo(system.timezone)
@@ -339,7 +339,7 @@ async def summary(session: AsyncSession, system: System, now: datetime) -> dict[
 
 async def _simulated_summary(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     now: datetime,
     tz: ZoneInfo,
     today_s: int,
@@ -387,7 +387,7 @@ class PeriodTotals:
 
 
 async def period_totals(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> PeriodTotals:
     """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
     days), from the same series the readings endpoint aggregates."""
