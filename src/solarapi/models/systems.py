@@ -51,7 +51,7 @@ class System(Base):
 class SystemRecord:
     """A system as read, outside any session, for code that only reads it. Frozen: a write
     fails at once, where one to an ORM object outside the session would silently vanish.
-    Its fields are the table's columns."""
+    Its fields are the table's columns, in table order."""
 
     id: str
     account_id: str
@@ -74,13 +74,6 @@ class SystemRecord:
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def of(cls, system: System) -> SystemRecord:
-        return cls(**{key: getattr(system, key) for key in SYSTEM_KEYS})
-
-
-# The table's column keys, in table order (a query selecting SYSTEM_COLUMNS yields them so).
-SYSTEM_KEYS: tuple[str, ...] = tuple(column.key for column in System.__table__.columns)
 
 # What code that only reads a system takes: the frozen record, or the ORM object where the
 # caller holds one anyway (a write path, a list); both have the same attributes.
