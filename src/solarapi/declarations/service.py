@@ -32,7 +32,7 @@ from solarapi.declarations.statemachine import (
     TransitionNotAllowed,
     transition_for,
 )
-from solarapi.declarations.views import declaration_view
+from solarapi.declarations.views import declaration_to_api
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
@@ -201,7 +201,7 @@ async def _record(
             account_id=declaration.account_id,
             environment=declaration.environment,
             event_type=event_type,
-            data=declaration_view(declaration),
+            data=declaration_to_api(declaration),
         )
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
-from solarapi.declarations.views import declaration_view, transition_view
+from solarapi.declarations.views import declaration_to_api, transition_to_api
 from solarapi.models.declarations import Declaration
 from solarapi.models.systems import System
 from solarapi.reports.content import (
@@ -62,7 +62,7 @@ async def declarations(
     for system in systems:
         for item in await _in_period(session, caller, context, system):
             transitions = [
-                transition_view(step)
+                transition_to_api(step)
                 for step in await declaration_service.history(session, caller, item.id)
             ]
             _add_declaration(content, listed, system, item, transitions)
@@ -120,7 +120,7 @@ def _add_declaration(
     item: Declaration,
     transitions: list[dict[str, Any]],
 ) -> None:
-    view = declaration_view(item)
+    view = declaration_to_api(item)
     content.csv_rows.append(
         [
             view["id"],

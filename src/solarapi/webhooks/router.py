@@ -67,7 +67,7 @@ async def create_webhook(
     endpoint, secret = await service.create_endpoint(
         session, _owner(principal), body, _config(request), now
     )
-    content = {**service.endpoint_object(endpoint, now), "secret": secret}
+    content = {**service.endpoint_to_api(endpoint, now), "secret": secret}
     replay_without(request, "secret")  # shown once: a replay answers without it
     return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
 
@@ -83,13 +83,13 @@ async def list_webhooks(
 ) -> Response:
     rows, total = await service.list_endpoints(session, _owner(principal), page)
     now = utcnow()
-    return page_response(request, [service.endpoint_object(row, now) for row in rows], total, page)
+    return page_response(request, [service.endpoint_to_api(row, now) for row in rows], total, page)
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, summary="A webhook endpoint")
 async def get_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
     endpoint = await service.get_endpoint(session, _owner(principal), webhook_id)
-    return OrjsonResponse(service.endpoint_object(endpoint, utcnow()))
+    return OrjsonResponse(service.endpoint_to_api(endpoint, utcnow()))
 
 
 @router.patch(
@@ -110,7 +110,7 @@ async def update_webhook(
     endpoint = await service.update_endpoint(
         session, _owner(principal), webhook_id, body, _config(request), now
     )
-    return OrjsonResponse(service.endpoint_object(endpoint, now))
+    return OrjsonResponse(service.endpoint_to_api(endpoint, now))
 
 
 @router.delete(
@@ -140,7 +140,7 @@ async def rotate_webhook_secret(
         session, _owner(principal), webhook_id, _config(request), now
     )
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse({**service.endpoint_object(endpoint, now), "secret": secret})
+    return OrjsonResponse({**service.endpoint_to_api(endpoint, now), "secret": secret})
 
 
 @router.get(
