@@ -235,7 +235,8 @@ async def _card(session: AsyncSession, system: ReadableSystem, now: datetime) ->
     today = now.astimezone(tz).date()
     start = datetime.fromtimestamp(local_midnight(today, tz), UTC)
     end = datetime.fromtimestamp(local_midnight(today + timedelta(days=1), tz), UTC)
-    body = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    readings = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    body = readings.to_api()
     if system.data_source == "simulated":
         known = [item["start"] for item in body["data"] if item["samples"]]
         last_reading = known[-1] if known else None
@@ -292,6 +293,9 @@ async def production(
     start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
     end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
     try:
-        return await readings_service.aggregate(session, system, start, end, query.interval, now)
+        readings = await readings_service.aggregate(
+            session, system, start, end, query.interval, now
+        )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
+    return readings.to_api()

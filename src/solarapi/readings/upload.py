@@ -29,7 +29,7 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
-from solarapi.readings.repository import Rows
+from solarapi.readings.store import Rows
 from solarapi.systems import repository as systems_repository
 
 MAX_UPLOAD = 10_000

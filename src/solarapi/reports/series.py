@@ -75,9 +75,10 @@ async def production(
     content = ReportContent(TITLES["production"], facts(context, systems), list(PRODUCTION_COLUMNS))
     gathered = _Gathered()
     for system in systems:
-        body = await aggregate(
+        readings = await aggregate(
             session, system, context.start, context.end, context.interval, context.now
         )
+        body = readings.to_api()
         detail_rows = _production_buckets(content, context, system, body["data"], gathered)
         totals = body["meta"]["totals"]
         energy = totals["energy_wh"]
