@@ -65,17 +65,17 @@ async def test_record_equals_the_orm_row_and_refuses_writes(app: FastAPI) -> Non
     async with app.state.sessionmaker() as session:
         orm = await session.get(System, system.id)
         assert orm is not None
-        snapshot = await repository.get_record(session, system.id)
-        assert snapshot is not None
-        assert _columns(snapshot) == _columns(orm)
+        record = await repository.get_record(session, system.id)
+        assert record is not None
+        assert _columns(record) == _columns(orm)
         # Types as the ORM gives them, not as the driver stores them (SQLite: text).
-        assert snapshot.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
-        assert snapshot.created_at.tzinfo is UTC
-        assert snapshot.installed_on == date(2024, 2, 29)
-        assert snapshot.last_reading_at is None
+        assert record.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+        assert record.created_at.tzinfo is UTC
+        assert record.installed_on == date(2024, 2, 29)
+        assert record.last_reading_at is None
         # Frozen: a write fails at once instead of vanishing.
         with pytest.raises(dataclasses.FrozenInstanceError):
-            snapshot.name = "renamed"  # type: ignore[misc]
+            record.name = "renamed"  # type: ignore[misc]
         assert await repository.get_record(session, "sys_missing") is None
 
 
@@ -278,7 +278,7 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
                 await connection.execute(
                     text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
                 )
-                # Gone on the server before the read. (A transaction sees one snapshot of
+                # Gone on the server before the read. (A transaction sees one record of
                 # the statistics unless it is cleared.)
                 deadline = time.monotonic() + 60
                 while await connection.scalar(
