@@ -1,6 +1,6 @@
 """SQL for readings and their rollups. Time keys are epoch seconds; arrays go in and out.
 
-What differs between the databases (range reads, bulk upserts, the system lock) is behind
+What differs between the databases (range reads, bulk upserts) is behind
 `ReadingStore` (`readings.store`), chosen here once per dialect; the queries below are the
 same on both.
 """
@@ -111,12 +111,6 @@ async def upsert_readings(
     upsert = Upsert("readings", _READINGS, _READING_TYPES, "" if all_new else None)
     values = [starts.tolist(), energy_wh.tolist(), _nullable(power_w)]
     await reading_store(session).upsert(session, upsert, system_id, values)
-
-
-async def lock_system(session: AsyncSession, system_id: str) -> None:
-    """Take the system's write lock for the rest of the transaction, so that checking which
-    readings exist and writing them cannot interleave with another upload to the system."""
-    await reading_store(session).lock_system(session, system_id)
 
 
 async def extend_reading_span(

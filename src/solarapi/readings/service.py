@@ -37,7 +37,7 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.timefmt import format_timestamp
-from solarapi.models.systems import System
+from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
 from solarapi.readings.rendering import Readings
 from solarapi.readings.repository import reading_store
@@ -69,7 +69,7 @@ class _SimulatedSeries(Protocol):
     def power_w(self) -> FloatArray: ...
 
 
-async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model of `system` over [start_s, end_s), or None before its
     simulated history starts."""
     if "solarapi.sandbox.model" not in sys.modules:
@@ -110,7 +110,7 @@ def _ended_before(now: datetime) -> int:
 
 
 async def quarter_hours(
-    session: AsyncSession, system: System, start: datetime, end: datetime, now: datetime
+    session: AsyncSession, system: ReadableSystem, start: datetime, end: datetime, now: datetime
 ) -> QuarterHours:
     """The native 15-minute series of [start, end) (UTC, aligned to the quarter-hour) for any
     data source: metered systems from stored readings, simulated ones from the sandbox model."""
@@ -133,7 +133,7 @@ async def quarter_hours(
 
 
 async def _quarter_hours_s(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> QuarterHours:
     """`quarter_hours` for a range given in epoch seconds."""
     return await quarter_hours(
@@ -211,7 +211,7 @@ async def read_readings(
 
 async def aggregate(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     start: datetime,
     end: datetime,
     interval: Interval,
@@ -229,7 +229,7 @@ async def aggregate(
     return _bucketed(system, time_range, rows)
 
 
-async def _simulated_rows(system: System, time_range: TimeRange, now: datetime) -> Rows:
+async def _simulated_rows(system: ReadableSystem, time_range: TimeRange, now: datetime) -> Rows:
     """The sandbox model's quarter-hours of the range that have ended by `now`."""
     series = await simulate(system, time_range.start_s, min(time_range.end_s, _ended_before(now)))
     if series is None:
@@ -238,7 +238,7 @@ async def _simulated_rows(system: System, time_range: TimeRange, now: datetime) 
     return RAW.rows([series.starts[known], series.energy_wh[known], series.power_w[known]])
 
 
-def _bucketed(system: System, time_range: TimeRange, rows: Rows) -> Readings:
+def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> Readings:
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )
@@ -252,7 +252,7 @@ def _energy(values: FloatArray, samples: IntArray) -> float | None:
     return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
 
 
-async def summary(session: AsyncSession, system: System, now: datetime) -> dict[str, Any]:
+async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> dict[str, Any]:
     """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
     and lifetime energy, with the latest reading's power."""
     tz = ZoneInfo(system.timezone)
@@ -286,7 +286,7 @@ async def summary(session: AsyncSession, system: System, now: datetime) -> dict[
 
 async def _simulated_summary(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     now: datetime,
     tz: ZoneInfo,
     today_s: int,
@@ -334,7 +334,7 @@ class PeriodTotals:
 
 
 async def period_totals(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> PeriodTotals:
     """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
     days), from the same series the readings endpoint aggregates."""

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
-from solarapi.models.systems import System
+from solarapi.models.systems import SystemRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +113,9 @@ class ReadingStore(Protocol):
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[System | None, Rows]:
-        """The system (a detached snapshot; None when there is none) and its rows as `rows`
+    ) -> tuple[SystemRecord | None, Rows]:
+        """The system (a frozen record; None when there is none) and its rows as `rows`
         gives them, in as few round trips as the database allows."""
-        ...
-
-    async def lock_system(self, session: AsyncSession, system_id: str) -> None:
-        """Take the system's write lock for the rest of the transaction."""
         ...
 
     async def upsert(

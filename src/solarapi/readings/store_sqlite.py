@@ -11,13 +11,12 @@ import itertools
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
-from solarapi.models.systems import System
+from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import NUMPY_TYPES, Rows, Series, Upsert
-from solarapi.systems.repository import snapshot
+from solarapi.systems.repository import get_record
 
 
 @functools.cache
@@ -49,20 +48,13 @@ class SqliteReadingStore:
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[System | None, Rows]:
+    ) -> tuple[SystemRecord | None, Rows]:
         # Two reads on the event loop's connection: a join would repeat the system's columns
         # on every row, and a read here costs microseconds, not a round trip.
-        system = await snapshot(session, system_id)
+        system = await get_record(session, system_id)
         if system is None:
             return None, series.empty()
         return system, await self.rows(session, series, system_id, start_s, end_s)
-
-    async def lock_system(self, session: AsyncSession, system_id: str) -> None:
-        # SQLite has no row locks; a write (a no-op one) starts the transaction and takes the
-        # database's write lock now instead of at the first real write.
-        await session.execute(
-            text("UPDATE systems SET name = name WHERE id = :id"), {"id": system_id}
-        )
 
     async def upsert(
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
