@@ -56,9 +56,8 @@ class Settings(BaseSettings):
     # `solarapi worker` processes.
     job_runner: Literal["inline", "external"] = "inline"
     # Connections kept per process (plus 10 overflow). Below the number of requests in
-    # flight, overflow connections are opened and closed all the time: 16 concurrent requests
-    # on a pool of 10 opened 211 PostgreSQL sessions in 16 s (a process fork each), on 20 none
-    # after warm-up, and the 1-day `1h` throughput went from 32 % to 53 % of /health.
+    # flight, overflow connections are opened and closed all the time, and each new
+    # PostgreSQL session is a process fork on the server.
     db_pool_size: int = 20
     # How long a request waits for a pooled connection before its 503 (overload, not a fault).
     db_pool_timeout: float = 30.0

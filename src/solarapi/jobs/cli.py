@@ -21,6 +21,7 @@ from solarapi.jobs.runner import (
     run_pending,
     warm_render_process,
 )
+from solarapi.kit import cpu
 from solarapi.logs import configure_logging
 
 
@@ -98,6 +99,7 @@ def worker(
             await stop.wait()
             typer.echo(f"worker {worker_id} stopping", err=True)
             await runner.stop(grace_seconds=lease / 2)
+            cpu.stop()  # its jobs are handed back: a render still going is abandoned
         finally:
             await dispose_engine(engine)
 

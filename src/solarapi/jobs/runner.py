@@ -375,3 +375,4 @@ async def stop_inline_runner(app: FastAPI) -> None:
     runner: JobRunner | None = getattr(app.state, "job_runner", None)
     if runner is not None:
         await runner.stop()
+    cpu.stop()  # the runner has handed its jobs back: a render still going is abandoned

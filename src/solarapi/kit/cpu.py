@@ -92,9 +92,22 @@ def warm(*module_names: str) -> Future[None]:
     return _pool_now().submit(_import, module_names)
 
 
-def shutdown() -> None:
+def stop() -> None:
+    """Stop the CPU process now, abandoning whatever it is running.
+
+    For shutting down after the job runner has handed its jobs back: waiting for a render
+    (the executor's own shutdown, and its exit hook, join the running call) kept a stopping
+    worker alive for as long as a 300-page PDF takes, past any orchestrator's grace period.
+    """
     global _pool
     with _lock:
         pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if pool is None:
+        return
+    # ProcessPoolExecutor.terminate_workers() arrives in Python 3.14; until then its process map.
+    processes = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join()
