@@ -129,11 +129,11 @@ class Settings(BaseSettings):
 
     @property
     def is_postgres(self) -> bool:
-        return self.database_url.startswith(("postgresql", "postgres:"))
+        return self.async_database_url.get_backend_name() == "postgresql"
 
     @property
     def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
+        return self.async_database_url.get_backend_name() == "sqlite"
 
     @property
     def async_database_url(self) -> URL:

@@ -21,8 +21,8 @@ from solarapi.auth.keys import BASE62, checksum, display_form, hash_key
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
 from solarapi.models import ApiKey
+from solarapi.prices.demo import PRICE_ORIGIN
 from solarapi.prices.demo import add_demo_data as prices_demo
-from solarapi.prices.demo import price_origin
 from solarapi.readings.demo import DEMO_SYSTEMS
 from solarapi.readings.demo import add_demo_data as systems_demo
 
@@ -81,7 +81,7 @@ def demo_data_summary() -> DemoData:
         price_zones=sorted({spec.market_zone for spec in DEMO_SYSTEMS if spec.market_zone}),
         price_source="simulated",
         price_origin=(
-            f"a year up to the end of tomorrow, {price_origin()}; an import or fetch of real "
+            f"a year up to the end of tomorrow, {PRICE_ORIGIN}; an import or fetch of real "
             "ENTSO-E prices replaces them"
         ),
     )

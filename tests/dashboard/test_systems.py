@@ -181,6 +181,7 @@ async def test_another_accounts_system_is_not_found(
         page = await client.get(f"/systems/{system_id}")
     assert page.status_code == 404
     assert "Private" not in page.text
+    assert f"No system with id &#39;{system_id}&#39;" in page.text  # the API's one message
     assert "Log out" in page.text  # the error page keeps the logged-in navigation
 
 

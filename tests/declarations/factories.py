@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from solarapi.config import Settings
 from solarapi.declarations.service import decide_as_operator
-from solarapi.declarations.views import declaration_view
+from solarapi.declarations.views import declaration_to_api
 from solarapi.kit.timefmt import utcnow
 
 QUARTER = timedelta(minutes=15)
@@ -111,7 +111,7 @@ async def operator_decides(
         declaration = await decide_as_operator(
             session, declaration_id, approve=approve, reason=reason, now=utcnow()
         )
-        return declaration_view(declaration)
+        return declaration_to_api(declaration)
 
 
 def cli_env(settings: Settings) -> dict[str, str]:

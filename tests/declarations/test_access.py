@@ -70,10 +70,14 @@ async def test_other_tenants_and_the_other_environment_see_nothing(
             assert declaration_id not in {d["id"] for d in listed["data"]}
             # Someone else's system (or this account's system seen from the sandbox).
             foreign = await create_declaration(client, system["id"])
+            # The same answer as an id that does not exist: nothing tells them apart.
             assert foreign.status_code == 404, foreign.text
-            assert system["id"] in foreign.json()["error"]
+            assert foreign.json() == {
+                "error": f"No system with id '{system['id']}'",
+                "code": "not_found",
+            }
             filtered = await client.get("/api/v1/declarations", params={"system_id": system["id"]})
-            assert filtered.status_code == 404
+            assert filtered.json() == foreign.json()
 
     # The owner still has it, untouched.
     async with client_for(app, enterprise.live) as owner:
@@ -90,3 +94,4 @@ async def test_unknown_ids_are_404(app: FastAPI, enterprise: Tenant) -> None:
             assert response.status_code == 404, (method, url)
         missing = await create_declaration(client, "sys_01JD000000000000000000000")
         assert missing.status_code == 404
+        assert missing.json()["error"] == "No system with id 'sys_01JD000000000000000000000'"

@@ -5,6 +5,7 @@ gives; only the cost differs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -33,7 +34,7 @@ from solarapi.db import (
 )
 from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.ids import new_id
-from solarapi.models.systems import System
+from solarapi.models.systems import System, SystemRecord
 from solarapi.systems import repository
 from tests.support import client_for, make_tenant
 
@@ -52,11 +53,11 @@ def _new_system(account_id: str, **changes: Any) -> System:
     return System(**values)
 
 
-def _columns(system: System) -> dict[str, Any]:
+def _columns(system: System | SystemRecord) -> dict[str, Any]:
     return {column.key: getattr(system, column.key) for column in System.__table__.columns}
 
 
-async def test_snapshot_equals_the_orm_row(app: FastAPI) -> None:
+async def test_record_equals_the_orm_row_and_refuses_writes(app: FastAPI) -> None:
     tenant = await make_tenant(app, _plan("enterprise"))
     system = _new_system(tenant.account_id)
     async with app.state.sessionmaker() as session, session.begin():
@@ -64,17 +65,18 @@ async def test_snapshot_equals_the_orm_row(app: FastAPI) -> None:
     async with app.state.sessionmaker() as session:
         orm = await session.get(System, system.id)
         assert orm is not None
-        snapshot = await repository.snapshot(session, system.id)
-        assert snapshot is not None
-        assert _columns(snapshot) == _columns(orm)
+        record = await repository.get_record(session, system.id)
+        assert record is not None
+        assert _columns(record) == _columns(orm)
         # Types as the ORM gives them, not as the driver stores them (SQLite: text).
-        assert snapshot.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
-        assert snapshot.created_at.tzinfo is UTC
-        assert snapshot.installed_on == date(2024, 2, 29)
-        assert snapshot.last_reading_at is None
-        # Detached: changing it writes nothing.
-        assert snapshot not in session
-        assert await repository.snapshot(session, "sys_missing") is None
+        assert record.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+        assert record.created_at.tzinfo is UTC
+        assert record.installed_on == date(2024, 2, 29)
+        assert record.last_reading_at is None
+        # Frozen: a write fails at once instead of vanishing.
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.name = "renamed"  # type: ignore[misc]
+        assert await repository.get_record(session, "sys_missing") is None
 
 
 async def test_api_request_uses_one_session_closed_after_the_response(app: FastAPI) -> None:
@@ -128,10 +130,10 @@ async def test_sqlite_read_inside_a_write_sees_the_write_and_others_do_not(
     async with maker() as writer, maker() as other:
         writer.add(system)
         await writer.flush()  # SQLite has begun the write transaction
-        assert (await repository.snapshot(writer, system.id)) is not None
-        assert (await repository.snapshot(other, system.id)) is None
+        assert (await repository.get_record(writer, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is None
         await writer.commit()
-        assert (await repository.snapshot(other, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is not None
 
 
 async def test_sqlite_read_hands_nothing_to_aiosqlite_outside_a_write(
@@ -232,14 +234,14 @@ async def test_pg_lone_reads_leave_the_session_alone_and_writes_see_their_own(
     maker = pg_app.state.sessionmaker
     system = _new_system(tenant.account_id)
     async with maker() as writer, maker() as other:
-        assert (await repository.snapshot(other, "sys_missing")) is None
+        assert (await repository.get_record(other, "sys_missing")) is None
         assert untouched(other)  # the read borrowed a pooled connection, not the session's
         writer.add(system)
         await writer.flush()  # inserted in the writer's open transaction
-        assert (await repository.snapshot(writer, system.id)) is not None
-        assert (await repository.snapshot(other, system.id)) is None
+        assert (await repository.get_record(writer, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is None
         await writer.commit()
-        assert (await repository.snapshot(other, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is not None
         assert untouched(other)
 
 
@@ -276,7 +278,7 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
                 await connection.execute(
                     text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
                 )
-                # Gone on the server before the read. (A transaction sees one snapshot of
+                # Gone on the server before the read. (A transaction sees one record of
                 # the statistics unless it is cleared.)
                 deadline = time.monotonic() + 60
                 while await connection.scalar(

@@ -13,7 +13,9 @@ from fastapi import FastAPI
 from solarapi.kit.grid import Interval
 from solarapi.models.systems import System
 from solarapi.readings import repository
+from solarapi.readings.repository import reading_store
 from solarapi.readings.service import aggregate, period_totals, quarter_hours
+from solarapi.readings.store import HOURS, in_time_order
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, iso, quarter_series, upload
 
@@ -134,12 +136,16 @@ async def test_aggregate_and_period_totals_match_the_endpoint(
     system = await _system_row(app, system_id)
     now = datetime.now(UTC)
     async with app.state.sessionmaker() as session:
-        body = await aggregate(session, system, start, start + timedelta(days=3), Interval.DAY, now)
+        readings = await aggregate(
+            session, system, start, start + timedelta(days=3), Interval.DAY, now
+        )
         totals = await period_totals(
             session, system, int(start.timestamp()), int(start.timestamp()) + 3 * 86400, now
         )
-    assert body == endpoint
-    assert totals.samples == 96 * 3 - 10
+    assert readings.to_api() == endpoint
+    assert readings.totals.samples == totals.samples == 96 * 3 - 10
+    # The UTC range widened to Amsterdam's calendar: four local days.
+    assert readings.totals.expected_samples == 96 * 4
     assert totals.expected_samples == 96 * 3
     assert totals.energy_wh == 7.25 * (96 * 3 - 10)
 
@@ -178,8 +184,8 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
     end = start + timedelta(minutes=15 * count)
     async with app.state.sessionmaker() as session:
         series = await quarter_hours(session, system, start, end, now=end + timedelta(hours=1))
-        hours = await repository.series_between(
-            session, repository.HOURS, system_id, int(start.timestamp()), int(end.timestamp())
+        hours = await reading_store(session).rows(
+            session, HOURS, system_id, int(start.timestamp()), int(end.timestamp())
         )
         days = await repository.days_between(
             session, system_id, int(start.timestamp()), int(end.timestamp())
@@ -201,11 +207,11 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
     # The system and its hours in one read (PostgreSQL: one statement) give exactly what the
     # two reads give; a missing system gives no rows.
     async with app.state.sessionmaker() as session:
-        found, together = await repository.system_and_series(
-            session, repository.HOURS, system_id, int(start.timestamp()), int(end.timestamp())
+        found, together = await reading_store(session).system_and_rows(
+            session, HOURS, system_id, int(start.timestamp()), int(end.timestamp())
         )
-        missing, nothing = await repository.system_and_series(
-            session, repository.HOURS, "sys_missing", int(start.timestamp()), int(end.timestamp())
+        missing, nothing = await reading_store(session).system_and_rows(
+            session, HOURS, "sys_missing", int(start.timestamp()), int(end.timestamp())
         )
     assert found is not None
     assert {c.key: getattr(found, c.key) for c in System.__table__.columns} == {
@@ -224,11 +230,11 @@ def test_columns_out_of_order_are_sorted_by_time() -> None:
     starts = np.array([1800, 0, 2700, 900], dtype=np.int64)
     energy = np.array([3.0, 1.0, 4.0, 2.0])
     power = np.array([np.nan, 10.0, 40.0, 20.0])
-    sorted_starts, sorted_energy, sorted_power = repository.in_time_order([starts, energy, power])
+    sorted_starts, sorted_energy, sorted_power = in_time_order([starts, energy, power])
     assert sorted_starts.tolist() == [0, 900, 1800, 2700]
     assert sorted_energy.tolist() == [1.0, 2.0, 3.0, 4.0]
     assert sorted_power[:2].tolist() == [10.0, 20.0]
     assert np.isnan(sorted_power[2])
     assert sorted_power[3] == 40.0
     ordered = [np.array([0, 900], dtype=np.int64), np.array([5.0, 6.0])]
-    assert repository.in_time_order(ordered) is ordered
+    assert in_time_order(ordered) is ordered

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import secrets
 from datetime import date, timedelta
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from solarapi.dashboard import service
@@ -36,6 +36,7 @@ from solarapi.db import SessionDep
 from solarapi.kit.grid import INTERVAL_LABELS
 from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import parse_timestamp, utcnow
+from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
 
@@ -52,9 +53,11 @@ _CONTENT_TYPES = {
 }
 
 
-def _throttle(request: Request) -> LoginThrottle:
-    state = request.app.state
-    return LoginThrottle(state.limiter, state.settings.effective_secret_key, state.clock)
+def _throttle(settings: SettingsDep, limiter: LimiterDep, clock: ClockDep) -> LoginThrottle:
+    return LoginThrottle(limiter, settings.effective_secret_key, clock)
+
+
+ThrottleDep = Annotated[LoginThrottle, Depends(_throttle)]
 
 
 def _notice(request: Request) -> str | None:
@@ -102,15 +105,20 @@ async def signup_page(request: Request, user: OptionalUserDep) -> Response:
 
 
 @router.post("/signup")
-async def signup(request: Request, session: SessionDep, user: OptionalUserDep) -> Response:
+async def signup(
+    request: Request,
+    session: SessionDep,
+    user: OptionalUserDep,
+    settings: SettingsDep,
+    throttle: ThrottleDep,
+) -> Response:
     if user is not None:
         return redirect("/overview")
     form = await read_form(request, None)
-    settings = request.app.state.settings
     try:
         token = await service.sign_up(
             session,
-            _throttle(request),
+            throttle,
             name=form.get("name", ""),
             email=form.get("email", ""),
             password=form.get("password", ""),
@@ -145,14 +153,19 @@ async def login_page(request: Request, user: OptionalUserDep) -> Response:
 
 
 @router.post("/login")
-async def login(request: Request, session: SessionDep, user: OptionalUserDep) -> Response:
+async def login(
+    request: Request,
+    session: SessionDep,
+    user: OptionalUserDep,
+    settings: SettingsDep,
+    throttle: ThrottleDep,
+) -> Response:
     form = await read_form(request, None)
     next_url = safe_next(form.get("next"))
-    settings = request.app.state.settings
     try:
         token = await service.log_in(
             session,
-            _throttle(request),
+            throttle,
             email=form.get("email", ""),
             password=form.get("password", ""),
             ip=client_ip(request),
@@ -240,7 +253,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             user,
             name=form.get("name", ""),
             environment=form.get("environment", ""),
-            secret=request.app.state.settings.effective_secret_key,
+            secret=settings_of(request).effective_secret_key,
             now=utcnow(),
         )
     except service.FormRejected as exc:
@@ -290,9 +303,10 @@ async def plan_page(request: Request, user: UserDep) -> Response:
 
 
 @router.get("/usage")
-async def usage_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    now = request.app.state.clock()
-    rows = await service.usage_today(session, request.app.state.limiter, user, now)
+async def usage_page(
+    request: Request, session: SessionDep, user: UserDep, limiter: LimiterDep, clock: ClockDep
+) -> Response:
+    rows = await service.usage_today(session, limiter, user, clock())
     return render(
         request,
         "usage.html",

@@ -19,18 +19,18 @@ from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle
-from solarapi.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from solarapi.errors import Conflict, Forbidden, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
-from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
-from solarapi.models.systems import System
+from solarapi.models.systems import ReadableSystem, SystemRecord
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
 from solarapi.readings import service as readings_service
 from solarapi.sandbox.provision import ensure_sandbox
 from solarapi.systems import repository as systems_repository
+from solarapi.systems.access import tenant_system
 
 LOGIN_FAILED = "E-mail or password is incorrect."
 # Without sending e-mail, a sign-up form cannot hide entirely whether an address is taken;
@@ -205,7 +205,7 @@ async def usage_today(
 
 @dataclass(frozen=True, slots=True)
 class SystemCard:
-    system: System
+    system: ReadableSystem
     energy_today_wh: float | None
     last_reading_at: str | None
 
@@ -227,7 +227,7 @@ async def overview(
     return cards
 
 
-async def _card(session: AsyncSession, system: System, now: datetime) -> SystemCard:
+async def _card(session: AsyncSession, system: ReadableSystem, now: datetime) -> SystemCard:
     # Today's quarter-hours from the readings endpoint's own aggregation. Not the summary:
     # for a simulated system that also simulates the year to date and the lifetime, which
     # costs seconds on a cold cache, for numbers this page does not show.
@@ -235,7 +235,8 @@ async def _card(session: AsyncSession, system: System, now: datetime) -> SystemC
     today = now.astimezone(tz).date()
     start = datetime.fromtimestamp(local_midnight(today, tz), UTC)
     end = datetime.fromtimestamp(local_midnight(today + timedelta(days=1), tz), UTC)
-    body = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    readings = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    body = readings.to_api()
     if system.data_source == "simulated":
         known = [item["start"] for item in body["data"] if item["samples"]]
         last_reading = known[-1] if known else None
@@ -244,12 +245,14 @@ async def _card(session: AsyncSession, system: System, now: datetime) -> SystemC
     return SystemCard(system, body["meta"]["totals"]["energy_wh"], last_reading)
 
 
-async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> System:
+async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> SystemRecord:
     """A system of the user's account, in either environment (a person sees both)."""
-    system = await systems_repository.get(session, system_id)
-    if system is None or system.account_id != user.account_id:
-        raise NotFound(f"This account has no system with id '{excerpt(system_id)}'.")
-    return system
+    return tenant_system(
+        await systems_repository.get_record(session, system_id),
+        system_id,
+        account_id=user.account_id,
+        environment=None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +263,7 @@ class ProductionQuery:
 
 
 def production_query(
-    system: System,
+    system: ReadableSystem,
     from_text: str | None,
     to_text: str | None,
     interval_text: str | None,
@@ -283,13 +286,16 @@ def production_query(
 
 
 async def production(
-    session: AsyncSession, system: System, query: ProductionQuery, now: datetime
+    session: AsyncSession, system: ReadableSystem, query: ProductionQuery, now: datetime
 ) -> dict[str, Any]:
     """Exactly the body `GET /systems/{id}/readings` returns for these local days."""
     tz = ZoneInfo(system.timezone)
     start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
     end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
     try:
-        return await readings_service.aggregate(session, system, start, end, query.interval, now)
+        readings = await readings_service.aggregate(
+            session, system, start, end, query.interval, now
+        )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
+    return readings.to_api()

@@ -30,6 +30,7 @@ from solarapi.errors import ApiError
 from solarapi.kit import clientip
 from solarapi.kit.text import NUL_MESSAGE, url_has_nul
 from solarapi.kit.timefmt import as_utc, parse_timestamp, utcnow
+from solarapi.state import engine_of, sessionmaker_of, settings_of
 
 log = logging.getLogger("solarapi.dashboard")
 
@@ -220,7 +221,7 @@ async def _remember_user(request: Request) -> None:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
         try:
-            async with request.app.state.sessionmaker() as session, session.begin():
+            async with sessionmaker_of(request)() as session, session.begin():
                 user = await resolve_session(
                     session, token=token, secret=_secret(request), now=utcnow()
                 )
@@ -272,7 +273,7 @@ class DashboardRoute(APIRoute):
                 return await http_error_page(request, exc)
             except Exception as exc:
                 request_id = request.scope.get("state", {}).get("request_id", "")
-                if await is_outage(exc, request.app.state.engine):
+                if await is_outage(exc, engine_of(request)):
                     log.error("database unavailable: %s", exc, extra={"request_id": request_id})
                     return error_page(
                         request,
@@ -308,7 +309,7 @@ def is_https(request: Request) -> bool:
     if request.url.scheme == "https":
         return True
     # Behind a TLS-terminating proxy the scheme is only believed from a trusted proxy.
-    settings = request.app.state.settings
+    settings = settings_of(request)
     client = request.client.host if request.client else ""
     if not settings.trusted_networks or not client:
         return False
@@ -321,7 +322,7 @@ def is_https(request: Request) -> bool:
 
 
 def client_ip(request: Request) -> str:
-    return clientip.client_ip(request.scope, request.app.state.settings.trusted_networks)
+    return clientip.client_ip(request.scope, settings_of(request).trusted_networks)
 
 
 def set_session_cookie(request: Request, response: Response, token: str) -> None:
@@ -368,8 +369,7 @@ def _keep_presession_cookie(request: Request, response: Response, user: WebUser 
 
 
 def _secret(request: Request) -> bytes:
-    secret: bytes = request.app.state.settings.effective_secret_key
-    return secret
+    return settings_of(request).effective_secret_key
 
 
 def form_token(request: Request, user: WebUser | None) -> str:

@@ -54,7 +54,7 @@ async def measure_period(
     days — one source of truth, so the two numbers can never disagree."""
 
     start_s, end_s = period_bounds(system, period_start, period_end)
-    body = await aggregate(
+    readings = await aggregate(
         session,
         system,
         datetime.fromtimestamp(start_s, UTC),
@@ -62,13 +62,8 @@ async def measure_period(
         Interval.DAY,
         now,
     )
-    totals = body["meta"]["totals"]
-    energy = totals["energy_wh"]
-    return Metering(
-        None if energy is None else float(energy),
-        int(totals["samples"]),
-        int(totals["expected_samples"]),
-    )
+    totals = readings.totals
+    return Metering(totals.energy_wh, totals.samples, totals.expected_samples)
 
 
 def local_today(system: System, now: datetime) -> date:

@@ -2,64 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Sequence
 from datetime import date
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select, text, update
+from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.models.declarations import Declaration, DeclarationTransition
-from solarapi.models.systems import System
-
-
-def _advisory_key(system_id: str) -> int:
-    # A stable signed 64-bit key per system (Python's hash() is salted per process, and the
-    # lock must mean the same thing in every worker).
-    digest = hashlib.blake2b(f"declarations:{system_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-async def lock_system_declarations(session: AsyncSession, system_id: str) -> None:
-    """Serialize every change to one system's declarations until the transaction ends.
-
-    The overlap rule is a check followed by an insert; two requests must not both check
-    before either inserts. PostgreSQL: a transaction-scoped advisory lock on the system
-    (released at commit or rollback). SQLite: a zero-row UPDATE takes the database's write
-    lock at once (the driver opens the transaction right before it), so the check that follows
-    runs inside the single write transaction; a second writer waits on busy_timeout.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        await session.execute(
-            text("SELECT pg_advisory_xact_lock(:key)"), {"key": _advisory_key(system_id)}
-        )
-    else:
-        await session.execute(
-            update(Declaration)
-            .where(Declaration.system_id == system_id, Declaration.id == "")
-            .values(status=Declaration.status)
-            .execution_options(synchronize_session=False)
-        )
-
-
-async def get_system(
-    session: AsyncSession, account_id: str, environment: str, system_id: str
-) -> System | None:
-    return (
-        await session.execute(
-            select(System).where(
-                System.id == system_id,
-                System.account_id == account_id,
-                System.environment == environment,
-            )
-        )
-    ).scalar_one_or_none()
-
-
-async def get_system_by_id(session: AsyncSession, system_id: str) -> System | None:
-    return await session.get(System, system_id)
 
 
 async def get_declaration(

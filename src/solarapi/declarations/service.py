@@ -1,8 +1,8 @@
 """Declaration rules: validation of periods and energies, the state machine applied, the
 overlap rule, the sandbox's immediate decision and the audit trail.
 
-Every change to a system's declarations first takes the system's declaration lock (see
-`repository.lock_system_declarations`), so the overlap check and the insert it guards, and two
+Every change to a system's declarations first takes the system's lock (see
+`systems.repository.lock`), so the overlap check and the insert it guards, and two
 transitions of one declaration, never interleave. Status changes are also compare-and-set
 (`UPDATE … WHERE status = :from`), so a transition based on a stale read can never apply.
 """
@@ -32,7 +32,7 @@ from solarapi.declarations.statemachine import (
     TransitionNotAllowed,
     transition_for,
 )
-from solarapi.declarations.views import declaration_view
+from solarapi.declarations.views import declaration_to_api
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
@@ -40,6 +40,8 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.declarations import Declaration, DeclarationTransition
 from solarapi.models.systems import System
+from solarapi.systems import repository as systems_repository
+from solarapi.systems.access import tenant_system
 
 OPERATOR = "operator"
 SANDBOX = "sandbox"
@@ -65,12 +67,12 @@ class Caller:
 
 
 async def _owned_system(session: AsyncSession, caller: Caller, system_id: str) -> System:
-    system = await repository.get_system(session, caller.account_id, caller.environment, system_id)
-    if system is None:
-        raise NotFound(
-            f"No system {excerpt(system_id)} in this account's {caller.environment} data"
-        )
-    return system
+    return tenant_system(
+        await systems_repository.get(session, system_id),
+        system_id,
+        account_id=caller.account_id,
+        environment=caller.environment,
+    )
 
 
 async def get_declaration(
@@ -199,7 +201,7 @@ async def _record(
             account_id=declaration.account_id,
             environment=declaration.environment,
             event_type=event_type,
-            data=declaration_view(declaration),
+            data=declaration_to_api(declaration),
         )
 
 
@@ -240,7 +242,7 @@ async def _locked_reload(
     session: AsyncSession, declaration: Declaration, action: DeclarationAction
 ) -> Declaration:
     """Take the system's lock, then re-read: the status checked is the status changed."""
-    await repository.lock_system_declarations(session, declaration.system_id)
+    await systems_repository.lock(session, declaration.system_id)
     fresh = await repository.get_declaration_by_id(session, declaration.id)
     if fresh is None:
         raise _refuse(declaration.id, "deleted", action)
@@ -260,7 +262,7 @@ async def create_declaration(
     energy_wh = metered if body.energy_wh is None else body.energy_wh
     validate_energy(energy_wh, metered, body.type)
 
-    await repository.lock_system_declarations(session, system.id)
+    await systems_repository.lock(session, system.id)
     await _check_overlap(
         session,
         system_id=system.id,
@@ -313,7 +315,7 @@ async def update_declaration(
     for name in ("period_start", "period_end"):
         if name in changes and changes[name] is None:
             raise ValidationFailed(f"{name}: may not be null")
-    system = await repository.get_system_by_id(session, declaration.system_id)
+    system = await systems_repository.get(session, declaration.system_id)
     assert system is not None  # the foreign key cascades
     period_start: date = changes.get("period_start", declaration.period_start)
     period_end: date = changes.get("period_end", declaration.period_end)
@@ -369,7 +371,7 @@ async def submit_declaration(
 ) -> Declaration:
     declaration = await get_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.SUBMIT)
-    system = await repository.get_system_by_id(session, declaration.system_id)
+    system = await systems_repository.get(session, declaration.system_id)
     assert system is not None
     metering = await measure_period(
         session, system, declaration.period_start, declaration.period_end, now
@@ -485,10 +487,10 @@ async def pending_declarations(
 async def blocks_system_deletion(session: AsyncSession, system_id: str) -> bool:
     """True while the system has a submitted or approved declaration.
 
-    Takes the system's declaration lock, so a submit racing the deletion either commits first
+    Takes the system's lock, so a submit racing the deletion either commits first
     (and blocks it) or waits until the deletion is done.
     """
-    await repository.lock_system_declarations(session, system_id)
+    await systems_repository.lock(session, system_id)
     return await repository.has_declaration_in(
         session, system_id, [s.value for s in SYSTEM_PINNING_STATUSES]
     )

@@ -22,7 +22,7 @@ def certificates(declaration: Declaration) -> int | None:
     return None
 
 
-def declaration_view(declaration: Declaration) -> dict[str, Any]:
+def declaration_to_api(declaration: Declaration) -> dict[str, Any]:
     return {
         "id": declaration.id,
         "system_id": declaration.system_id,
@@ -43,7 +43,7 @@ def declaration_view(declaration: Declaration) -> dict[str, Any]:
     }
 
 
-def transition_view(transition: DeclarationTransition) -> dict[str, Any]:
+def transition_to_api(transition: DeclarationTransition) -> dict[str, Any]:
     return {
         "at": format_timestamp(transition.at),
         "actor": transition.actor,

@@ -99,7 +99,7 @@ def _plain_json(data: dict[str, Any]) -> dict[str, Any]:
     return decoded
 
 
-def event_object(event: Event) -> dict[str, Any]:
+def event_to_api(event: Event) -> dict[str, Any]:
     """The event as the API and webhook bodies show it."""
     return {
         "id": event.id,
@@ -137,7 +137,7 @@ async def list_events(
         offset=page.offset,
         limit=page.limit,
     )
-    return [event_object(row) for row in rows], total
+    return [event_to_api(row) for row in rows], total
 
 
 async def purge_expired(session: AsyncSession, now: datetime) -> int:

@@ -348,10 +348,6 @@ class JobRunner:
             if pending:
                 await asyncio.wait(pending)
 
-    @property
-    def busy(self) -> int:
-        return len(self._tasks)
-
 
 @periodic_task("jobs.purge_finished", every_seconds=3600)
 async def _purge_finished_jobs(maker: async_sessionmaker[AsyncSession], now: datetime) -> None:

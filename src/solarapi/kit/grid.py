@@ -291,17 +291,20 @@ def aggregate_into(
     the buckets given by `edges`. Rows with NaN energy are gaps and count as no sample; rows
     outside the edges are ignored."""
     count = len(edges) - 1
+    # Bucket i holds the starts in [edges[i], edges[i + 1]); before the first edge → -1,
+    # at or after the last → count: both dropped, as are gaps.
     index = np.searchsorted(edges, starts, side="right") - 1
-    keep = (index >= 0) & (index < count) & ~np.isnan(energy_wh) & (starts < edges[-1])
+    keep = (index >= 0) & (index < count) & ~np.isnan(energy_wh)
     index = index[keep]
-    energy = np.bincount(index, weights=energy_wh[keep], minlength=count).astype(np.float64)
+    # (float already, unless nothing is kept: then bincount answers in integers)
+    energy = np.bincount(index, weights=energy_wh[keep], minlength=count).astype(
+        np.float64, copy=False
+    )
     sample_count = np.bincount(index, weights=samples[keep], minlength=count).astype(np.int64)
     energy[sample_count == 0] = np.nan
-    power = power_max_w[keep]
-    reported = ~np.isnan(power)
-    power_max = np.full(count, -np.inf)
-    np.maximum.at(power_max, index[reported], power[reported])
-    power_max[np.isneginf(power_max)] = np.nan
+    # fmax skips NaN (no power reported): a bucket stays NaN only if no row reported one.
+    power_max = np.full(count, np.nan)
+    np.fmax.at(power_max, index, power_max_w[keep])
     return Buckets(edges, energy, sample_count, power_max)
 
 

@@ -119,6 +119,9 @@ def metrics_registry(
     if multiproc_dir is not None:
         MultiProcessCollector(registry, path=str(multiproc_dir))  # type: ignore[no-untyped-call]
     else:
+        # Not at module level: importing the recorder registers its metrics, and under
+        # PROMETHEUS_MULTIPROC_DIR every process that does so writes value files of its own;
+        # the process that only serves the multiprocess files must not add one.
         from solarapi.metrics.recorder import RECORDER
 
         for metric in (

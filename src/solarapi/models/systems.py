@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 
 from sqlalchemy import CheckConstraint, Date, Float, ForeignKey, Index, String
@@ -44,3 +45,36 @@ class System(Base):
     last_reading_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+@dataclass(frozen=True, slots=True)
+class SystemRecord:
+    """A system as read, outside any session, for code that only reads it. Frozen: a write
+    fails at once, where one to an ORM object outside the session would silently vanish.
+    Its fields are the table's columns, in table order."""
+
+    id: str
+    account_id: str
+    environment: str
+    name: str
+    status: str
+    data_source: str
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    latitude: float
+    longitude: float
+    timezone: str
+    country: str | None
+    tilt_deg: float
+    azimuth_deg: float
+    market_zone: str | None
+    installed_on: date | None
+    first_reading_at: datetime | None
+    last_reading_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+# What code that only reads a system takes: the frozen record, or the ORM object where the
+# caller holds one anyway (a write path, a list); both have the same attributes.
+ReadableSystem = System | SystemRecord

@@ -5,18 +5,12 @@ Prices are live market data shared by every account, so they are stored like an 
 (source `simulated`) and only where a zone has no price yet: a real import is never
 overwritten, and a later import replaces demo prices like any other.
 
-They come from the sandbox price model, `solarapi.sandbox.prices.simulate_prices`, when it
-is installed. Without it, a stand-in (`_stand_in_prices`): a seasonal base, a morning and an
-evening peak, and a midday solar dip that goes below zero on some sunny summer days, varied
-per day by a hash of zone and date. It looks like a day-ahead curve; it is not a market model.
+They come from the sandbox price model, `solarapi.sandbox.prices.simulate_prices`.
 As published, prices before 2025-10-01 are stored hourly and from then on per quarter-hour.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import math
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -55,11 +49,8 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
         await ensure_demo_prices(session, ZONES[code], now)
 
 
-def price_origin() -> str:
-    """Where demo prices come from, in words (never market data)."""
-    if importlib.util.find_spec("solarapi.sandbox.prices") is not None:
-        return "simulated by the sandbox price model (solarapi.sandbox.prices), not market data"
-    return "a simulated stand-in curve (solarapi.prices.demo), not market data"
+# What the demo prices are, for the `solarapi demo` output.
+PRICE_ORIGIN = "simulated by the sandbox price model (solarapi.sandbox.prices), not market data"
 
 
 def demo_range(zone: Zone, now: datetime) -> tuple[int, int]:
@@ -124,42 +115,13 @@ def _rows_to_store(
 
 
 def simulated_prices(zone: Zone, starts: IntArray) -> FloatArray:
-    """Prices for the quarter-hours starting at `starts`: the sandbox model, else the stand-in."""
-    try:
-        # start-up: the model pulls in pandas (~0.7 s to import, measured); only demo data
-        # needs it.
-        from solarapi.sandbox.prices import simulate_prices  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        return _stand_in_prices(zone, starts)
+    """Prices for the quarter-hours starting at `starts` (contiguous), from the sandbox
+    price model, which covers every quarter-hour."""
+    # start-up: the model pulls in pandas (~0.7 s to import, measured); only demo data
+    # needs it.
+    from solarapi.sandbox.prices import simulate_prices
+
     first = datetime.fromtimestamp(int(starts[0]), UTC)
     end = datetime.fromtimestamp(int(starts[-1]) + QUARTER_S, UTC)
-    model_starts, model_prices = simulate_prices(zone.code, first, end)
-    prices = np.full(len(starts), np.nan)
-    index = (np.asarray(model_starts, dtype=np.int64) - int(starts[0])) // QUARTER_S
-    inside = (index >= 0) & (index < len(starts))
-    prices[index[inside]] = np.asarray(model_prices, dtype=np.float64)[inside]
-    if np.isnan(prices).any():  # a model that skips quarter-hours: fill from the stand-in
-        gaps = np.isnan(prices)
-        prices[gaps] = _stand_in_prices(zone, starts[gaps])
-    return prices
-
-
-def _stand_in_prices(zone: Zone, starts: IntArray) -> FloatArray:
-    tz = ZoneInfo(zone.timezone)
-    out = np.empty(len(starts))
-    day_factor: dict[str, float] = {}
-    for i, start in enumerate(starts.tolist()):
-        local = datetime.fromtimestamp(start, tz)
-        key = local.date().isoformat()
-        if key not in day_factor:
-            digest = hashlib.sha256(f"{zone.code}:{key}".encode()).digest()
-            day_factor[key] = digest[0] / 255.0  # 0 = sunny and windy, 1 = dull and still
-        sunny = 1.0 - day_factor[key]
-        hour = local.hour + local.minute / 60
-        season = math.cos((local.timetuple().tm_yday - 15) / 365.25 * 2 * math.pi)  # 1 = winter
-        base = 75 + 25 * season + 20 * day_factor[key]
-        peaks = 35 * math.exp(-((hour - 8) ** 2) / 3) + 55 * math.exp(-((hour - 19) ** 2) / 4)
-        solar_dip = (1 - season) * sunny * 70 * math.exp(-((hour - 13) ** 2) / 8)
-        night = -15 * math.exp(-((hour - 3) ** 2) / 6)
-        out[i] = base + peaks - solar_dip + night
-    return out
+    _, prices = simulate_prices(zone.code, first, end)
+    return np.asarray(prices, dtype=np.float64)

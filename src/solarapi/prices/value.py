@@ -89,6 +89,28 @@ async def market_value(
     prices, source = await quarter_hour_prices(
         session, Environment(system.environment), zone, first, last
     )
+    data, totals = _valued_buckets(energy, prices, edges)
+    return {
+        "data": data,
+        "meta": {
+            "system_id": system.id,
+            "market_zone": zone.code,
+            "interval": interval.value,
+            "timezone": system.timezone,
+            "from": iso_strings(edges[:1])[0],
+            "to": iso_strings(edges[-1:])[0],
+            "currency": zone.currency,
+            "source": source,
+            "totals": totals,
+        },
+    }
+
+
+def _valued_buckets(
+    energy: FloatArray, prices: FloatArray, edges: IntArray
+) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+    """Quarter-hours of energy × price: the buckets between `edges`, and the totals."""
+    first = int(edges[0])
     value = energy / WH_PER_MWH * prices  # NaN where either is missing
     valued = ~np.isnan(value)
     index = (edges[:-1] - first) // QUARTER_S
@@ -127,23 +149,10 @@ async def market_value(
         if total_value is not None and total_priced > 0
         else None
     )
-    return {
-        "data": data,
-        "meta": {
-            "system_id": system.id,
-            "market_zone": zone.code,
-            "interval": interval.value,
-            "timezone": system.timezone,
-            "from": stamps[0],
-            "to": stamps[-1],
-            "currency": zone.currency,
-            "source": source,
-            "totals": {
-                "energy_wh": _round(total_energy, 3),
-                "value_eur": _round(total_value, 4),
-                "price_eur_per_mwh": _round(total_price, 3),
-            },
-        },
+    return data, {
+        "energy_wh": _round(total_energy, 3),
+        "value_eur": _round(total_value, 4),
+        "price_eur_per_mwh": _round(total_price, 3),
     }
 
 

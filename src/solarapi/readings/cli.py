@@ -114,7 +114,7 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
             batches = read_batches(stream, lambda size: progress.advance(task, size))
             for lines, items in batches:
                 async with maker() as session, session.begin():
-                    system = await systems_repo.get(session, system_id, for_update=True)
+                    system = await systems_repo.get(session, system_id)
                     if system is None:
                         raise CsvRowError(f"no system with id '{system_id}'")
                     try:

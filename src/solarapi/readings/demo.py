@@ -5,16 +5,12 @@ A demo system is `installed_on` the local day a year before the first demo run, 
 readings start at that day's local midnight: demo data must not contradict itself (a system
 installed years before its first reading teaches users that such gaps are normal).
 
-Readings come from the sandbox's physical model when `solarapi.sandbox.model` is installed;
-otherwise from a clear-sky stand-in (`_stand_in_energy`): the sine of the sun's elevation
-from the textbook declination and hour-angle formulas, scaled to the capacity and dimmed by a
-deterministic day-to-day cloudiness. It is shaped like solar production (nights zero, summer
-above winter) but is not a physical model.
+Readings come from the sandbox's physical model (`solarapi.sandbox.model`), as a simulated
+system's would.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -110,42 +106,15 @@ async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArr
     if system.installed_on is not None:
         start_s = local_midnight(system.installed_on, ZoneInfo(system.timezone))
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
-    energy = await _model_energy(system, start_s, end_s)
-    if energy is None:
-        energy = _stand_in_energy(system, starts)
+    series = await simulate(system, start_s, end_s)
+    # The model starts where the system's history does: at the local midnight of
+    # `installed_on`, set a year back for every demo system.
+    assert series is not None
+    assert len(series.starts) == len(starts)
+    energy = np.asarray(series.energy_wh, dtype=np.float64)
     keep = np.ones(len(starts), dtype=bool)
     for days_ago, hours in GAPS:
         gap_start = end_s - days_ago * 86400
         keep &= ~((starts >= gap_start) & (starts < gap_start + int(hours * 3600)))
     energy = np.round(energy, 3)
     return starts[keep], energy[keep], (energy * 4.0)[keep]
-
-
-async def _model_energy(system: System, start_s: int, end_s: int) -> FloatArray | None:
-    series = await simulate(system, start_s, end_s)
-    if series is None or len(series.starts) == 0 or int(series.starts[0]) != start_s:
-        return None
-    return np.asarray(series.energy_wh, dtype=np.float64)
-
-
-def _stand_in_energy(system: System, starts: IntArray) -> FloatArray:
-    middle = starts + QUARTER_S // 2
-    day_of_year = (middle // 86400 + 4) % 365.25  # days since 1 Jan, near enough
-    declination = np.radians(23.44) * np.sin(2 * np.pi * (day_of_year - 81) / 365.0)
-    solar_hours = (middle % 86400) / 3600.0 + system.longitude / 15.0
-    hour_angle = np.radians(15.0 * (solar_hours - 12.0))
-    latitude = np.radians(system.latitude)
-    sin_elevation = np.sin(latitude) * np.sin(declination) + np.cos(latitude) * np.cos(
-        declination
-    ) * np.cos(hour_angle)
-    seed = int.from_bytes(hashlib.sha256(system.name.encode()).digest()[:4], "big")
-    days = middle // 86400
-    unique_days, index = np.unique(days, return_inverse=True)
-    cloudiness = np.random.default_rng(seed).uniform(0.25, 1.0, len(unique_days))[index]
-    power_w = system.capacity_kwp * 1000 * 0.8 * np.clip(sin_elevation, 0, None) ** 1.2
-    if system.inverter_capacity_kw is not None:
-        power_w = np.minimum(power_w * cloudiness, system.inverter_capacity_kw * 1000)
-    else:
-        power_w = power_w * cloudiness
-    result: FloatArray = power_w * (QUARTER_S / 3600)
-    return result

@@ -15,6 +15,7 @@ from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings import service, upload
+from solarapi.readings.rendering import render
 from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
 from solarapi.systems.access import get_system
 
@@ -46,10 +47,10 @@ async def get_readings(
     now = utcnow()
     bucket_interval = parse_interval(interval)
     start, end = parse_range(from_, to, now)
-    body = await service.read_readings(
+    readings = await service.read_readings(
         session, principal, system_id, start, end, bucket_interval, now
     )
-    return OrjsonResponse(body)
+    return Response(render(readings), media_type="application/json")
 
 
 _UPLOAD_SCHEMA = {

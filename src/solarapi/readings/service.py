@@ -4,6 +4,11 @@ rollups are in `readings.upload`.
 
 Public API used by other areas (sandbox, market value, declarations, reports, dashboard):
 `quarter_hours`, `aggregate`, `summary`, `period_totals`.
+
+The path of a readings request: `read_readings` widens the range to the grid (once), reads
+the system and its rows (once, through the database's `ReadingStore`), sums the rows into the
+buckets (once, `kit.grid.aggregate_into`) and returns a typed `Readings`, which the router
+renders (once, `readings.rendering.render`).
 """
 
 from __future__ import annotations
@@ -22,21 +27,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
     QUARTER_S,
-    Buckets,
     FloatArray,
     IntArray,
     Interval,
     TimeRange,
     aggregate_into,
-    iso_strings,
     local_date,
     local_midnight,
     widen_range,
 )
 from solarapi.kit.timefmt import format_timestamp
-from solarapi.models.systems import System
+from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
-from solarapi.readings.repository import Rows
+from solarapi.readings.rendering import Readings
+from solarapi.readings.repository import reading_store
+from solarapi.readings.store import DAYS, HOURS, RAW, Rows, Series
 from solarapi.systems.access import owned, read_system
 from solarapi.systems.span import simulated_since
 
@@ -64,7 +69,7 @@ class _SimulatedSeries(Protocol):
     def power_w(self) -> FloatArray: ...
 
 
-async def simulate(system: System, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _SimulatedSeries | None:
     """The sandbox's physical model of `system` over [start_s, end_s), or None before its
     simulated history starts."""
     if "solarapi.sandbox.model" not in sys.modules:
@@ -105,7 +110,7 @@ def _ended_before(now: datetime) -> int:
 
 
 async def quarter_hours(
-    session: AsyncSession, system: System, start: datetime, end: datetime, now: datetime
+    session: AsyncSession, system: ReadableSystem, start: datetime, end: datetime, now: datetime
 ) -> QuarterHours:
     """The native 15-minute series of [start, end) (UTC, aligned to the quarter-hour) for any
     data source: metered systems from stored readings, simulated ones from the sandbox model."""
@@ -128,7 +133,7 @@ async def quarter_hours(
 
 
 async def _quarter_hours_s(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> QuarterHours:
     """`quarter_hours` for a range given in epoch seconds."""
     return await quarter_hours(
@@ -156,55 +161,18 @@ def _place(
     power[index[inside]] = np.asarray(power_values, dtype=np.float64)[inside]
 
 
-# --- aggregation -------------------------------------------------------------------------------
+# --- the readings query ---------------------------------------------------------------------
 
 
 _UTC = ZoneInfo("UTC")
 
 
-def _series(interval: Interval) -> repository.Series:
-    """The finest stored rows that tile the buckets of `interval` exactly: raw quarter-hours
-    for 15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
+def _source(interval: Interval) -> Series:
+    """The coarsest stored rows that tile the buckets of `interval` exactly: raw
+    quarter-hours for 15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
     if interval is Interval.HOUR:
-        return repository.HOURS
-    return repository.DAYS if interval.is_calendar else repository.RAW
-
-
-async def _source_rows(
-    session: AsyncSession,
-    system: System,
-    interval: Interval,
-    start_s: int,
-    end_s: int,
-    now: datetime,
-) -> Rows:
-    """The rows the buckets of [start_s, end_s) are summed from: stored (`_series`) or, for a
-    simulated system, the sandbox model's quarter-hours."""
-    if system.data_source == "simulated":
-        series = await _quarter_hours_s(session, system, start_s, end_s, now)
-        known = ~np.isnan(series.energy_wh)
-        return Rows(
-            series.starts[known],
-            series.energy_wh[known],
-            np.ones(int(known.sum()), dtype=np.int64),
-            series.power_w[known],
-        )
-    return await repository.series_between(session, _series(interval), system.id, start_s, end_s)
-
-
-async def aggregate(
-    session: AsyncSession,
-    system: System,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
-    now: datetime,
-) -> dict[str, Any]:
-    """The body of `GET /systems/{id}/readings` (`data` + `meta`) for [start, end) widened to
-    the grid. Raises ValidationFailed for an empty/reversed range or over 10,000 buckets."""
-    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
-    rows = await _source_rows(session, system, interval, time_range.start_s, time_range.end_s, now)
-    return _aggregated(system, time_range, rows)
+        return HOURS
+    return DAYS if interval.is_calendar else RAW
 
 
 async def read_readings(
@@ -215,87 +183,66 @@ async def read_readings(
     end: datetime,
     interval: Interval,
     now: datetime,
-) -> dict[str, Any]:
-    """`aggregate` for the caller's system `system_id` (404 if it is not theirs).
+) -> Readings:
+    """`GET /systems/{id}/readings`: the caller's system `system_id` (404 if it is not
+    theirs) in the buckets of [start, end) widened to the grid. Raises ValidationFailed
+    for an empty/reversed range or over 10,000 buckets.
 
-    On the UTC grid (15m, 30m, 1h) the widened range does not depend on the system's time
-    zone, so it is known before the system is, and the system and its stored rows come in
-    one read (`repository.system_and_series`: one round trip instead of two on
-    PostgreSQL). Local-calendar intervals need the system's zone first."""
+    The range is widened once and the rows are read once. On the UTC grid (15m, 30m, 1h)
+    the widened range does not depend on the system's zone, so it is known before the
+    system is, and the system and its rows come in one read (one round trip on
+    PostgreSQL); local-calendar intervals need the system's zone first."""
+    store = reading_store(session)
+    source = _source(interval)
     if interval.is_calendar:
-        return await aggregate(
-            session, await read_system(session, principal, system_id), start, end, interval, now
+        system = await read_system(session, principal, system_id)
+        time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+        rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
+    else:
+        time_range = widen_range(start, end, interval, _UTC)
+        found, rows = await store.system_and_rows(
+            session, source, system_id, time_range.start_s, time_range.end_s
         )
-    time_range = widen_range(start, end, interval, _UTC)
-    found, rows = await repository.system_and_series(
-        session, _series(interval), system_id, time_range.start_s, time_range.end_s
-    )
-    system = owned(found, principal, system_id)
+        system = owned(found, principal, system_id)
     if system.data_source == "simulated":
-        rows = await _source_rows(
-            session, system, interval, time_range.start_s, time_range.end_s, now
+        rows = await _simulated_rows(system, time_range, now)
+    return _bucketed(system, time_range, rows)
+
+
+async def aggregate(
+    session: AsyncSession,
+    system: ReadableSystem,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> Readings:
+    """`read_readings` for a system already in hand (the dashboard, reports, declarations):
+    the same range, rows and buckets."""
+    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+    if system.data_source == "simulated":
+        rows = await _simulated_rows(system, time_range, now)
+    else:
+        rows = await reading_store(session).rows(
+            session, _source(interval), system.id, time_range.start_s, time_range.end_s
         )
-    return _aggregated(system, time_range, rows)
+    return _bucketed(system, time_range, rows)
 
 
-def _aggregated(system: System, time_range: TimeRange, rows: Rows) -> dict[str, Any]:
+async def _simulated_rows(system: ReadableSystem, time_range: TimeRange, now: datetime) -> Rows:
+    """The sandbox model's quarter-hours of the range that have ended by `now`."""
+    series = await simulate(system, time_range.start_s, min(time_range.end_s, _ended_before(now)))
+    if series is None:
+        return RAW.empty()
+    known = ~np.isnan(series.energy_wh)
+    return RAW.rows([series.starts[known], series.energy_wh[known], series.power_w[known]])
+
+
+def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> Readings:
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )
-    return _body(system, time_range.interval, buckets)
-
-
-def _rounded(columns: FloatArray) -> list[list[float | None]]:
-    """Rows of `columns` rounded to 3 decimals as Python floats, NaN as None (null)."""
-    rounded = np.round(columns, 3)
-    values = rounded.astype(object)
-    values[np.isnan(rounded)] = None
-    return list(values.tolist())
-
-
-def _body(system: System, interval: Interval, buckets: Buckets) -> dict[str, Any]:
-    edges = buckets.edges
-    lengths = np.diff(edges)
-    labels = iso_strings(edges)
-    energy, power_avg, power_max = _rounded(
-        np.stack((buckets.energy_wh, buckets.energy_wh / (lengths / 3600.0), buckets.power_max_w))
-    )
-    expected = (lengths // QUARTER_S).tolist()
-    data = [
-        {
-            "start": start,
-            "end": end,
-            "energy_wh": bucket_energy,
-            "power_avg_w": bucket_power_avg,
-            "power_max_w": bucket_power_max,
-            "samples": samples,
-            "expected_samples": bucket_expected,
-        }
-        for start, end, bucket_energy, bucket_power_avg, bucket_power_max, samples, bucket_expected
-        in zip(
-            labels, labels[1:], energy, power_avg, power_max, buckets.samples.tolist(), expected,
-            strict=False,
-        )
-    ]  # fmt: skip
-    total_samples = int(buckets.samples.sum())
-    reported = buckets.power_max_w[~np.isnan(buckets.power_max_w)]
-    totals = {
-        "energy_wh": (round(float(np.nansum(buckets.energy_wh)), 3) if total_samples else None),
-        "power_max_w": round(float(reported.max()), 3) if len(reported) else None,
-        "samples": total_samples,
-        "expected_samples": int(sum(expected)),
-    }
-    return {
-        "data": data,
-        "meta": {
-            "system_id": system.id,
-            "interval": interval.value,
-            "timezone": system.timezone,
-            "from": labels[0],
-            "to": labels[-1],
-            "totals": totals,
-        },
-    }
+    return Readings(system.id, system.timezone, time_range, buckets)
 
 
 # --- summary -----------------------------------------------------------------------------------
@@ -305,7 +252,7 @@ def _energy(values: FloatArray, samples: IntArray) -> float | None:
     return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
 
 
-async def summary(session: AsyncSession, system: System, now: datetime) -> dict[str, Any]:
+async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> dict[str, Any]:
     """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
     and lifetime energy, with the latest reading's power."""
     tz = ZoneInfo(system.timezone)
@@ -339,7 +286,7 @@ async def summary(session: AsyncSession, system: System, now: datetime) -> dict[
 
 async def _simulated_summary(
     session: AsyncSession,
-    system: System,
+    system: ReadableSystem,
     now: datetime,
     tz: ZoneInfo,
     today_s: int,
@@ -387,7 +334,7 @@ class PeriodTotals:
 
 
 async def period_totals(
-    session: AsyncSession, system: System, start_s: int, end_s: int, now: datetime
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> PeriodTotals:
     """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
     days), from the same series the readings endpoint aggregates."""

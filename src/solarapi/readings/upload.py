@@ -29,7 +29,8 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
-from solarapi.readings.repository import Rows
+from solarapi.readings.store import Rows
+from solarapi.systems import repository as systems_repository
 
 MAX_UPLOAD = 10_000
 # What a system can physically produce in 15 minutes is capacity_kwp × 1000 W × 0.25 h;
@@ -271,7 +272,7 @@ async def store_series(
     `upload_readings` validates before calling it; demo data and benchmarks call it directly."""
     if len(starts) == 0:
         return 0
-    await repository.lock_system(session, system.id)
+    await systems_repository.lock(session, system.id)
     existing = await repository.existing_starts(session, system.id, starts)
     await repository.upsert_readings(
         session, system.id, starts, energy_wh, power_w, all_new=not len(existing)

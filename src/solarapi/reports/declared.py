@@ -3,6 +3,7 @@ status and history, from the declarations service."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -10,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
-from solarapi.declarations.views import declaration_view, transition_view
+from solarapi.declarations.views import declaration_to_api, transition_to_api
+from solarapi.models.declarations import Declaration
 from solarapi.models.systems import System
 from solarapi.reports.content import (
     TITLES,
@@ -56,93 +58,124 @@ async def declarations(
         list(DECLARATION_COLUMNS),
         landscape=True,
     )
-    start_s = int(context.start.timestamp())
-    end_s = int(context.end.timestamp())
-    rows: list[list[Cell]] = []
-    history_rows: list[list[Cell]] = []
-    chart_x: list[datetime] = []
-    chart_y: list[float | None] = []
+    listed = _Listed()
     for system in systems:
-        found: list[Any] = []
-        offset = 0
-        while True:
-            page, total = await declaration_service.list_declarations(
-                session,
-                caller,
-                system_id=system.id,
-                status=None,
-                declaration_type=None,
-                offset=offset,
-                limit=100,
-            )
-            found.extend(page)
-            offset += len(page)
-            if not page or offset >= total:
-                break
-        in_period = [
-            item
-            for item in found
-            if _overlaps(period_bounds(system, item.period_start, item.period_end), start_s, end_s)
-        ]
-        for item in sorted(in_period, key=lambda d: (d.period_start, d.created_at, d.id)):
-            view = declaration_view(item)
+        for item in await _in_period(session, caller, context, system):
             transitions = [
-                transition_view(step)
+                transition_to_api(step)
                 for step in await declaration_service.history(session, caller, item.id)
             ]
-            content.csv_rows.append(
-                [
-                    view["id"],
-                    view["system_id"],
-                    system.name,
-                    view["type"],
-                    view["period_start"],
-                    view["period_end"],
-                    view["energy_wh"],
-                    view["metered_energy_wh"],
-                    view["coverage"],
-                    view["status"],
-                    view["status_reason"],
-                    view["reference"],
-                    view["created_at"],
-                    view["submitted_at"],
-                    view["decided_at"],
-                    "; ".join(_step_text(step) for step in transitions),
-                ]
-            )
-            rows.append(
-                [
-                    view["id"],
-                    system.name,
-                    view["type"].replace("_", " "),
-                    f"{view['period_start']} – {view['period_end']}",
-                    kwh(view["energy_wh"]),
-                    kwh(view["metered_energy_wh"]),
-                    percent(view["coverage"]),
-                    view["status"],
-                ]
-            )
-            for step in transitions:
-                history_rows.append(
-                    [
-                        view["id"],
-                        step["at"].replace("T", " ").replace("Z", " UTC"),
-                        step["action"],
-                        f"{step['from'] or '—'} → {step['to']}",
-                        step["actor"],
-                        step["reason"],
-                    ]
-                )
-            chart_x.append(datetime.combine(item.period_start, datetime.min.time()))
-            chart_y.append(kwh(view["energy_wh"]))
+            _add_declaration(content, listed, system, item, transitions)
+    _add_tables(content, context, listed)
+    return content
 
+
+@dataclass(slots=True)
+class _Listed:
+    """The PDF's rows and chart points, gathered over every system."""
+
+    rows: list[list[Cell]] = field(default_factory=list)
+    history_rows: list[list[Cell]] = field(default_factory=list)
+    chart_x: list[datetime] = field(default_factory=list)
+    chart_y: list[float | None] = field(default_factory=list)
+
+
+async def _in_period(
+    session: AsyncSession,
+    caller: declaration_service.Caller,
+    context: ReportContext,
+    system: System,
+) -> list[Declaration]:
+    """The system's declarations whose period overlaps the report's, in period order."""
+    found: list[Declaration] = []
+    offset = 0
+    while True:
+        page, total = await declaration_service.list_declarations(
+            session,
+            caller,
+            system_id=system.id,
+            status=None,
+            declaration_type=None,
+            offset=offset,
+            limit=100,
+        )
+        found.extend(page)
+        offset += len(page)
+        if not page or offset >= total:
+            break
+    start_s = int(context.start.timestamp())
+    end_s = int(context.end.timestamp())
+    in_period = [
+        item
+        for item in found
+        if _overlaps(period_bounds(system, item.period_start, item.period_end), start_s, end_s)
+    ]
+    return sorted(in_period, key=lambda d: (d.period_start, d.created_at, d.id))
+
+
+def _add_declaration(
+    content: ReportContent,
+    listed: _Listed,
+    system: System,
+    item: Declaration,
+    transitions: list[dict[str, Any]],
+) -> None:
+    view = declaration_to_api(item)
+    content.csv_rows.append(
+        [
+            view["id"],
+            view["system_id"],
+            system.name,
+            view["type"],
+            view["period_start"],
+            view["period_end"],
+            view["energy_wh"],
+            view["metered_energy_wh"],
+            view["coverage"],
+            view["status"],
+            view["status_reason"],
+            view["reference"],
+            view["created_at"],
+            view["submitted_at"],
+            view["decided_at"],
+            "; ".join(_step_text(step) for step in transitions),
+        ]
+    )
+    listed.rows.append(
+        [
+            view["id"],
+            system.name,
+            view["type"].replace("_", " "),
+            f"{view['period_start']} – {view['period_end']}",
+            kwh(view["energy_wh"]),
+            kwh(view["metered_energy_wh"]),
+            percent(view["coverage"]),
+            view["status"],
+        ]
+    )
+    for step in transitions:
+        listed.history_rows.append(
+            [
+                view["id"],
+                step["at"].replace("T", " ").replace("Z", " UTC"),
+                step["action"],
+                f"{step['from'] or '—'} → {step['to']}",
+                step["actor"],
+                step["reason"],
+            ]
+        )
+    listed.chart_x.append(datetime.combine(item.period_start, datetime.min.time()))
+    listed.chart_y.append(kwh(view["energy_wh"]))
+
+
+def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed) -> None:
     content.chart = Chart(
         "Declared energy per declaration (at the start of its period)",
         "Energy (kWh)",
-        chart_x,
-        chart_y,
+        listed.chart_x,
+        listed.chart_y,
         _declaration_bar_days(context),
-        [f"{x:%Y-%m-%d}" for x in chart_x],
+        [f"{x:%Y-%m-%d}" for x in listed.chart_x],
     )
     content.tables.append(
         Table(
@@ -157,23 +190,22 @@ async def declarations(
                 "Coverage",
                 "Status",
             ],
-            rows,
+            listed.rows,
         )
     )
     content.tables.append(
         Table(
             "History",
             ["Declaration", "At", "Action", "Status", "By", "Reason"],
-            history_rows,
+            listed.history_rows,
         )
     )
-    if not rows:
+    if not listed.rows:
         content.notes.append("No declaration of these systems overlaps the period.")
     content.notes.append(
         "A declaration is listed when its period (local days of its system) overlaps the "
         "report period."
     )
-    return content
 
 
 def _overlaps(bounds: tuple[int, int], start_s: int, end_s: int) -> bool:

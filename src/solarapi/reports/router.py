@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response, StreamingResponse
 
 from solarapi.auth.principal import PrincipalDep
-from solarapi.config import Settings
 from solarapi.db import SessionDep
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
@@ -17,13 +16,16 @@ from solarapi.kit.timefmt import utcnow
 from solarapi.reports import service
 from solarapi.reports.schemas import ReportCreate, ReportList, ReportOut
 from solarapi.reports.storage import ReportStorage, storage_for
+from solarapi.state import SettingsDep
 
 router = APIRouter(tags=["Reports"])
 
 
-def _storage(request: Request) -> ReportStorage:
-    settings: Settings = request.app.state.settings
+def _storage(settings: SettingsDep) -> ReportStorage:
     return storage_for(settings)
+
+
+StorageDep = Annotated[ReportStorage, Depends(_storage)]
 
 
 @router.post(
@@ -85,9 +87,9 @@ async def get_report(report_id: str, principal: PrincipalDep, session: SessionDe
     description="Deletes the report and its file; a queued or running report is cancelled.",
 )
 async def delete_report(
-    request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
+    storage: StorageDep, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    await service.delete_report(session, principal, report_id, _storage(request))
+    await service.delete_report(session, principal, report_id, storage)
     return Response(status_code=204)
 
 
@@ -105,9 +107,9 @@ async def delete_report(
     response_class=Response,
 )
 async def download_report(
-    request: Request, report_id: str, principal: PrincipalDep, session: SessionDep
+    storage: StorageDep, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    found = await service.download(session, principal, report_id, _storage(request), utcnow())
+    found = await service.download(session, principal, report_id, storage, utcnow())
     digest = base64.b64encode(bytes.fromhex(found.sha256)).decode()
     # Streamed in chunks from disk or object storage, never read whole into memory.
     return StreamingResponse(

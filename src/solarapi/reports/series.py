@@ -3,8 +3,9 @@ functions the API answers `GET /systems/{id}/readings` and `/market-value` with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -58,60 +59,30 @@ class _Bucket:
     priced_energy_wh: float = 0.0
 
 
+@dataclass(slots=True)
+class _Gathered:
+    """What the per-system loop collects for the tables after it."""
+
+    per_bucket: dict[datetime, _Bucket] = field(default_factory=dict)
+    summary: list[list[Cell]] = field(default_factory=list)
+    details: list[Table] = field(default_factory=list)
+    total_rows: int = 0
+
+
 async def production(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
-    interval = context.interval
     content = ReportContent(TITLES["production"], facts(context, systems), list(PRODUCTION_COLUMNS))
-    per_bucket: dict[datetime, _Bucket] = {}
-    summary: list[list[Cell]] = []
-    details: list[Table] = []
-    total_rows = 0
+    gathered = _Gathered()
     for system in systems:
-        body = await aggregate(session, system, context.start, context.end, interval, context.now)
-        tz = ZoneInfo(system.timezone)
-        detail_rows: list[list[Cell]] = []
-        for bucket in body["data"]:
-            key = bucket_key(bucket["start"], interval, tz)
-            label = period_label(key, interval)
-            coverage = coverage_ratio(bucket["samples"], bucket["expected_samples"])
-            shared = per_bucket.setdefault(key, _Bucket())
-            shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
-            shared.power_max_w = max_value(shared.power_max_w, bucket["power_max_w"])
-            shared.samples += bucket["samples"]
-            shared.expected += bucket["expected_samples"]
-            total_rows += 1
-            if context.wants_csv:
-                content.csv_rows.append(
-                    [
-                        system.id,
-                        system.name,
-                        system.timezone,
-                        bucket["start"],
-                        bucket["end"],
-                        label,
-                        bucket["energy_wh"],
-                        bucket["power_avg_w"],
-                        bucket["power_max_w"],
-                        bucket["samples"],
-                        bucket["expected_samples"],
-                        coverage,
-                    ]
-                )
-                continue
-            detail_rows.append(
-                [
-                    label,
-                    kwh(bucket["energy_wh"]),
-                    kwh(bucket["power_avg_w"]),
-                    kwh(bucket["power_max_w"]),
-                    f"{bucket['samples']}/{bucket['expected_samples']}",
-                    percent(coverage),
-                ]
-            )
+        readings = await aggregate(
+            session, system, context.start, context.end, context.interval, context.now
+        )
+        body = readings.to_api()
+        detail_rows = _production_buckets(content, context, system, body["data"], gathered)
         totals = body["meta"]["totals"]
         energy = totals["energy_wh"]
-        summary.append(
+        gathered.summary.append(
             [
                 system.name,
                 system.capacity_kwp,
@@ -121,7 +92,7 @@ async def production(
                 None if energy is None else energy / WH_PER_KWH / system.capacity_kwp,
             ]
         )
-        details.append(
+        gathered.details.append(
             Table(
                 f"{system.name} ({system.id}), {system.timezone}",
                 [
@@ -135,7 +106,72 @@ async def production(
                 detail_rows,
             )
         )
+    _production_tables(content, context, gathered)
+    add_details(content, gathered.details, gathered.total_rows)
+    content.notes.append(
+        "Energy is the sum of the quarter-hour readings of each bucket; a bucket without "
+        "readings is empty, never zero. Coverage is readings present ÷ readings expected."
+    )
+    return content
 
+
+def _production_buckets(
+    content: ReportContent,
+    context: ReportContext,
+    system: System,
+    buckets: list[dict[str, Any]],
+    gathered: _Gathered,
+) -> list[list[Cell]]:
+    """Adds one system's buckets to the all-systems totals and, for a CSV, to its rows;
+    returns the system's PDF table rows (none for a CSV)."""
+    interval = context.interval
+    tz = ZoneInfo(system.timezone)
+    detail_rows: list[list[Cell]] = []
+    for bucket in buckets:
+        key = bucket_key(bucket["start"], interval, tz)
+        label = period_label(key, interval)
+        coverage = coverage_ratio(bucket["samples"], bucket["expected_samples"])
+        shared = gathered.per_bucket.setdefault(key, _Bucket())
+        shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
+        shared.power_max_w = max_value(shared.power_max_w, bucket["power_max_w"])
+        shared.samples += bucket["samples"]
+        shared.expected += bucket["expected_samples"]
+        gathered.total_rows += 1
+        if context.wants_csv:
+            content.csv_rows.append(
+                [
+                    system.id,
+                    system.name,
+                    system.timezone,
+                    bucket["start"],
+                    bucket["end"],
+                    label,
+                    bucket["energy_wh"],
+                    bucket["power_avg_w"],
+                    bucket["power_max_w"],
+                    bucket["samples"],
+                    bucket["expected_samples"],
+                    coverage,
+                ]
+            )
+            continue
+        detail_rows.append(
+            [
+                label,
+                kwh(bucket["energy_wh"]),
+                kwh(bucket["power_avg_w"]),
+                kwh(bucket["power_max_w"]),
+                f"{bucket['samples']}/{bucket['expected_samples']}",
+                percent(coverage),
+            ]
+        )
+    return detail_rows
+
+
+def _production_tables(content: ReportContent, context: ReportContext, gathered: _Gathered) -> None:
+    """The chart and the all-systems tables."""
+    interval = context.interval
+    per_bucket = gathered.per_bucket
     keys = sorted(per_bucket)
     content.chart = Chart(
         f"Production per {interval.label}, all systems",
@@ -156,7 +192,7 @@ async def production(
                 "Coverage",
                 "Yield (kWh/kWp)",
             ],
-            summary,
+            gathered.summary,
         )
     )
     content.tables.append(
@@ -175,12 +211,6 @@ async def production(
             ],
         )
     )
-    add_details(content, details, total_rows)
-    content.notes.append(
-        "Energy is the sum of the quarter-hour readings of each bucket; a bucket without "
-        "readings is empty, never zero. Coverage is readings present ÷ readings expected."
-    )
-    return content
 
 
 # --- market value -------------------------------------------------------------------------
@@ -202,14 +232,10 @@ MARKET_VALUE_COLUMNS = [
 async def market_value(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
-    interval = context.interval
     content = ReportContent(
         TITLES["market_value"], facts(context, systems), list(MARKET_VALUE_COLUMNS)
     )
-    per_bucket: dict[datetime, _Bucket] = {}
-    summary: list[list[Cell]] = []
-    details: list[Table] = []
-    total_rows = 0
+    gathered = _Gathered()
     for system in systems:
         body = await prices_value.market_value(
             session,
@@ -217,45 +243,12 @@ async def market_value(
             system.id,
             from_text=str(context.report.parameters["from"]),
             to_text=str(context.report.parameters["to"]),
-            interval_text=interval.value,
+            interval_text=context.interval.value,
             now=context.now,
         )
-        tz = ZoneInfo(system.timezone)
-        detail_rows: list[list[Cell]] = []
-        for bucket in body["data"]:
-            key = bucket_key(bucket["start"], interval, tz)
-            label = period_label(key, interval)
-            shared = per_bucket.setdefault(key, _Bucket())
-            shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
-            shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
-            if bucket["value_eur"] is not None and bucket["energy_wh"] is not None:
-                shared.priced_energy_wh += bucket["energy_wh"]
-            total_rows += 1
-            if context.wants_csv:
-                content.csv_rows.append(
-                    [
-                        system.id,
-                        system.name,
-                        system.market_zone,
-                        bucket["start"],
-                        bucket["end"],
-                        label,
-                        bucket["energy_wh"],
-                        bucket["price_eur_per_mwh"],
-                        bucket["value_eur"],
-                    ]
-                )
-                continue
-            detail_rows.append(
-                [
-                    label,
-                    kwh(bucket["energy_wh"]),
-                    bucket["price_eur_per_mwh"],
-                    bucket["value_eur"],
-                ]
-            )
+        detail_rows = _market_value_buckets(content, context, system, body["data"], gathered)
         totals = body["meta"]["totals"]
-        summary.append(
+        gathered.summary.append(
             [
                 system.name,
                 system.market_zone,
@@ -264,14 +257,74 @@ async def market_value(
                 totals["price_eur_per_mwh"],
             ]
         )
-        details.append(
+        gathered.details.append(
             Table(
                 f"{system.name} ({system.id}), zone {system.market_zone}",
                 ["Period", "Energy (kWh)", "Price (EUR/MWh)", "Value (EUR)"],
                 detail_rows,
             )
         )
+    _market_value_tables(content, context, gathered)
+    add_details(content, gathered.details, gathered.total_rows)
+    content.notes.append(
+        "Each quarter-hour of production is valued at its zone's day-ahead price before "
+        "summing, so negative-price hours lower the value. Average prices are weighted by "
+        "the energy produced."
+    )
+    return content
 
+
+def _market_value_buckets(
+    content: ReportContent,
+    context: ReportContext,
+    system: System,
+    buckets: list[dict[str, Any]],
+    gathered: _Gathered,
+) -> list[list[Cell]]:
+    """As `_production_buckets`, for market value."""
+    interval = context.interval
+    tz = ZoneInfo(system.timezone)
+    detail_rows: list[list[Cell]] = []
+    for bucket in buckets:
+        key = bucket_key(bucket["start"], interval, tz)
+        label = period_label(key, interval)
+        shared = gathered.per_bucket.setdefault(key, _Bucket())
+        shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
+        shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
+        if bucket["value_eur"] is not None and bucket["energy_wh"] is not None:
+            shared.priced_energy_wh += bucket["energy_wh"]
+        gathered.total_rows += 1
+        if context.wants_csv:
+            content.csv_rows.append(
+                [
+                    system.id,
+                    system.name,
+                    system.market_zone,
+                    bucket["start"],
+                    bucket["end"],
+                    label,
+                    bucket["energy_wh"],
+                    bucket["price_eur_per_mwh"],
+                    bucket["value_eur"],
+                ]
+            )
+            continue
+        detail_rows.append(
+            [
+                label,
+                kwh(bucket["energy_wh"]),
+                bucket["price_eur_per_mwh"],
+                bucket["value_eur"],
+            ]
+        )
+    return detail_rows
+
+
+def _market_value_tables(
+    content: ReportContent, context: ReportContext, gathered: _Gathered
+) -> None:
+    interval = context.interval
+    per_bucket = gathered.per_bucket
     keys = sorted(per_bucket)
     content.chart = Chart(
         f"Market value per {interval.label}, all systems",
@@ -285,7 +338,7 @@ async def market_value(
         Table(
             "Systems",
             ["System", "Zone", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
-            summary,
+            gathered.summary,
         )
     )
     content.tables.append(
@@ -303,13 +356,6 @@ async def market_value(
             ],
         )
     )
-    add_details(content, details, total_rows)
-    content.notes.append(
-        "Each quarter-hour of production is valued at its zone's day-ahead price before "
-        "summing, so negative-price hours lower the value. Average prices are weighted by "
-        "the energy produced."
-    )
-    return content
 
 
 def _weighted_price(bucket: _Bucket) -> float | None:

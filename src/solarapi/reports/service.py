@@ -21,6 +21,7 @@ from solarapi.jobs.queue import cancel_job, enqueue
 from solarapi.kit.grid import (
     ALL_INTERVALS,
     Interval,
+    TimeRange,
     bucket_count,
     parse_interval,
     parse_range,
@@ -121,29 +122,29 @@ async def validate_request(
                     f"system_ids[{index}]: '{excerpt(system_id)}' is listed twice"
                 )
             seen.add(system_id)
-    if interval is not None:
-        buckets = bucket_count(time_range.start_s, time_range.end_s, interval, _UTC)
-        rows = buckets * (len(ids) if ids is not None else 1)
-        if rows > MAX_ROWS[report_format]:
-            raise ValidationFailed(
-                f"the report would hold about {rows:,} rows (systems × {interval.value} "
-                f"buckets), more than the {MAX_ROWS[report_format]:,} a {report_format} report "
-                "allows; choose a coarser interval, a shorter range or fewer systems"
-            )
+    if interval is not None and ids is not None:
+        # Before the lookup of the systems: a parameter error (400) precedes a 404.
+        _check_size(report_format, interval, time_range, len(ids))
 
     systems = await _systems(session, principal, ids)
     if report_type == "market_value":
         systems = _with_market_zone(systems, explicit=ids is not None)
     if interval is not None and ids is None:
-        rows = bucket_count(time_range.start_s, time_range.end_s, interval, _UTC) * len(systems)
-        if rows > MAX_ROWS[report_format]:
-            raise ValidationFailed(
-                f"the report would hold about {rows:,} rows ({len(systems)} systems × "
-                f"{interval.value} buckets), more than the {MAX_ROWS[report_format]:,} a "
-                f"{report_format} report allows; choose a coarser interval, a shorter range "
-                "or name fewer systems in system_ids"
-            )
+        _check_size(report_format, interval, time_range, len(systems))
     return ReportRequest(report_type, report_format, start, end, interval, systems)
+
+
+def _check_size(
+    report_format: str, interval: Interval, time_range: TimeRange, system_count: int
+) -> None:
+    rows = bucket_count(time_range.start_s, time_range.end_s, interval, _UTC) * system_count
+    if rows > MAX_ROWS[report_format]:
+        raise ValidationFailed(
+            f"the report would hold about {rows:,} rows ({system_count} systems × "
+            f"{interval.value} buckets), more than the {MAX_ROWS[report_format]:,} a "
+            f"{report_format} report allows; choose a coarser interval, a shorter range or "
+            "fewer systems"
+        )
 
 
 async def _systems(

@@ -180,6 +180,7 @@ class S3ReportStorage:
 
     async def open(self, name: str) -> StoredFile | None:
         def get() -> Any:
+            # start-up: botocore, as boto3 above (~0.3 s), only for S3 storage.
             from botocore.exceptions import ClientError
 
             try:

@@ -22,20 +22,13 @@ class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
         self._entries: LRUCache[K, V] = LRUCache(maxsize=max_entries)
         # Reports render in worker threads; a plain dict's move/evict sequence is not atomic.
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            value = self._entries.get(key)  # a hit makes the entry the most recent
-            if value is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            return value
+            return self._entries.get(key)  # a hit makes the entry the most recent
 
     def peek(self, key: K) -> bool:
-        """Whether `key` is cached, without touching its recency or the hit counters."""
+        """Whether `key` is cached, without touching its recency."""
         with self._lock:
             return key in self._entries
 
@@ -46,8 +39,6 @@ class BoundedCache(Generic[K, V]):  # Python 3.11: no PEP 695 syntax
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self.hits = 0
-            self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)

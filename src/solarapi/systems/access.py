@@ -3,38 +3,49 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound
 from solarapi.kit.text import excerpt
-from solarapi.models.systems import System
+from solarapi.models.systems import System, SystemRecord
 from solarapi.systems import repository
 
-
-async def get_system(
-    session: AsyncSession, principal: Principal, system_id: str, *, for_update: bool = False
-) -> System:
-    """The caller's system in the caller's environment; anything else is 404 (never 403,
-    so ids of other tenants cannot be probed)."""
-    return owned(
-        await repository.get(session, system_id, for_update=for_update), principal, system_id
-    )
+AnySystem = TypeVar("AnySystem", System, SystemRecord)
 
 
-async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
-    """The caller's system for a request that only reads it: a snapshot outside the session
-    (changing it changes nothing), read without the ORM — every readings query starts here."""
-    return owned(await repository.snapshot(session, system_id), principal, system_id)
-
-
-def owned(system: System | None, principal: Principal, system_id: str) -> System:
-    """`system` if it is the caller's, in the caller's environment; else 404 (never 403, so
-    ids of other tenants cannot be probed)."""
+def tenant_system(
+    system: AnySystem | None, system_id: str, *, account_id: str, environment: str | None
+) -> AnySystem:
+    """`system` if it belongs to `account_id` and `environment` (None: either environment,
+    as a signed-in person sees both); else 404 with the contract's one message."""
     if (
         system is None
-        or system.account_id != principal.account_id
-        or system.environment != principal.environment.value
+        or system.account_id != account_id
+        or (environment is not None and system.environment != environment)
     ):
         raise NotFound(f"No system with id '{excerpt(system_id)}'")
     return system
+
+
+def owned(system: AnySystem | None, principal: Principal, system_id: str) -> AnySystem:
+    """`system` if it is the API caller's, in the key's environment; else 404."""
+    return tenant_system(
+        system,
+        system_id,
+        account_id=principal.account_id,
+        environment=principal.environment.value,
+    )
+
+
+async def get_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
+    """The caller's system as an ORM object, for a request that changes it."""
+    return owned(await repository.get(session, system_id), principal, system_id)
+
+
+async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> SystemRecord:
+    """The caller's system for a request that only reads it: a frozen record, read without
+    the ORM — every readings query starts here."""
+    return owned(await repository.get_record(session, system_id), principal, system_id)

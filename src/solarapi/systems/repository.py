@@ -5,46 +5,48 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
-from solarapi.models.systems import System
+from solarapi.models.systems import System, SystemRecord
 
 
-async def get(session: AsyncSession, system_id: str, *, for_update: bool = False) -> System | None:
-    statement = select(System).where(System.id == system_id)
-    if for_update:
-        # Serialises concurrent uploads to one system on PostgreSQL (SQLite has one writer).
-        statement = statement.with_for_update()
-    return await session.scalar(statement)
+async def get(session: AsyncSession, system_id: str) -> System | None:
+    return await session.scalar(select(System).where(System.id == system_id))
 
 
-# Every column of a system, in table order: what a snapshot is made of.
+async def lock(session: AsyncSession, system_id: str) -> None:
+    """Take the system's lock for the rest of the transaction: the one lock that serialises
+    every change made under a system (uploads and their rollups, declarations, edits,
+    deletion), so a check and the write it guards cannot interleave with another's.
+
+    PostgreSQL: the system's row, FOR UPDATE. SQLite has no row locks; a no-op write starts
+    the transaction and takes the database's write lock now instead of at the first real
+    write, so a second writer waits on busy_timeout."""
+    if session.get_bind().dialect.name == "postgresql":
+        statement = "SELECT 1 FROM systems WHERE id = :id FOR UPDATE"
+    else:
+        statement = "UPDATE systems SET name = name WHERE id = :id"
+    await session.execute(text(statement), {"id": system_id})
+
+
+# Every column of a system, in table order: what a record is made of.
 SYSTEM_COLUMNS = tuple(System.__table__.columns)
-_KEYS = tuple(column.key for column in SYSTEM_COLUMNS)
-_MANAGER = System.__mapper__.class_manager
 _BY_ID = DriverQuery(select(*SYSTEM_COLUMNS).where(System.id == bindparam("id")))
 
 
-async def snapshot(session: AsyncSession, system_id: str) -> System | None:
-    """The system as a detached object (not in the session, so never written back), read in
-    one hand-over to the driver: for requests that only read it."""
+async def get_record(session: AsyncSession, system_id: str) -> SystemRecord | None:
+    """The system as a frozen record, read in one hand-over to the driver (no ORM object,
+    no session identity map): for requests that only read it."""
     row = await _BY_ID.first(session, {"id": system_id})
-    return None if row is None else detached(row)
+    return None if row is None else record(row)
 
 
-def detached(values: Sequence[Any]) -> System:
-    """A System from the values of SYSTEM_COLUMNS (converted as the ORM converts them),
-    outside any session.
-
-    Filled the way SQLAlchemy's loader fills a row's object (values straight into the
-    instance's dict), not through the constructor, whose per-attribute change events cost
-    more here than the query (≈80 of ≈210 µs per lookup on PostgreSQL)."""
-    system: System = _MANAGER.new_instance()
-    system.__dict__.update(zip(_KEYS, values, strict=True))
-    return system
+def record(values: Sequence[Any]) -> SystemRecord:
+    """A SystemRecord from the values of SYSTEM_COLUMNS, converted as the ORM converts them."""
+    return SystemRecord(*values)
 
 
 async def list_page(

@@ -18,7 +18,7 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import SYSTEM_STATUSES, System
+from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system
@@ -28,7 +28,7 @@ from solarapi.systems.span import reading_span
 DEFAULT_TILT_DEG = 30.0
 
 
-def system_to_api(system: System, now: datetime | None = None) -> dict[str, Any]:
+def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[str, Any]:
     """The contract's system object (`now`: for a simulated system's last reading)."""
     first_reading_at, last_reading_at = reading_span(system, now)
     return {

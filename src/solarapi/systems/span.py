@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from solarapi.kit.grid import QUARTER_S, local_midnight
 from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
-from solarapi.models.systems import System
+from solarapi.models.systems import ReadableSystem
 
 # Simulated readings exist from this instant on (earlier quarter-hours are "no reading"): it
 # keeps one request's work finite, since 10,000 monthly buckets would otherwise ask for 833
@@ -17,7 +17,7 @@ from solarapi.models.systems import System
 SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
 
 
-def simulated_since(system: System) -> int:
+def simulated_since(system: ReadableSystem) -> int:
     """Where a simulated system's readings start (epoch s): the local midnight of its
     `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
     if system.installed_on is None:
@@ -25,7 +25,9 @@ def simulated_since(system: System) -> int:
     return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
 
 
-def reading_span(system: System, now: datetime | None = None) -> tuple[str | None, str | None]:
+def reading_span(
+    system: ReadableSystem, now: datetime | None = None
+) -> tuple[str | None, str | None]:
     """`first_reading_at` / `last_reading_at`: the starts of the first and last stored
     quarter-hours; for a simulated system, of the first and last it serves (its history's
     start, and the last quarter-hour that has ended by `now`)."""

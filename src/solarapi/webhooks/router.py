@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
@@ -13,6 +15,7 @@ from solarapi.idempotency.middleware import replay_without
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, Pagination, page_response
 from solarapi.kit.timefmt import utcnow
+from solarapi.state import SettingsDep
 from solarapi.webhooks import service
 from solarapi.webhooks.schemas import (
     DeliveryOut,
@@ -42,8 +45,11 @@ def _owner(principal: Principal) -> Owner:
     return Owner(principal.account_id, principal.environment)
 
 
-def _config(request: Request) -> WebhookConfig:
-    return WebhookConfig.from_settings(request.app.state.settings)
+def _config(settings: SettingsDep) -> WebhookConfig:
+    return WebhookConfig.from_settings(settings)
+
+
+ConfigDep = Annotated[WebhookConfig, Depends(_config)]
 
 
 def _location(endpoint_id: str) -> str:
@@ -61,13 +67,15 @@ def _location(endpoint_id: str) -> str:
     "metadata address.",
 )
 async def create_webhook(
-    request: Request, body: WebhookCreate, principal: PrincipalDep, session: SessionDep
+    request: Request,
+    config: ConfigDep,
+    body: WebhookCreate,
+    principal: PrincipalDep,
+    session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint, secret = await service.create_endpoint(
-        session, _owner(principal), body, _config(request), now
-    )
-    content = {**service.endpoint_object(endpoint, now), "secret": secret}
+    endpoint, secret = await service.create_endpoint(session, _owner(principal), body, config, now)
+    content = {**service.endpoint_to_api(endpoint, now), "secret": secret}
     replay_without(request, "secret")  # shown once: a replay answers without it
     return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
 
@@ -83,13 +91,13 @@ async def list_webhooks(
 ) -> Response:
     rows, total = await service.list_endpoints(session, _owner(principal), page)
     now = utcnow()
-    return page_response(request, [service.endpoint_object(row, now) for row in rows], total, page)
+    return page_response(request, [service.endpoint_to_api(row, now) for row in rows], total, page)
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, summary="A webhook endpoint")
 async def get_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
     endpoint = await service.get_endpoint(session, _owner(principal), webhook_id)
-    return OrjsonResponse(service.endpoint_object(endpoint, utcnow()))
+    return OrjsonResponse(service.endpoint_to_api(endpoint, utcnow()))
 
 
 @router.patch(
@@ -100,7 +108,7 @@ async def get_webhook(webhook_id: str, principal: PrincipalDep, session: Session
     "re-enable an endpoint that a 410 response disabled with `status: enabled`.",
 )
 async def update_webhook(
-    request: Request,
+    config: ConfigDep,
     webhook_id: str,
     body: WebhookUpdate,
     principal: PrincipalDep,
@@ -108,9 +116,9 @@ async def update_webhook(
 ) -> Response:
     now = utcnow()
     endpoint = await service.update_endpoint(
-        session, _owner(principal), webhook_id, body, _config(request), now
+        session, _owner(principal), webhook_id, body, config, now
     )
-    return OrjsonResponse(service.endpoint_object(endpoint, now))
+    return OrjsonResponse(service.endpoint_to_api(endpoint, now))
 
 
 @router.delete(
@@ -133,14 +141,18 @@ async def delete_webhook(webhook_id: str, principal: PrincipalDep, session: Sess
     "signatures, one per secret, so receivers can switch without missing events.",
 )
 async def rotate_webhook_secret(
-    request: Request, webhook_id: str, principal: PrincipalDep, session: SessionDep
+    request: Request,
+    config: ConfigDep,
+    webhook_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
 ) -> Response:
     now = utcnow()
     endpoint, secret = await service.rotate_secret(
-        session, _owner(principal), webhook_id, _config(request), now
+        session, _owner(principal), webhook_id, config, now
     )
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse({**service.endpoint_object(endpoint, now), "secret": secret})
+    return OrjsonResponse({**service.endpoint_to_api(endpoint, now), "secret": secret})
 
 
 @router.get(

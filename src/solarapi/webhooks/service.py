@@ -44,7 +44,7 @@ class Owner:
     environment: Environment
 
 
-def endpoint_object(endpoint: WebhookEndpoint, now: datetime) -> dict[str, Any]:
+def endpoint_to_api(endpoint: WebhookEndpoint, now: datetime) -> dict[str, Any]:
     overlap_until = endpoint.previous_salt_expires_at
     if overlap_until is not None and overlap_until <= now:
         overlap_until = None

@@ -1,0 +1,136 @@
+"""The storage interface of readings: what the readings code asks of a database, in epoch
+seconds and numpy arrays. One implementation per database (`store_sqlite`, `store_postgres`),
+each using that database's fastest path; `repository.reading_store` picks it once per dialect.
+Nothing outside those two modules looks at the dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.kit.grid import FloatArray, IntArray
+from solarapi.models.readings import Reading, ReadingDay, ReadingHour
+from solarapi.models.systems import SystemRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Rows of readings or of a rollup, as columns in time order (NULL floats as NaN)."""
+
+    starts: IntArray
+    energy_wh: FloatArray
+    samples: IntArray
+    power_max_w: FloatArray
+
+
+# The arrays' type of each column type.
+NUMPY_TYPES: dict[str, type[np.generic]] = {
+    "int8": np.int64,
+    "int4": np.int64,
+    "float8": np.float64,
+}
+
+
+@dataclass(frozen=True)
+class Series:
+    """A time-series table read by range: its time key first, then the value columns, each
+    with its PostgreSQL type (int8, int4, float8). Raw readings have no `samples` column
+    (each is one sample) and call their power `power_w`."""
+
+    model: type[Reading | ReadingHour | ReadingDay]
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return str(self.model.__tablename__)
+
+    @property
+    def key(self) -> str:
+        return self.columns[0][0]
+
+    def rows(self, arrays: list[npt.NDArray[Any]]) -> Rows:
+        """`Rows` from the columns' arrays, in the order of `columns`."""
+        if len(arrays) == 3:
+            starts, energy, power = arrays
+            return Rows(starts, energy, np.ones(len(starts), dtype=np.int64), power)
+        starts, energy, samples, power_max = arrays
+        return Rows(starts, energy, samples, power_max)
+
+    def empty(self) -> Rows:
+        return self.rows([np.empty(0, dtype=NUMPY_TYPES[kind]) for _, kind in self.columns])
+
+
+RAW = Series(Reading, (("start_s", "int8"), ("energy_wh", "float8"), ("power_w", "float8")))
+HOURS = Series(
+    ReadingHour,
+    (("hour_s", "int8"), ("energy_wh", "float8"), ("samples", "int4"), ("power_max_w", "float8")),
+)
+DAYS = Series(
+    ReadingDay,
+    (
+        ("day_start_s", "int8"),
+        ("energy_wh", "float8"),
+        ("samples", "int4"),
+        ("power_max_w", "float8"),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """An `INSERT … ON CONFLICT (system_id, <first column>) DO UPDATE` of column lists.
+    `updates`: the SET clause; None = replace every column; "" = a plain INSERT (the caller
+    knows no row exists). Table and column names are constants of this package, never
+    client input."""
+
+    table: str
+    columns: tuple[str, ...]
+    pg_types: tuple[str, ...]
+    updates: str | None = None
+
+    def conflict_clause(self) -> str:
+        key, *rest = self.columns
+        updates = self.updates
+        if updates is None:
+            updates = ", ".join(f"{column} = excluded.{column}" for column in rest)
+        return f"ON CONFLICT (system_id, {key}) DO UPDATE SET {updates}" if updates else ""
+
+
+class ReadingStore(Protocol):
+    """Range reads and bulk writes of readings and their rollups."""
+
+    async def rows(
+        self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
+    ) -> Rows:
+        """A system's rows of `series` whose time key lies in [start_s, end_s), in time
+        order, inside the session's transaction once it has one."""
+        ...
+
+    async def system_and_rows(
+        self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
+    ) -> tuple[SystemRecord | None, Rows]:
+        """The system (a frozen record; None when there is none) and its rows as `rows`
+        gives them, in as few round trips as the database allows."""
+        ...
+
+    async def upsert(
+        self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
+    ) -> None:
+        """Write `values` (one list per column of `upsert.columns`) for the system."""
+        ...
+
+
+def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
+    """Parallel columns (the first one the time key) sorted by time. An aggregate over an
+    ordered subquery keeps that order in practice, but SQL does not promise it (a parallel
+    plan could interleave): check, which is cheap, and sort only when it did not hold."""
+    starts = arrays[0]
+    if len(starts) > 1 and not bool(np.all(starts[1:] > starts[:-1])):
+        order = np.argsort(starts, kind="stable")
+        return [array[order] for array in arrays]
+    return arrays

@@ -1,0 +1,73 @@
+"""The SQLite `ReadingStore`: range reads through `db.sqlite_fetchall` (outside a write
+transaction on the event loop's own `sqlite3` connection, where a read costs microseconds
+instead of a hand-over to aiosqlite's thread), bulk writes as an `executemany` of one
+prepared statement.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.db import sqlite_fetchall
+from solarapi.models.systems import SystemRecord
+from solarapi.readings.store import NUMPY_TYPES, Rows, Series, Upsert
+from solarapi.systems.repository import get_record
+
+
+@functools.cache
+def _range_sql(series: Series) -> str:
+    names = ", ".join(name for name, _ in series.columns)
+    return (
+        f"SELECT {names} FROM {series.name} "  # noqa: S608 - constants of this package
+        f"WHERE system_id = ? AND {series.key} >= ? AND {series.key} < ? ORDER BY {series.key}"
+    )
+
+
+class SqliteReadingStore:
+    async def rows(
+        self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
+    ) -> Rows:
+        rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
+        # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
+        # in float64 (< 2**53). fromiter over the flattened rows: half the time of np.array
+        # over the row tuples.
+        width = len(series.columns)
+        flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, len(rows) * width)
+        matrix = flat.reshape(len(rows), width)
+        return series.rows(
+            [
+                matrix[:, i].astype(NUMPY_TYPES[kind], copy=False)
+                for i, (_, kind) in enumerate(series.columns)
+            ]
+        )
+
+    async def system_and_rows(
+        self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
+    ) -> tuple[SystemRecord | None, Rows]:
+        # Two reads on the event loop's connection: a join would repeat the system's columns
+        # on every row, and a read here costs microseconds, not a round trip.
+        system = await get_record(session, system_id)
+        if system is None:
+            return None, series.empty()
+        return system, await self.rows(session, series, system_id, start_s, end_s)
+
+    async def upsert(
+        self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
+    ) -> None:
+        if not values[0]:
+            return
+        names = ", ".join(upsert.columns)
+        marks = ", ".join("?" for _ in range(len(upsert.columns) + 1))
+        sql = (
+            f"INSERT INTO {upsert.table} (system_id, {names}) "  # noqa: S608 - constants
+            f"VALUES ({marks}) {upsert.conflict_clause()}"
+        )
+        connection = await session.connection()
+        # zip builds the row tuples in C; repeat() is endless, so not strict.
+        rows = list(zip(itertools.repeat(system_id), *values, strict=False))
+        await connection.exec_driver_sql(sql, rows)
