@@ -418,7 +418,10 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
                 env=env, stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         try:
-            deadline = time.monotonic() + SERVER_START_SECONDS
+            # A hang guard, not a speed check: a fresh worker imports the report handlers, then
+            # its render process imports them again (matplotlib, reportlab) — 30-55 s each on a
+            # machine at load average 10-20, where the start-up allowance alone failed once.
+            deadline = time.monotonic() + 4 * SERVER_START_SECONDS
             report = created.json()
             while report["status"] in ("queued", "running"):
                 assert proc.poll() is None, "the worker exited"

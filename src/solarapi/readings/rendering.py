@@ -99,11 +99,17 @@ def _totals(buckets: Buckets, frame: _Frame) -> Totals:
     # fmax skips NaN (a bucket without a reported power); NaN only when all are.
     power_max = float(np.fmax.reduce(buckets.power_max_w)) if frame.count else math.nan
     return Totals(
-        energy_wh=round(float(np.nansum(buckets.energy_wh)), 3) if samples else None,
+        energy_wh=round(float(_nansum(buckets.energy_wh)), 3) if samples else None,
         power_max_w=None if math.isnan(power_max) else round(power_max, 3),
         samples=samples,
         expected_samples=frame.expected_samples,
     )
+
+
+def _nansum(values: FloatArray) -> float:
+    """`np.nansum` (the same sum of the same array, NaN as 0) without its Python-level
+    overhead, several times the sum itself on a day of hours."""
+    return float(np.where(np.isnan(values), 0.0, values).sum())
 
 
 @dataclass(frozen=True, slots=True)
