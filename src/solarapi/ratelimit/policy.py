@@ -40,12 +40,9 @@ def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
         (b"x-ratelimit-reset", str(binding.reset).encode()),
     ]
     policy: list[str] = []
-    for w in decision.windows:
-        title = w.name.capitalize()
-        headers.append((f"x-ratelimit-limit-{title}".lower().encode(), str(w.limit).encode()))
-        headers.append(
-            (f"x-ratelimit-remaining-{title}".lower().encode(), str(w.remaining).encode())
-        )
+    for w in decision.windows:  # names are lower case: "minute", "day"
+        headers.append((f"x-ratelimit-limit-{w.name}".encode(), str(w.limit).encode()))
+        headers.append((f"x-ratelimit-remaining-{w.name}".encode(), str(w.remaining).encode()))
         policy.append(f'"{w.name}";q={w.limit};w={w.seconds}')
     seconds_left = max(0, binding.reset - int(decision.now))
     headers.append((b"ratelimit-policy", ", ".join(policy).encode()))
