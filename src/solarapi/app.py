@@ -146,12 +146,9 @@ def _warm_sandbox() -> None:
     """Import the sandbox's model and simulate one day before serving: the first sandbox
     request of a process otherwise waited ~2.75 s for pvlib, pandas and scipy to import and
     for pvlib's first run. Done here, not in `create_app`: tests build hundreds of apps."""
-    try:
-        # Function-level: pvlib + pandas + scipy are seconds of import the metered-only
-        # paths (and the CLI) never need.
-        from solarapi.sandbox import model
-    except ImportError:  # the sandbox is optional
-        return
+    # Function-level: pvlib + pandas + scipy are seconds of import the metered-only paths
+    # (and the CLI) never need.
+    from solarapi.sandbox import model
     day = datetime(2025, 6, 1, tzinfo=UTC)
     params = model.PvParams(
         system_id="warm-up", latitude=52.0, longitude=5.0, timezone="Europe/Amsterdam",
