@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
@@ -151,47 +152,83 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class Server:
+    """A running `solarapi serve` process: its base URL and its log (stdout and stderr)."""
+
+    base: str
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def text(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The JSON lines of the log, parsed (anything else a process printed is left out)."""
+        return [orjson.loads(line) for line in self.text().splitlines() if line.startswith("{")]
+
+    def errors(self) -> list[str]:
+        """The log's error-level (and worse) lines, and anything not JSON that looks like an
+        error (a traceback printed outside the logging setup)."""
+        found = []
+        for line in self.text().splitlines():
+            if line.startswith("{"):
+                if orjson.loads(line).get("level") in ("error", "critical"):
+                    found.append(line)
+            elif "Traceback" in line or "ERROR" in line:
+                found.append(line)
+        return found
+
+
 @contextmanager
-def running_server(env: dict[str, str], *args: str, log: Path | None = None) -> Iterator[str]:
-    """A real `solarapi serve` process; yields its base URL. With `log`, the server's stderr
-    goes to that file (kept), so a long-lived server's log can be shown when a test fails."""
+def served(
+    env: dict[str, str], *args: str, log: Path | None = None, ready: tuple[str, ...] = ()
+) -> Iterator[Server]:
+    """The one way tests start a real `solarapi serve` process (with `args`, on a free port).
+
+    Readiness is polled, with a deadline, on /api/v1/health and on every URL in `ready`. The
+    log is kept: in `log` (a file a long-lived fixture can show part of), else in a temporary
+    file; its tail is attached to the report of a test that fails (see `keep_log`)."""
     port = free_port()
-    full_env = {**os.environ, **env}
     # A file, not a pipe: nobody reads the pipe while the server runs, and a server that
     # logs one JSON line per request would block once the pipe's 64 KiB buffer is full.
-    stderr = log.open("w+b") if log else tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
+    out = log.open("w+b") if log else tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
         [sys.executable, "-m", "solarapi", "serve", "--port", str(port), *args],
-        env=full_env,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
+        env={**os.environ, **env},
+        stdout=out,
+        stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}"
+    server = Server(f"http://127.0.0.1:{port}", process, out)
     try:
         # Generous: the inline job runner imports every handler (matplotlib for reports) at
         # start-up, and the test machine is shared and often loaded.
         deadline = time.monotonic() + SERVER_START_SECONDS
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                stderr.seek(0)
-                raise RuntimeError(f"server exited: {stderr.read().decode(errors='replace')}")
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"server did not start in {SERVER_START_SECONDS} s")
-        yield base
+        for url in (f"{server.base}/api/v1/health", *ready):
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"solarapi serve exited:\n{server.text()}")
+                try:
+                    httpx.get(url, timeout=5)
+                    break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"solarapi serve did not answer {url} in {SERVER_START_SECONDS} s"
+                        ) from None
+                    time.sleep(0.1)
+        yield server
     finally:
-        proc.terminate()
+        process.terminate()
         try:
-            proc.wait(10)
+            process.wait(30)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        keep_log(f"solarapi serve on port {port}", stderr)
-        stderr.close()
+            process.kill()
+            process.wait(10)
+        keep_log(f"solarapi serve on port {port}", out)
+        out.close()
 
 
 def run_cli(

@@ -5,7 +5,7 @@
 
 Each system gets one year (2024, 35,136 quarter-hours) of a synthetic day curve, written
 exactly as the import command (`solarapi readings import`) and an upload write it: batches of
-10,000 quarter-hours, one transaction each, the system row locked, through
+10,000 quarter-hours, one transaction each (the system locked by it), through
 `readings.upload.store_series` — the product's bulk insert (`INSERT … SELECT unnest`) plus the
 hourly and local-daily rollups it keeps in the same transaction. No HTTP (its cost per row is
 measured by `bench/readings`), no CSV parsing, no hand-written SQL.
@@ -150,9 +150,10 @@ class Builder:
             if self.deadline is not None and time.time() > self.deadline:
                 return
             hi = lo + BATCH
-            # As the import command does: one transaction per batch, the system locked.
+            # As the import command does: one transaction per batch (store_series locks the
+            # system for the exact rollup sums).
             async with self.maker() as session, session.begin():
-                system = await systems_repo.get(session, system_id, for_update=True)
+                system = await systems_repo.get(session, system_id)
                 assert system is not None
                 await store_series(session, system, self.starts[lo:hi], energy[lo:hi], power[lo:hi])
             self.rows += len(self.starts[lo:hi])

@@ -12,7 +12,8 @@ throughput of one against two API workers.
 - `latency`: one `solarapi serve` on each database; the three queries of `bench/readings`
   (1 year of `1d`, 1 month of `15m`, 1 day of `1h`, all in 2024) sent to the two servers in
   turn, request by request, so the machine's drift falls on both alike; medians and big/small
-  per query. Target: within 20 %.
+  per query. Target: within 20 %. `--spread`: the big database's request i goes to its
+  system i (300 different systems, their pages not necessarily in memory).
 - `workers`: `solarapi serve --workers 1` and `--workers 2`, both on PostgreSQL + Redis
   (`SOLARAPI_REDIS_URL`, default redis://127.0.0.1:6379/9), `wrk -t1` from 127.0.0.1 on the
   1-day `1h` request, alternating in rounds. Beside req/s it reports the CPU seconds per
@@ -95,15 +96,17 @@ def sizes(database: str) -> None:
 # --- latency -----------------------------------------------------------------------------------
 
 
-def latency(big: str, small: str, runs: int) -> None:
+def latency(big: str, small: str, runs: int, spread: bool) -> None:
     per_case = math.ceil((runs + 10) / USES_PER_KEY)
     clients: dict[str, list[httpx.Client]] = {}
-    targets: dict[str, str] = {}
+    targets: dict[str, list[str]] = {}
     with contextlib.ExitStack() as stack:
         for label, name in (("small", small), ("big", big)):
             settings, env = settings_for(name)
             ids = asyncio.run(system_ids(settings))
-            targets[label] = ids[len(ids) // 2]
+            # --spread: the big database's request i goes to system i (a different system's
+            # pages every time, as when many clients poll); otherwise its middle system.
+            targets[label] = ids if spread and label == "big" else [ids[len(ids) // 2]]
             keys = asyncio.run(make_keys(settings, _pro(), len(QUERIES) * per_case))
             base = stack.enter_context(serving(env))
             clients[label] = [
@@ -115,7 +118,7 @@ def latency(big: str, small: str, runs: int) -> None:
                 for key in keys
             ]
         print(f"medians of {runs} requests, alternating: big = {big} ({len(ids)} systems), "
-              f"small = {small}", flush=True)  # fmt: skip
+              f"small = {small}{'; big spread over all its systems' if spread else ''}", flush=True)  # fmt: skip
         for n, (case, params) in enumerate(QUERIES.items()):
             times: dict[str, list[float]] = {"small": [], "big": []}
             for i in range(runs + 10):
@@ -123,7 +126,8 @@ def latency(big: str, small: str, runs: int) -> None:
                     client = clients[label][n * per_case + i // USES_PER_KEY]
                     began = time.perf_counter()
                     response = client.get(
-                        f"/api/v1/systems/{targets[label]}/readings", params=params
+                        f"/api/v1/systems/{targets[label][i % len(targets[label])]}/readings",
+                        params=params,
                     )
                     elapsed = (time.perf_counter() - began) * 1000
                     if response.status_code != 200:
@@ -380,6 +384,7 @@ def main() -> None:
     p.add_argument("--big", default="solar_scale")
     p.add_argument("--small", default="solar_scale_one")
     p.add_argument("--runs", type=int, default=300)
+    p.add_argument("--spread", action="store_true", help="big: a different system per request")
     p = sub.add_parser("workers")
     p.add_argument("--database", default="solar_scale")
     p.add_argument(
@@ -393,7 +398,7 @@ def main() -> None:
     if args.command == "sizes":
         sizes(args.database)
     elif args.command == "latency":
-        latency(args.big, args.small, args.runs)
+        latency(args.big, args.small, args.runs, args.spread)
     else:
         workers(args.database, args.redis, args.seconds, args.rounds, args.connections, args.case)
 

@@ -31,8 +31,8 @@ from tests.support import (
     make_tenant,
     need_service,
     postgres_available,
-    running_server,
 )
+from tests.support import served as served_process
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ async def tenant_app(client_settings: Settings) -> AsyncIterator[FastAPI]:
 @pytest.fixture(scope="session")
 def served(client_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     log = tmp_path_factory.mktemp("client-server-log") / "serve.log"
-    with running_server(server_env(client_settings), log=log) as base:
-        yield Served(base, log, client_settings)
+    with served_process(server_env(client_settings), log=log) as server:
+        yield Served(server.base, log, client_settings)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -24,7 +24,8 @@ from solarapi_client import (
 from tests.client.conftest import Served
 from tests.client.proxy import flaky_proxy
 from tests.conftest import TEST_SECRET
-from tests.support import Tenant, free_port, running_server
+from tests.support import Tenant, free_port
+from tests.support import served as served_process
 
 ROOF = {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"}
 
@@ -197,8 +198,8 @@ def test_503_is_retried_as_asked_then_raised(tmp_path: Path, pro: Tenant) -> Non
     waits: list[float] = []
     http = httpx.Client(timeout=30, event_hooks={"response": [answers.append]})
     with (
-        running_server(env) as base,
-        Client(api_key=pro.live, base_url=base, http_client=http, max_retries=2,
+        served_process(env) as server,
+        Client(api_key=pro.live, base_url=server.base, http_client=http, max_retries=2,
                sleep=waits.append) as api,
         pytest.raises(ServiceUnavailableError) as unavailable,
     ):  # fmt: skip

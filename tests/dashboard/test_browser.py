@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
-from tests.support import ROOT, need_service, run_cli, running_server
+from tests.support import ROOT, need_service, run_cli, served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,8 +49,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "SOLARAPI_LOG_LEVEL": "WARNING",
     }
     run_cli(env, "migrate")
-    with running_server(env) as base:
-        yield Server(base, env)
+    with served(env) as server:
+        yield Server(server.base, env)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from solarapi.config import Settings
 from tests.declarations.factories import cli_env
-from tests.support import Tenant, run_cli, running_server
+from tests.support import Tenant, run_cli, served
 
 
 async def test_filed_in_the_api_and_decided_by_the_operator(
@@ -17,8 +17,8 @@ async def test_filed_in_the_api_and_decided_by_the_operator(
 ) -> None:
     env = {**cli_env(settings), "SOLARAPI_JOB_RUNNER": "external"}
     headers = {"Authorization": f"Bearer {enterprise.live}"}
-    with running_server(env) as base:
-        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+    with served(env) as server:
+        async with httpx.AsyncClient(base_url=server.base, headers=headers, timeout=30) as client:
             system = await client.post(
                 "/api/v1/systems",
                 json={

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from solarapi.auth.scopes import API_PREFIX, required_plan
 from solarapi.gateway import iter_routes
-from tests.support import client_for, need_service, run_cli, running_server
+from tests.support import client_for, need_service, run_cli, served
 
 COMMON_HEADERS = {
     "X-Request-Id",
@@ -189,7 +189,7 @@ def test_docs_render_in_a_browser_without_outside_requests(tmp_path: Path) -> No
 
     env = {"SOLARAPI_DATA_DIR": str(tmp_path), "SOLARAPI_REDIS_URL": ""}
     run_cli(env, "migrate")
-    with running_server(env) as base, sync_playwright() as playwright:
+    with served(env) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
             page = browser.new_page()
@@ -197,10 +197,10 @@ def test_docs_render_in_a_browser_without_outside_requests(tmp_path: Path) -> No
             page.on(
                 "request",
                 lambda request: (
-                    outside.append(request.url) if not request.url.startswith(base) else None
+                    outside.append(request.url) if not request.url.startswith(server.base) else None
                 ),
             )
-            page.goto(f"{base}/api/v1/docs")
+            page.goto(f"{server.base}/api/v1/docs")
             page.get_by_text("/api/v1/account", exact=True).first.wait_for(timeout=20_000)
             text = page.inner_text("body")
         finally:

@@ -4,17 +4,13 @@ Redis dies, the multi-worker guard, JSON request logs and graceful shutdown."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 import asyncpg
 import httpx
@@ -29,16 +25,16 @@ from tests.conftest import TEST_SECRET
 from tests.foundation.conftest import LogCapture, running_app, settings_like
 from tests.support import (
     REDIS_URL,
+    Server,
     Tenant,
     TestClock,
     client_for,
     free_port,
-    keep_log,
     make_tenant,
     need_service,
     redis_available,
     run_cli,
-    running_server,
+    served,
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -76,17 +72,17 @@ async def test_redis_limits_are_exact_across_two_processes(
     # Small pools: at 30 connections each, two bursts of 200 took a third of a shared
     # PostgreSQL's 100 slots and met "too many clients" (an honest 503, but not this test's).
     env = {**pg_env, "SOLARAPI_REDIS_URL": REDIS_URL, "SOLARAPI_DB_POOL_SIZE": "4"}
-    with running_server(env) as first, running_server(env) as second:
+    with served(env) as first, served(env) as second:
         for _attempt in range(3):
             tenant = await _tenant(postgres_settings, Plan.ENTERPRISE)  # 300 a minute
             minute = int(time.time() // 60)
             one, two = await asyncio.gather(
-                _burst(first, tenant.live, 200), _burst(second, tenant.live, 200)
+                _burst(first.base, tenant.live, 200), _burst(second.base, tenant.live, 200)
             )
             # A burst that straddled a minute boundary was counted in two windows: again.
             if int(time.time() // 60) == minute:
                 break
-        async with httpx.AsyncClient(base_url=first) as client:
+        async with httpx.AsyncClient(base_url=first.base) as client:
             health = (await client.get("/api/v1/health")).json()
     statuses = one + two
     assert statuses.count(200) == 300, sorted(set(statuses))
@@ -190,43 +186,6 @@ def test_several_workers_without_redis_are_refused(pg_env: dict[str, str]) -> No
     assert "per worker" in result.stderr
 
 
-@contextmanager
-def _server_process(
-    env: dict[str, str],
-) -> Iterator[tuple[subprocess.Popen[bytes], str, IO[bytes]]]:
-    port = free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port)],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, "server exited"
-            try:
-                httpx.get(f"{base}/api/v1/health", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
-        yield proc, base, log
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        keep_log(f"solarapi serve on port {port}", log)
-        log.close()
-
-
-def _log_lines(log: IO[bytes]) -> list[dict[str, object]]:
-    log.seek(0)
-    return [orjson.loads(line) for line in log.read().splitlines() if line.startswith(b"{")]
-
-
 async def _lock_api_keys(dsn: str) -> AsyncIterator[asyncpg.Connection]:
     url = make_url(dsn)
     conn = await asyncpg.connect(
@@ -256,17 +215,17 @@ async def _waits_for_a_lock(conn: asyncpg.Connection) -> bool:
     return bool(waiting)
 
 
-async def _logged(log: IO[bytes], text: bytes) -> bool:
-    log.seek(0)
-    return text in log.read()
+async def _logged(server: Server, text: str) -> bool:
+    return text in server.text()
 
 
 async def test_sigterm_finishes_the_in_flight_request_and_logs_json(
     postgres_settings: Settings, pg_env: dict[str, str]
 ) -> None:
     tenant = await _tenant(postgres_settings, Plan.PRO)
-    with _server_process(pg_env) as (proc, base, log):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+    with served(pg_env) as server:
+        proc = server.process
+        async with httpx.AsyncClient(base_url=server.base, timeout=30) as client:
             # Hold the request inside authentication with a table lock, so it is in flight
             # when the server is told to stop.
             locker = _lock_api_keys(postgres_settings.database_url)
@@ -287,7 +246,7 @@ async def test_sigterm_finishes_the_in_flight_request_and_logs_json(
             assert not in_flight.done()
             proc.send_signal(signal.SIGTERM)
             await _until(
-                lambda: _logged(log, b"Waiting for connections to close"),
+                lambda: _logged(server, "Waiting for connections to close"),
                 "the server did not start draining",
             )
             assert proc.poll() is None, "the server quit with a request in flight"
@@ -300,7 +259,7 @@ async def test_sigterm_finishes_the_in_flight_request_and_logs_json(
         # uvicorn re-raises the captured SIGTERM once it has drained, so the exit status
         # says "terminated by SIGTERM" rather than 0; either way it stopped by itself.
         assert await asyncio.to_thread(proc.wait, 20) in (0, -signal.SIGTERM)
-        lines = _log_lines(log)
+        lines = server.lines()
     request = next(line for line in lines if line.get("request_id") == "inflight-1")
     assert request["msg"] == "request"
     assert request["status"] == 200

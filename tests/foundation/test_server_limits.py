@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from solarapi.config import Settings
-from tests.support import running_server
+from tests.support import served
 
 KEEP_ALIVE_S = 8
 # Longer than uvicorn's own default keep-alive (5 s): a connection still open after this idle
@@ -49,8 +49,8 @@ def server(sqlite_settings: Settings) -> Iterator[tuple[str, int]]:
         "SOLARAPI_KEEP_ALIVE_SECONDS": str(KEEP_ALIVE_S),
         "SOLARAPI_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
     }
-    with running_server(env) as base:
-        host, port = base.removeprefix("http://").split(":")
+    with served(env) as server:
+        host, port = server.base.removeprefix("http://").split(":")
         yield host, int(port)
 
 

@@ -14,9 +14,17 @@ from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
 from tests.conftest import TEST_SECRET
-from tests.faults import Server, admin, database_url, scratch_database, served, server_env
+from tests.faults import admin, database_url, scratch_database, server_env
 from tests.foundation.conftest import running_app
-from tests.support import REDIS_URL, make_tenant, need_service, postgres_available, redis_available
+from tests.support import (
+    REDIS_URL,
+    Server,
+    make_tenant,
+    need_service,
+    postgres_available,
+    redis_available,
+    served,
+)
 from tests.systems.factories import system_body
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from solarapi.config import Settings
 from tests.conftest import TEST_SECRET
 from tests.reports.helpers import JUNE_1, make_system, parse_csv, upload_readings
-from tests.support import Tenant, client_for, run_cli, running_server
+from tests.support import Tenant, client_for, run_cli, served
 
 pytestmark = pytest.mark.slow
 PERIOD = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-03T00:00:00Z", "interval": "1d"}
@@ -31,9 +31,9 @@ def env_for(settings: Settings, runner: str) -> dict[str, str]:
 
 
 async def test_serve_generates_reports_in_process(app: FastAPI, enterprise: Tenant) -> None:
-    with running_server(env_for(app.state.settings, "inline")) as base:
+    with served(env_for(app.state.settings, "inline")) as server:
         headers = {"Authorization": f"Bearer {enterprise.live}"}
-        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=server.base, headers=headers, timeout=30) as client:
             system = await make_system(client, "Embedded", "Europe/Amsterdam")
             await upload_readings(client, system, JUNE_1, 96 * 2)
             created = await client.post(

@@ -18,7 +18,7 @@ from solarapi.kit.timefmt import utcnow
 from solarapi.sandbox import model
 from solarapi.sandbox.provision import ensure_sandbox
 from tests.conftest import TEST_SECRET
-from tests.support import Tenant, client_for, make_tenant, running_server
+from tests.support import Tenant, client_for, make_tenant, served
 
 # The last whole calendar year: inside every sandbox's simulated history.
 YEAR = utcnow().year - 1
@@ -413,8 +413,8 @@ async def test_two_server_processes_return_the_same_numbers(
     }
     headers = {"Authorization": f"Bearer {enterprise.test}"}
     bodies = []
-    with running_server(env) as first, running_server(env) as second:
-        for base in (first, second):
+    with served(env) as first, served(env) as second:
+        for base in (first.base, second.base):
             async with httpx.AsyncClient(base_url=base, headers=headers, timeout=180) as http:
                 response = await http.get(path, params=params)
                 assert response.status_code == 200, response.text

@@ -15,7 +15,7 @@ from standardwebhooks import Webhook
 from solarapi.config import Settings
 from solarapi.events.service import record_event
 from tests.conftest import TEST_SECRET
-from tests.support import Tenant, client_for, run_cli, running_server
+from tests.support import Tenant, client_for, run_cli, served
 from tests.webhooks.receiver import Receiver, running_receiver
 
 pytestmark = [pytest.mark.slow]
@@ -45,9 +45,11 @@ async def wait_for_delivery(receiver: Receiver, event_id: str, seconds: float = 
 async def test_serve_delivers_with_its_inline_runner(
     settings: Settings, loopback_tenant: Tenant
 ) -> None:
-    with running_receiver() as receiver, running_server(env_for(settings, "inline")) as base:
+    with running_receiver() as receiver, served(env_for(settings, "inline")) as server:
         async with httpx.AsyncClient(
-            base_url=base, headers={"Authorization": f"Bearer {loopback_tenant.live}"}, timeout=30
+            base_url=server.base,
+            headers={"Authorization": f"Bearer {loopback_tenant.live}"},
+            timeout=30,
         ) as client:
             hook = await client.post(
                 "/api/v1/webhooks", json={"url": receiver.url, "events": ["system.created"]}
