@@ -13,8 +13,9 @@ from solarapi.declarations.schemas import DECLARATION_TYPES
 from solarapi.declarations.statemachine import DeclarationStatus
 from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
-from solarapi.kit.grid import ALL_INTERVALS
+from solarapi.kit.grid import ALL_INTERVALS, EARLIEST, LATEST
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
+from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
@@ -183,7 +184,10 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             "or an app.\n\n"
             "Input rules for every endpoint (each a `400 validation`): strings never contain "
             "U+0000, in the URL, the query or a JSON body; timestamps are RFC 3339 with `Z` or "
-            "an offset and stay within the years 1–9999 once converted to UTC; time zones are "
+            "an offset and stay within the years 1–9999 once converted to UTC; time ranges "
+            f"(`from`/`to`) lie between {format_timestamp(EARLIEST)} and "
+            f"{format_timestamp(LATEST)}, and readings and declaration periods start no earlier "
+            f"than {format_timestamp(EARLIEST)}; time zones are "
             "IANA names of the tz database, at most 64 characters. The server reads URLs up to "
             "8 KiB and request headers up to 32 KiB by default. Error messages quote at most "
             "64 characters of the input."
