@@ -27,7 +27,13 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.util import greenlet_spawn
 
 from solarapi.config import Settings
-from solarapi.dbfaults import DatabaseUnreachable, watch_connects
+from solarapi.dbfaults import (
+    DatabaseUnreachable,
+    is_database_unavailable,
+    may_be_unmigrated,
+    revision_is_current,
+    watch_connects,
+)
 
 
 class SQLiteDialect(SQLiteDialect_aiosqlite):
@@ -193,8 +199,7 @@ _READERS: weakref.WeakKeyDictionary[Any, dict[int, sqlite3.Connection]] = (
 )
 
 
-def _loop_reader(session: AsyncSession) -> sqlite3.Connection | None:
-    engine = session.get_bind().engine
+def _loop_reader(engine: Engine) -> sqlite3.Connection | None:
     path = engine.url.database
     if not path or path == ":memory:" or path.startswith("file:"):
         return None  # another connection would not see the same database
@@ -209,6 +214,20 @@ def _loop_reader(session: AsyncSession) -> sqlite3.Connection | None:
         connection.execute("PRAGMA query_only=ON")
         readers[threading.get_ident()] = connection
     return connection
+
+
+def _read_on_loop(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any] | None:
+    """The rows from the event loop's own reader, or None when it cannot read now (an
+    in-memory database, or a busy one): the caller reads through aiosqlite instead."""
+    reader = _loop_reader(engine)
+    if reader is None:
+        return None
+    try:
+        return reader.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+    return None
 
 
 async def dispose_engine(engine: AsyncEngine) -> None:
@@ -233,13 +252,9 @@ async def sqlite_fetchall(session: AsyncSession, sql: str, params: Sequence[Any]
     tuples) block the loop as long on either thread; the reads sent here are index range
     scans bounded by the endpoints' range caps (at most a year of quarter-hours)."""
     if not await _in_write_transaction(session):
-        reader = _loop_reader(session)
-        if reader is not None:
-            try:
-                return reader.execute(sql, params).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
+        rows = _read_on_loop(_sync_engine(session), sql, params)
+        if rows is not None:
+            return rows
     raw = await driver_connection(session)
     return list(await raw.execute_fetchall(sql, params))
 
@@ -265,8 +280,19 @@ async def pg_reader(session: AsyncSession) -> AsyncIterator[Any]:
     if session.get_transaction() is not None:
         yield await driver_connection(session)
         return
+    async with _pooled_pg(_sync_engine(session)) as connection:
+        yield connection
+
+
+def _sync_engine(session: AsyncSession) -> Engine:
     engine = session.get_bind()
     assert isinstance(engine, Engine)  # sessions here are bound to engines, not connections
+    return engine
+
+
+@asynccontextmanager
+async def _pooled_pg(engine: Engine) -> AsyncIterator[Any]:
+    """An asyncpg connection checked out of the engine's pool for one statement."""
     pooled = await greenlet_spawn(engine.raw_connection)
     connection = pooled.driver_connection
     assert connection is not None
@@ -294,6 +320,49 @@ async def fetch_rows(session: AsyncSession, sql: str, params: Sequence[Any]) -> 
         async with pg_reader(session) as connection:
             return list(await connection.fetch(sql, *params))
     return await sqlite_fetchall(session, sql, params)
+
+
+async def schema_revision(engine: AsyncEngine) -> str | None:
+    """The database's schema revision; None when it has none (an empty or never migrated
+    database). Raises when the database is unavailable.
+
+    /health runs it on every call, so it is one statement outside any session: on SQLite on
+    the event loop's own reader (~10 µs of CPU; through a pooled aiosqlite connection it
+    was ~450 µs: checkout, hand-overs, the reset rollback), on PostgreSQL on a connection
+    checked out of the pool for it (`_pooled_pg`)."""
+    try:
+        rows = await _lone_read(engine, "SELECT max(version_num) FROM alembic_version")
+    except Exception as exc:
+        if may_be_unmigrated(exc) and not is_database_unavailable(exc):
+            return None  # no alembic_version table
+        raise
+    revision = rows[0][0] if rows else None
+    return str(revision) if revision is not None else None
+
+
+async def _lone_read(engine: AsyncEngine, sql: str) -> list[Any]:
+    if engine.dialect.driver == "asyncpg":
+        async with _pooled_pg(engine.sync_engine) as connection:
+            return list(await connection.fetch(sql))
+    rows = _read_on_loop(engine.sync_engine, sql, ())
+    if rows is not None:
+        return rows
+    async with engine.connect() as connection:  # in memory, or busy: through aiosqlite
+        return list((await connection.exec_driver_sql(sql)).all())
+
+
+async def is_outage(exc: BaseException, engine: AsyncEngine) -> bool:
+    """`exc` means the database cannot serve: unavailable, or a missing table or column of a
+    schema older than this release (checked by reading its revision, so a real bug stays a
+    500)."""
+    if is_database_unavailable(exc):
+        return True
+    if not may_be_unmigrated(exc):
+        return False
+    try:
+        return not revision_is_current(await schema_revision(engine))
+    except Exception as probe:
+        return is_database_unavailable(probe)
 
 
 @dataclass(frozen=True, slots=True)

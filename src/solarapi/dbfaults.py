@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -166,34 +166,6 @@ def revision_is_current(revision: str | None) -> bool:
     """The schema is this release's or newer (a newer release migrated it first; its
     migrations only add, so this release still works on it)."""
     return revision is not None and revision[:4] >= SCHEMA_REVISION[:4]
-
-
-async def schema_revision(engine: AsyncEngine) -> str | None:
-    """The database's schema revision; None when it has none (an empty or never migrated
-    database). One statement, as cheap as `SELECT 1` (/health runs it). Raises when the
-    database is unavailable."""
-    try:
-        async with engine.connect() as connection:
-            revision = await connection.scalar(text("SELECT max(version_num) FROM alembic_version"))
-    except Exception as exc:
-        if may_be_unmigrated(exc) and not is_database_unavailable(exc):
-            return None  # no alembic_version table
-        raise
-    return str(revision) if revision is not None else None
-
-
-async def is_outage(exc: BaseException, engine: AsyncEngine) -> bool:
-    """`exc` means the database cannot serve: unavailable, or a missing table or column of a
-    schema older than this release (checked by reading its revision, so a real bug stays a
-    500)."""
-    if is_database_unavailable(exc):
-        return True
-    if not may_be_unmigrated(exc):
-        return False
-    try:
-        return not revision_is_current(await schema_revision(engine))
-    except Exception as probe:
-        return is_database_unavailable(probe)
 
 
 def watch_connects(engine: AsyncEngine) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,8 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
 from solarapi.auth.service import authenticate
-from solarapi.db import REQUEST_SESSION, untouched
-from solarapi.dbfaults import is_outage
+from solarapi.db import REQUEST_SESSION, is_outage, untouched
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -41,6 +41,7 @@ from solarapi.errors import (
     error_response,
     render_api_error,
 )
+from solarapi.health.service import health_response
 from solarapi.kit import clientip
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
@@ -81,13 +82,6 @@ class _NulInBody(HTTPException):
     # the app's handlers (FastAPI re-raises HTTPExceptions from body reading).
     def __init__(self) -> None:
         super().__init__(400, f"request body: {NUL_MESSAGE}")
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
 
 
 def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
@@ -175,7 +169,70 @@ class RouteTable:
         return RouteMatch(partial[0], False, frozenset(partial[1]))
 
 
+@dataclasses.dataclass(slots=True)
+class _Exchange:
+    """One request on its way through the gateway: what it adds to the response and what
+    its log line reports."""
+
+    scope: Scope
+    state: Any  # the app's State
+    downstream: Send
+    method: str  # as the client sent it: a HEAD runs the app as GET
+    headers: Headers
+    request_id: str
+    client_ip: str
+    started: float
+    # Added to the response's head: request id, API version, the rate-limit windows.
+    extra: list[tuple[bytes, bytes]]
+    route: str = "-"
+    status: int = 500
+    response_started: bool = False
+
+    @classmethod
+    def begin(cls, scope: Scope, send: Send) -> _Exchange:
+        started = time.perf_counter()
+        state = scope["app"].state
+        headers = Headers(scope=scope)
+        incoming = headers.get("x-request-id")
+        request_id = incoming if incoming and _REQUEST_ID.fullmatch(incoming) else new_id("req")
+        scope.setdefault("state", {})["request_id"] = request_id
+        return cls(
+            scope=scope,
+            state=state,
+            downstream=send,
+            method=scope["method"],
+            headers=headers,
+            request_id=request_id,
+            client_ip=clientip.client_ip(scope, state.settings.trusted_networks),
+            started=started,
+            extra=[(b"x-request-id", request_id.encode()), (b"api-version", _API_VERSION)],
+        )
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.response_started = True
+            self.status = message["status"]
+            message["headers"] = [*message.get("headers", []), *self.extra]
+        elif message["type"] == "http.response.body" and self.method == "HEAD":
+            # A HEAD response never has a body; the app ran GET (FastAPI's routes do not
+            # answer HEAD themselves), its body is dropped here.
+            message = {**message, "body": b""}
+        await self.downstream(message)
+
+    async def peek_anonymous(self) -> None:
+        """The client IP's window, for its headers only (dashboard pages, and errors raised
+        before any window was consulted)."""
+        state = self.state
+        decision = await state.limiter.peek(
+            f"ip:{self.client_ip}", anonymous_windows(state.settings), state.clock()
+        )
+        self.extra.extend(rate_limit_headers(decision))
+
+
 class ApiGateway:
+    """The outermost layer of every request (see `create_app`): it answers routing, key,
+    limit, plan and body errors and /health itself, and runs the app for the rest."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
@@ -183,185 +240,133 @@ class ApiGateway:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        state = scope["app"].state
-        method: str = scope["method"]
-        incoming_id = _header(scope, b"x-request-id")
-        request_id = (
-            incoming_id if incoming_id and _REQUEST_ID.fullmatch(incoming_id) else new_id("req")
-        )
-        scope_state = scope.setdefault("state", {})
-        scope_state["request_id"] = request_id
-        client_ip = clientip.client_ip(scope, state.settings.trusted_networks)
-        extra: list[tuple[bytes, bytes]] = [
-            (b"x-request-id", request_id.encode()),
-            (b"api-version", _API_VERSION),
-        ]
-        status = 500
-        response_started = False
-        route = "-"
-        # A HEAD response never has a body; on a GET route the app runs GET (FastAPI's
-        # routes do not answer HEAD themselves) and the body is dropped here.
-        drop_body = method == "HEAD"
-
-        async def send_with_headers(message: Message) -> None:
-            nonlocal status, response_started
-            if message["type"] == "http.response.start":
-                response_started = True
-                status = message["status"]
-                message["headers"] = [*message.get("headers", []), *extra]
-            elif drop_body and message["type"] == "http.response.body":
-                message = {**message, "body": b""}
-            await send(message)
-
+        exchange = _Exchange.begin(scope, send)
         try:
-            if scope["path"].startswith("/api/"):
-                early, route, receive = await self._gate(scope, receive, state, client_ip, extra)
-                if early is None and method == "HEAD":
-                    scope["method"] = "GET"
-            else:
-                # Dashboard pages: not limited here, but they carry the anonymous window's
-                # headers like every other response.
-                early = None
-                await self._peek_anonymous(state, client_ip, extra)
-            if early is not None:
-                if isinstance(early, _Refused) and state.metrics is not None:
-                    state.metrics.refused(early.window, early.caller)
-                await render_api_error(early)(scope, receive, send_with_headers)
-            else:
-                await self.app(scope, receive, send_with_headers)
+            await self._answer(exchange, receive)
         except Exception as exc:
-            if response_started:
-                log.exception("error after the response started", extra={"request_id": request_id})
-                return
-            if not any(name == _RATE_LIMIT_HEADER for name, _ in extra):
-                await self._peek_anonymous(state, client_ip, extra)
-            if await is_outage(exc, state.engine):
-                if state.metrics is not None:
-                    state.metrics.database_down()
-                log.error(
-                    "database unavailable: %s", type(exc).__name__, extra={"request_id": request_id}
-                )
-                await render_api_error(Unavailable())(scope, receive, send_with_headers)
-            else:
-                log.exception("unhandled error", extra={"request_id": request_id})
-                await error_response(
-                    500,
-                    "server_error",
-                    f"Internal server error; quote request id {request_id} when reporting it",
-                )(scope, receive, send_with_headers)
+            await _answer_failure(exchange, exc, receive)
         finally:
-            session = scope_state.pop(REQUEST_SESSION, None)
-            if session is not None and not untouched(session):
-                try:
-                    await session.close()
-                except Exception:
-                    log.exception("closing the request's session", extra={"request_id": request_id})
-            principal = scope_state.get("principal")
-            elapsed = time.perf_counter() - started
-            if state.metrics is not None:
-                state.metrics.request(
-                    route if route != "-" or scope["path"].startswith("/api/") else "dashboard",
-                    method,
-                    status,
-                    elapsed,
-                )
-            log.info(
-                "request",
-                extra={
-                    "request_id": request_id,
-                    "method": method,
-                    "route": route,
-                    "path": scope["path"],
-                    "status": status,
-                    "latency_ms": round(elapsed * 1000, 2),
-                    "key_id": principal.key_id if isinstance(principal, Principal) else None,
-                    "key": principal.key_display if isinstance(principal, Principal) else None,
-                    "account_id": principal.account_id
-                    if isinstance(principal, Principal)
-                    else None,
-                    "client_ip": client_ip,
-                },
-            )
+            await _finish(exchange)
 
-    @staticmethod
-    async def _peek_anonymous(state: Any, client_ip: str, extra: list[tuple[bytes, bytes]]) -> None:
-        decision = await state.limiter.peek(
-            f"ip:{client_ip}", anonymous_windows(state.settings), state.clock()
+    async def _answer(self, exchange: _Exchange, receive: Receive) -> None:
+        scope = exchange.scope
+        if not scope["path"].startswith("/api/"):
+            # Dashboard pages: not limited here, but they carry the anonymous window's
+            # headers like every other response.
+            await exchange.peek_anonymous()
+            await self.app(scope, receive, exchange.send)
+            return
+        checks = _Checks(exchange, exchange.state.clock())
+        answer, receive = await checks.gate(receive)
+        if answer is not None:
+            await answer(scope, receive, exchange.send)
+            return
+        if scope["method"] == "HEAD":
+            scope["method"] = "GET"
+        await self.app(scope, receive, exchange.send)
+
+
+async def _answer_failure(exchange: _Exchange, exc: Exception, receive: Receive) -> None:
+    """An exception escaped the app: 503 when the database cannot serve, else 500."""
+    request_id = exchange.request_id
+    if exchange.response_started:
+        log.exception("error after the response started", extra={"request_id": request_id})
+        return
+    if not any(name == _RATE_LIMIT_HEADER for name, _ in exchange.extra):
+        await exchange.peek_anonymous()
+    state = exchange.state
+    if await is_outage(exc, state.engine):
+        if state.metrics is not None:
+            state.metrics.database_down()
+        log.error("database unavailable: %s", type(exc).__name__, extra={"request_id": request_id})
+        response = render_api_error(Unavailable())
+    else:
+        log.exception("unhandled error", extra={"request_id": request_id})
+        response = error_response(
+            500,
+            "server_error",
+            f"Internal server error; quote request id {request_id} when reporting it",
         )
-        extra.extend(rate_limit_headers(decision))
+    await response(exchange.scope, receive, exchange.send)
 
-    async def _gate(
-        self,
-        scope: Scope,
-        receive: Receive,
-        state: Any,
-        client_ip: str,
-        extra: list[tuple[bytes, bytes]],
-    ) -> tuple[ApiError | None, str, Receive]:
-        """The checks before an API endpoint, in the contract's order: routing (404/405) →
-        key and rate limit (401/429) → plan (403) → URL and body format (400/413/415).
-        Returns the error to answer (None: run the endpoint), the route's template and the
-        `receive` the endpoint reads its body through."""
-        checks = _Checks(scope, state, client_ip, extra, state.clock())
-        found = state.route_table.match(scope["path"], scope["method"])
-        if found.template is None or not found.allowed:
-            # Routing comes first: 404/405 whatever the key, counted in no window.
-            await checks.anonymous(count=False)
-            return _routing_error(scope, found), found.template or "-", receive
-        template = found.template
-        relative = template.removeprefix(API_PREFIX)
-        if relative == "/health":
-            # Load balancers poll it: never refused, never counted.
-            await checks.anonymous(count=False)
-            return None, template, receive
-        if relative in PUBLIC or relative.startswith("/docs"):
-            return await checks.counted_anonymously(None), template, receive
-        error = await checks.key_and_plan(relative)
-        if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
-            error = ValidationFailed(f"URL: {NUL_MESSAGE}")
-        if error is None:
-            error, receive = self._check_body(scope, receive, state.settings.max_body_bytes)
-        return error, template, receive
 
-    @staticmethod
-    def _check_body(
-        scope: Scope, receive: Receive, max_bytes: int
-    ) -> tuple[ApiError | None, Receive]:
-        if scope["method"] not in _BODY_METHODS:
-            return None, receive
-        length_header = _header(scope, b"content-length")
-        chunked = (_header(scope, b"transfer-encoding") or "").lower() == "chunked"
-        length = int(length_header) if length_header and length_header.isdigit() else 0
-        if length > max_bytes:
-            return PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes"), receive
-        if length or chunked:
-            content_type = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
-            if content_type != "application/json" and not content_type.endswith("+json"):
-                return (
-                    UnsupportedMediaType(
-                        f"Request bodies must be JSON (Content-Type: application/json); "
-                        f"got '{excerpt(content_type or 'none')}'"
-                    ),
-                    receive,
-                )
-        received = 0
-        nul_scanner = JsonNulScanner()
+async def _finish(exchange: _Exchange) -> None:
+    """Close the request's session, record the metrics and write the request's log line."""
+    scope, state = exchange.scope, exchange.state
+    scope_state = scope["state"]
+    session = scope_state.pop(REQUEST_SESSION, None)
+    if session is not None and not untouched(session):
+        try:
+            await session.close()
+        except Exception:
+            log.exception(
+                "closing the request's session", extra={"request_id": exchange.request_id}
+            )
+    elapsed = time.perf_counter() - exchange.started
+    route = exchange.route
+    if state.metrics is not None:
+        api = route != "-" or scope["path"].startswith("/api/")
+        state.metrics.request(
+            route if api else "dashboard", exchange.method, exchange.status, elapsed
+        )
+    if not log.isEnabledFor(logging.INFO):
+        return
+    principal = scope_state.get("principal")
+    caller = principal if isinstance(principal, Principal) else None
+    log.info(
+        "request",
+        extra={
+            "request_id": exchange.request_id,
+            "method": exchange.method,
+            "route": route,
+            "path": scope["path"],
+            "status": exchange.status,
+            "latency_ms": round(elapsed * 1000, 2),
+            "key_id": caller.key_id if caller else None,
+            "key": caller.key_display if caller else None,
+            "account_id": caller.account_id if caller else None,
+            "client_ip": exchange.client_ip,
+        },
+    )
 
-        async def limited_receive() -> Message:
-            # A chunked body has no Content-Length to check up front: count as it streams.
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                received += len(chunk)
-                if received > max_bytes:
-                    raise _BodyTooLarge(max_bytes)
-                if nul_scanner.feed(chunk):
-                    raise _NulInBody
-            return message
 
-        return None, limited_receive
+def _check_body(
+    scope: Scope, headers: Headers, receive: Receive, max_bytes: int
+) -> tuple[ApiError | None, Receive]:
+    if scope["method"] not in _BODY_METHODS:
+        return None, receive
+    length_header = headers.get("content-length")
+    chunked = headers.get("transfer-encoding", "").lower() == "chunked"
+    length = int(length_header) if length_header and length_header.isdigit() else 0
+    if length > max_bytes:
+        return PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes"), receive
+    if length or chunked:
+        content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json" and not content_type.endswith("+json"):
+            return (
+                UnsupportedMediaType(
+                    f"Request bodies must be JSON (Content-Type: application/json); "
+                    f"got '{excerpt(content_type or 'none')}'"
+                ),
+                receive,
+            )
+    received = 0
+    nul_scanner = JsonNulScanner()
+
+    async def limited_receive() -> Message:
+        # A chunked body has no Content-Length to check up front: count as it streams.
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > max_bytes:
+                raise _BodyTooLarge(max_bytes)
+            if nul_scanner.feed(chunk):
+                raise _NulInBody
+        return message
+
+    return None, limited_receive
 
 
 def _routing_error(scope: Scope, found: RouteMatch) -> ApiError:
@@ -386,25 +391,60 @@ def _too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
 
 @dataclasses.dataclass(slots=True)
 class _Checks:
-    """One API request's way through authentication and rate limits. Every window consulted
-    adds its rate-limit headers to `extra`, so every answer carries them."""
+    """One API request's way through routing, authentication, rate limits and plan scope.
+    Every window consulted adds its rate-limit headers to the exchange, so every answer
+    carries them."""
 
-    scope: Scope
-    state: Any
-    client_ip: str
-    extra: list[tuple[bytes, bytes]]
+    exchange: _Exchange
     now: float
 
+    async def gate(self, receive: Receive) -> tuple[ASGIApp | None, Receive]:
+        """The checks before an API endpoint, in the contract's order: routing (404/405) →
+        key and rate limit (401/429) → plan (403) → URL and body format (400/413/415).
+        Returns the answer to send instead of the app's (None: run the app) and the
+        `receive` the endpoint reads its body through."""
+        exchange = self.exchange
+        scope, state = exchange.scope, exchange.state
+        found = state.route_table.match(scope["path"], scope["method"])
+        exchange.route = found.template or "-"
+        if found.template is None or not found.allowed:
+            # Routing comes first: 404/405 whatever the key, counted in no window.
+            await self.anonymous(count=False)
+            return render_api_error(_routing_error(scope, found)), receive
+        relative = found.template.removeprefix(API_PREFIX)
+        if relative == "/health":
+            # Load balancers poll it: never refused, never counted, answered here.
+            await self.anonymous(count=False)
+            return health_response(await state.health.checks()), receive
+        if relative in PUBLIC or relative.startswith("/docs"):
+            return self._refusal(await self.counted_anonymously(None)), receive
+        error = await self.key_and_plan(relative)
+        if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
+            error = ValidationFailed(f"URL: {NUL_MESSAGE}")
+        if error is None:
+            error, receive = _check_body(
+                scope, exchange.headers, receive, state.settings.max_body_bytes
+            )
+        return self._refusal(error), receive
+
+    def _refusal(self, error: ApiError | None) -> ASGIApp | None:
+        if error is None:
+            return None
+        metrics = self.exchange.state.metrics
+        if isinstance(error, _Refused) and metrics is not None:
+            metrics.refused(error.window, error.caller)
+        return render_api_error(error)
+
     def _use(self, decision: Decision) -> Decision:
-        self.extra.extend(rate_limit_headers(decision))
+        self.exchange.extra.extend(rate_limit_headers(decision))
         return decision
 
     async def anonymous(self, *, count: bool) -> Decision:
         """The client IP's window: counted, or only read (for its headers)."""
-        limiter = self.state.limiter
-        windows = anonymous_windows(self.state.settings)
-        consult = limiter.hit if count else limiter.peek
-        return self._use(await consult(f"ip:{self.client_ip}", windows, self.now))
+        state = self.exchange.state
+        windows = anonymous_windows(state.settings)
+        consult = state.limiter.hit if count else state.limiter.peek
+        return self._use(await consult(f"ip:{self.exchange.client_ip}", windows, self.now))
 
     async def counted_anonymously(self, error: ApiError | None) -> ApiError | None:
         """A request without a usable key counts in its IP's window: `error` (None: go on),
@@ -417,21 +457,20 @@ class _Checks:
         principal = await self._authenticate()
         if isinstance(principal, Unauthorized):
             return await self.counted_anonymously(principal)
-        method = self.scope["method"]
+        scope, state = self.exchange.scope, self.exchange.state
+        method = scope["method"]
         if not PLAN_LIMITS[principal.plan].api:
             # No API on this plan: the key is treated like no key (anonymous window).
             return await self.counted_anonymously(
                 Forbidden(forbidden_message(principal.plan, method, relative))
             )
-        windows = key_windows(principal.plan, self.state.settings.rate_limit_scale)
-        decision = self._use(
-            await self.state.limiter.hit(f"key:{principal.key_id}", windows, self.now)
-        )
-        self.scope["state"]["principal"] = principal
+        windows = key_windows(principal.plan, state.settings.rate_limit_scale)
+        decision = self._use(await state.limiter.hit(f"key:{principal.key_id}", windows, self.now))
+        scope["state"]["principal"] = principal
         if not decision.allowed:
             return _too_many(decision)
         minute, day = decision.window("minute"), decision.window("day")
-        self.scope["state"]["principal"] = dataclasses.replace(
+        scope["state"]["principal"] = dataclasses.replace(
             principal,
             usage_minute=minute.used if minute else 0,
             usage_today=day.used if day else 0,
@@ -442,14 +481,16 @@ class _Checks:
 
     async def _authenticate(self) -> Principal | Unauthorized:
         # The request's one session: authenticated in here, continued by the endpoint's
-        # SessionDep, closed by ApiGateway.__call__ when the response is done.
-        session = self.state.sessionmaker()
-        self.scope["state"][REQUEST_SESSION] = session
+        # SessionDep, closed by the gateway (`_finish`) when the response is done.
+        exchange = self.exchange
+        state = exchange.state
+        session = state.sessionmaker()
+        exchange.scope["state"][REQUEST_SESSION] = session
         try:
             principal, wrote = await authenticate(
                 session,
-                _header(self.scope, b"authorization"),
-                self.state.settings.effective_secret_key,
+                exchange.headers.get("authorization"),
+                state.settings.effective_secret_key,
                 datetime.fromtimestamp(self.now, UTC),
             )
         except Unauthorized as refused:

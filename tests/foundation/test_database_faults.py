@@ -25,7 +25,8 @@ from sqlalchemy.exc import DBAPIError
 
 from solarapi.auth.keys import checksum
 from solarapi.config import Settings
-from solarapi.dbfaults import SCHEMA_REVISION, is_outage, schema_revision
+from solarapi.db import is_outage, schema_revision
+from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
 from tests.conftest import TEST_SECRET

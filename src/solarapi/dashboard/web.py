@@ -24,8 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from solarapi.dashboard.chart import format_energy
 from solarapi.dashboard.csrf import csrf_token, csrf_valid
 from solarapi.dashboard.sessions import WebUser, resolve_session
-from solarapi.db import SessionDep
-from solarapi.dbfaults import is_outage
+from solarapi.db import SessionDep, is_outage
 from solarapi.errors import ApiError
 from solarapi.kit import clientip
 from solarapi.kit.text import NUL_MESSAGE, url_has_nul

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from importlib.metadata import version
 from typing import Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from solarapi.dbfaults import (
-    SCHEMA_REVISION,
-    is_database_unavailable,
-    revision_is_current,
-    schema_revision,
-)
-from solarapi.kit.jsonresp import OrjsonResponse
-from solarapi.kit.timefmt import format_timestamp, utcnow
-from solarapi.kit.version import API_VERSION
+from solarapi.health.service import health_response
 
 router = APIRouter(tags=["Health"])
-# Looked up once: importlib.metadata scans the installed distributions on every call.
-_VERSION = version("solarapi")
-log = logging.getLogger("solarapi.health")
 
 
 class HealthChecks(BaseModel):
@@ -40,25 +26,6 @@ class Health(BaseModel):
     checks: HealthChecks
 
 
-async def _database_status(request: Request) -> Literal["ok", "unavailable"]:
-    """ "ok" only when the API could serve: the database answers and its schema is this
-    release's (an empty or unmigrated database fails every API request, so it is not ok)."""
-    try:
-        revision = await asyncio.wait_for(schema_revision(request.app.state.engine), 2.0)
-    except Exception as exc:
-        if not (is_database_unavailable(exc) or isinstance(exc, asyncio.TimeoutError)):
-            log.exception("health check query failed")
-        return "unavailable"
-    if not revision_is_current(revision):
-        log.error(
-            "database schema at revision %s, this release needs %s: run `solarapi migrate`",
-            revision,
-            SCHEMA_REVISION,
-        )
-        return "unavailable"
-    return "ok"
-
-
 @router.head("/health", include_in_schema=False)
 @router.get(
     "/health",
@@ -70,19 +37,6 @@ async def _database_status(request: Request) -> Literal["ok", "unavailable"]:
     responses={503: {"model": Health, "description": "The database does not answer"}},
 )
 async def health(request: Request) -> Response:
-    database = await _database_status(request)
-    limiter = await request.app.state.limiter.check()
-    status = "unavailable" if database != "ok" else ("degraded" if limiter != "ok" else "ok")
-    body = {
-        "status": status,
-        "version": _VERSION,
-        "api_version": API_VERSION,
-        "time": format_timestamp(utcnow()),
-        "checks": {"database": database, "rate_limiter": limiter},
-    }
-    headers = {"Cache-Control": "no-store"}
-    if status == "unavailable":
-        headers["Retry-After"] = "5"
-    return OrjsonResponse(
-        body, status_code=503 if status == "unavailable" else 200, headers=headers
-    )
+    # The gateway answers /health itself before the app runs (see ApiGateway); this route
+    # documents it and answers the same for an app mounted without the gateway.
+    return health_response(await request.app.state.health.checks())

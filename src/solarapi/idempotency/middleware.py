@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 
 import orjson
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,7 +37,7 @@ from solarapi.idempotency import store
 from solarapi.kit.timefmt import utcnow
 
 log = logging.getLogger("solarapi.idempotency")
-HEADER = b"idempotency-key"
+HEADER = "idempotency-key"
 MAX_KEY_LENGTH = 255
 # Where an endpoint names the response fields a replay must not repeat (scope["state"]).
 _REPLAY_WITHOUT = "idempotency_replay_without"
@@ -46,13 +47,6 @@ def replay_without(request: Request, *fields: str) -> None:
     """Leave these top-level fields of the JSON response out of what is stored for a replay
     (the first answer still carries them). For values shown once, like a signing secret."""
     request.scope.setdefault("state", {}).setdefault(_REPLAY_WITHOUT, set()).update(fields)
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
 
 
 def key_problem(key: str) -> str | None:
@@ -162,7 +156,7 @@ def _key_of(scope: Scope) -> str | None:
         or not isinstance(scope.get("state", {}).get("principal"), Principal)
     ):
         return None
-    return _header(scope, HEADER)
+    return Headers(scope=scope).get(HEADER)
 
 
 async def _checked_body(key: str, receive: Receive) -> bytes | None:
