@@ -225,7 +225,8 @@ def _read_on_loop(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any] 
     try:
         return reader.execute(sql, params).fetchall()
     except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "busy" not in str(exc):
+        # By result code, never by message (extended codes keep the primary in the low byte).
+        if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
             raise
     return None
 
