@@ -149,6 +149,7 @@ def _warm_sandbox() -> None:
     # Function-level: pvlib + pandas + scipy are seconds of import the metered-only paths
     # (and the CLI) never need.
     from solarapi.sandbox import model
+
     day = datetime(2025, 6, 1, tzinfo=UTC)
     params = model.PvParams(
         system_id="warm-up", latitude=52.0, longitude=5.0, timezone="Europe/Amsterdam",

@@ -1,0 +1,102 @@
+"""CPU per request of the hot reads, in-process: the ASGI app called directly (no sockets, no
+HTTP parser, no load generator), so the figure is this process's own work per request —
+the whole middleware stack, authentication, the rate limiter, the readings query and its
+rendering — and holds up on a busy machine far better than a req/s figure does.
+
+Run from the project root against a database prepared by `solarapi demo` (the key: the
+Pro account's live key from `solarapi demo --json`):
+
+    SOLARAPI_DATABASE_URL=sqlite:///D/solar.db SOLARAPI_DATA_DIR=D \\
+        .venv/bin/python bench/readings/request_cpu.py pk_live_…
+
+It asks for what a dashboard asks: `GET /health`, one day of `1h` (24 buckets) a month
+before the system's last reading, and the year before it in `1d` (365 buckets, the
+system's local calendar). Thread CPU per request, best of ROUNDS rounds of N requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from solarapi.app import create_app
+from solarapi.config import Settings
+
+N = int(os.environ.get("N", "1000"))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+
+
+async def call(app: Any, key: str, path: str, query: str = "") -> tuple[int, bytes]:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": query.encode(),
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {key}".encode())],
+    }
+    status, body = 0, bytearray()
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            body.extend(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, bytes(body)
+
+
+async def main(key: str) -> None:
+    os.environ.setdefault("SOLARAPI_RATE_LIMIT_SCALE", "100000")  # never a 429
+    os.environ.setdefault("SOLARAPI_LOG_LEVEL", "WARNING")
+    app = create_app(Settings())
+    async with app.router.lifespan_context(app):
+        status, body = await call(app, key, "/api/v1/systems")
+        assert status == 200, body
+        system = json.loads(body)["data"][0]
+        last = dt.date.fromisoformat(system["last_reading_at"][:10])
+        day = last - dt.timedelta(days=30)
+        year0 = last.replace(year=last.year - 1) + dt.timedelta(days=1)
+        readings = f"/api/v1/systems/{system['id']}/readings"
+        cases = {
+            "GET /health": ("/api/v1/health", ""),
+            "1-day 1h": (
+                readings,
+                f"from={day}T00:00:00Z&to={day + dt.timedelta(days=1)}T00:00:00Z&interval=1h",
+            ),
+            "1-year 1d": (
+                readings,
+                f"from={year0}T00:00:00%2B01:00&to={last}T00:00:00%2B01:00&interval=1d",
+            ),
+        }
+        for name, (path, query) in cases.items():
+            for _ in range(50):  # warm: caches, prepared statements, the pool
+                status, body = await call(app, key, path, query)
+            assert status == 200, body
+            best = float("inf")
+            for _ in range(ROUNDS):
+                start = time.thread_time()
+                for _ in range(N):
+                    await call(app, key, path, query)
+                best = min(best, (time.thread_time() - start) / N)
+            print(f"{name:12s} {best * 1e6:6.0f} µs of CPU per request  ({len(body):,} bytes)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
