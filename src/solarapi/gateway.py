@@ -12,14 +12,17 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
+from starlette.convertors import Convertor
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,6 +46,7 @@ from solarapi.errors import (
 )
 from solarapi.health.service import health_response
 from solarapi.kit import clientip
+from solarapi.kit.direct import is_direct
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
@@ -61,6 +65,10 @@ log = logging.getLogger("solarapi.request")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _RATE_LIMIT_HEADER = b"x-ratelimit-limit"
+# Where the gateway leaves a `@direct` endpoint and its path parameters for `DirectDispatch`.
+DIRECT = "solarapi.direct"
+
+DirectEndpoint = Callable[..., Awaitable[Response]]
 
 
 class _Refused(RateLimited):
@@ -103,11 +111,15 @@ def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RouteMatch:
-    """`template` is set when the path exists; `allowed` is False when the method does not."""
+    """`template` is set when the path exists; `allowed` is False when the method does not.
+    `endpoint` is set for a GET (or HEAD) of a `@direct` endpoint, with its path parameters
+    in `params`."""
 
     template: str | None
     allowed: bool
     methods: frozenset[str]
+    endpoint: DirectEndpoint | None = None
+    params: dict[str, Any] | None = None
 
     @property
     def allow_header(self) -> str:
@@ -125,6 +137,8 @@ class RouteTable:
     def __init__(self) -> None:
         self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
         self._templates: dict[str, set[str]] = {}
+        # GET endpoints the gateway calls itself (`kit.direct`), with their path convertors.
+        self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
 
     @staticmethod
     def _group(path: str) -> str:
@@ -147,7 +161,12 @@ class RouteTable:
 
     def add_router(self, router: APIRouter, prefix: str) -> None:
         for path, route in iter_routes(router.routes, prefix):
-            self.add(path, set(route.methods or ()))
+            methods = set(route.methods or ())
+            self.add(path, methods)
+            if is_direct(route.endpoint):
+                if methods != {"GET"}:
+                    raise ValueError(f"@direct is for GET endpoints only: {path} {methods}")
+                self._direct[path] = (route.endpoint, compile_path(path)[2])
 
     @property
     def templates(self) -> dict[str, frozenset[str]]:
@@ -157,9 +176,9 @@ class RouteTable:
         partial: tuple[str, set[str]] | None = None
         for group in (self._group(path), "*"):
             for regex, template, methods in self._groups.get(group, ()):
-                if regex.match(path):
+                if matched := regex.match(path):
                     if method in methods:
-                        return RouteMatch(template, True, frozenset(methods))
+                        return self._found(template, methods, method, matched)
                     if partial is None:
                         partial = (template, set(methods))
                     else:
@@ -167,6 +186,18 @@ class RouteTable:
         if partial is None:
             return RouteMatch(None, False, frozenset())
         return RouteMatch(partial[0], False, frozenset(partial[1]))
+
+    def _found(
+        self, template: str, methods: set[str], method: str, matched: re.Match[str]
+    ) -> RouteMatch:
+        direct = self._direct.get(template) if method in ("GET", "HEAD") else None
+        if direct is None:
+            return RouteMatch(template, True, frozenset(methods))
+        endpoint, convertors = direct
+        params = {
+            name: convertors[name].convert(value) for name, value in matched.groupdict().items()
+        }
+        return RouteMatch(template, True, frozenset(methods), endpoint, params)
 
 
 @dataclasses.dataclass(slots=True)
@@ -264,6 +295,28 @@ class ApiGateway:
         if scope["method"] == "HEAD":
             scope["method"] = "GET"
         await self.app(scope, receive, exchange.send)
+
+
+class DirectDispatch:
+    """Runs a `@direct` endpoint the gateway chose (scope[DIRECT]) in place of `app`, the
+    FastAPI stack, turning its `ApiError`s into their responses as FastAPI's exception
+    middleware would; anything else escapes to the gateway, as it does from FastAPI's.
+    It sits inside the gzip layer, so responses are compressed alike on both paths."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        chosen = scope.get(DIRECT)
+        if chosen is None:
+            await self.app(scope, receive, send)
+            return
+        endpoint, params = chosen
+        try:
+            response = await endpoint(request=Request(scope, receive), **params)
+        except ApiError as exc:
+            response = render_api_error(exc)
+        await response(scope, receive, send)
 
 
 async def _answer_failure(exchange: _Exchange, exc: Exception, receive: Receive) -> None:
@@ -425,6 +478,8 @@ class _Checks:
             error, receive = _check_body(
                 scope, exchange.headers, receive, state.settings.max_body_bytes
             )
+        if error is None and found.endpoint is not None:
+            scope[DIRECT] = (found.endpoint, found.params)
         return self._refusal(error), receive
 
     def _refusal(self, error: ApiError | None) -> ASGIApp | None:

@@ -139,7 +139,16 @@ def _enum(values: Any) -> dict[str, Any]:
     return {"type": "string", "enum": [str(value) for value in values]}
 
 
-_INSTANT = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone"}
+# JSON Schema cannot bound a date-time; the bounds are stated where a client reads them.
+_INSTANT = {
+    "type": "string",
+    "format": "date-time",
+    "description": (
+        f"RFC 3339 with `Z` or an offset, from {format_timestamp(EARLIEST)} to "
+        f"{format_timestamp(LATEST)} (400 `validation` outside)"
+    ),
+    "examples": [format_timestamp(EARLIEST)],
+}
 # What each query parameter accepts. The routes declare them as optional strings (they are
 # parsed by hand, for the contract's messages); here the document says exactly what passes.
 _PARAMETERS: dict[str, dict[str, Any]] = {
