@@ -73,9 +73,14 @@ async def test_serve_delivers_with_its_inline_runner(
             await wait_for_delivery(receiver, event["id"])
             request = next(r for r in receiver.received if r.headers["webhook-id"] == event["id"])
             assert Webhook(hook.json()["secret"]).verify(request.body, request.headers) == event
-            attempts = (
-                await client.get(f"/api/v1/webhooks/{hook.json()['id']}/deliveries")
-            ).json()["data"]
+            # The runner records the attempt after the receiver has answered: on a busy
+            # machine the receiver can be read before that commit.
+            deliveries = f"/api/v1/webhooks/{hook.json()['id']}/deliveries"
+            deadline = time.monotonic() + 60
+            attempts = (await client.get(deliveries)).json()["data"]
+            while not attempts and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                attempts = (await client.get(deliveries)).json()["data"]
             assert [(a["event_id"], a["status_code"]) for a in attempts] == [(event["id"], 200)]
 
 
