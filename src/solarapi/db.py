@@ -156,13 +156,12 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     """
     session = request.scope.get("state", {}).get(REQUEST_SESSION)
     if isinstance(session, AsyncSession):
-        async for unit in _unit_of_work(session):
+        async with _unit_of_work(session) as unit:
             yield unit
         return
     maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
-    async with maker() as own:
-        async for unit in _unit_of_work(own):
-            yield unit
+    async with maker() as own, _unit_of_work(own) as unit:
+        yield unit
 
 
 def untouched(session: AsyncSession) -> bool:
@@ -173,7 +172,12 @@ def untouched(session: AsyncSession) -> bool:
     return not (session.in_transaction() or session.identity_map or session.new)
 
 
+@asynccontextmanager
 async def _unit_of_work(session: AsyncSession) -> AsyncIterator[AsyncSession]:
+    # A context manager, not a generator iterated with `async for`: an exception thrown into
+    # `get_session` at its `yield` never reached a generator it iterated, whose rollback then
+    # ran later in a task of its own, when the abandoned generator was collected — racing the
+    # gateway's close of the same session (IllegalStateChangeError, seen under load).
     try:
         yield session
         if not untouched(session):

@@ -9,6 +9,7 @@ import dataclasses
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -16,18 +17,20 @@ from typing import Any
 import aiosqlite.core
 import asyncpg
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.db import (
+    REQUEST_SESSION,
     DriverQuery,
     create_engine,
     create_oneshot_engine,
     dispose_engine,
     fetch_rows,
+    get_session,
     sessionmaker_for,
     sqlite_fetchall,
     untouched,
@@ -346,3 +349,32 @@ async def test_pg_readings_get_is_two_statements_and_begins_no_transaction(
     assert "FROM systems" in driver[1]
     assert "reading_hours" in driver[1]
     assert adapter == []
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["request-session", "own-session"])
+async def test_an_endpoint_error_rolls_back_before_it_leaves_the_session_dependency(
+    app: FastAPI, own: bool
+) -> None:
+    """FastAPI throws an endpoint's exception into `get_session` at its `yield`: the
+    transaction must be rolled back right there, before the error response is made and the
+    gateway closes the session — not later, in a task of its own, when an abandoned inner
+    generator is collected (which raced the gateway's close: IllegalStateChangeError)."""
+    session = app.state.sessionmaker()
+    state = {} if own else {REQUEST_SESSION: session}
+    request = Request({"type": "http", "state": state, "app": app, "headers": []})
+    units: list[AsyncSession] = []
+
+    async def failing_endpoint() -> None:
+        async with asynccontextmanager(get_session)(request) as unit:
+            units.append(unit)
+            await unit.execute(text("SELECT 1"))  # begins the unit's transaction
+            assert unit.in_transaction()
+            raise RuntimeError("the endpoint failed")
+
+    try:
+        with pytest.raises(RuntimeError, match="the endpoint failed"):
+            await failing_endpoint()
+        assert not units[0].in_transaction()
+        assert (units[0] is session) is not own
+    finally:
+        await session.close()
