@@ -18,43 +18,20 @@ import asyncio
 import datetime as dt
 import json
 import os
+import sys
 import time
-from typing import Any
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: harness
+
+from harness import call_asgi
 from solarapi.app import serve_app
-
-
-async def _call(app: Any, key: str, path: str, query: str = "") -> tuple[int, bytes]:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query.encode(),
-        "root_path": "",
-        "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {key}".encode())],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
 async def main(key: str, requests: int) -> None:
     app = serve_app()
     async with app.router.lifespan_context(app):
-        _, body = await _call(app, key, "/api/v1/systems")
+        _, body = await call_asgi(app, key, "/api/v1/systems")
         system = json.loads(body)["data"][0]
         last = dt.date.fromisoformat(system["last_reading_at"][:10])
         day = last - dt.timedelta(days=30)
@@ -76,11 +53,11 @@ async def main(key: str, requests: int) -> None:
         }
         for name, (path, query, count) in targets.items():
             for _ in range(50):  # warm-up
-                status, body = await _call(app, key, path, query)
+                status, body = await call_asgi(app, key, path, query)
                 assert status == 200, (name, status, body[:200])
             started = time.process_time()
             for _ in range(count):
-                await _call(app, key, path, query)
+                await call_asgi(app, key, path, query)
             per_request = (time.process_time() - started) / count
             print(f"{name:10s} {per_request * 1e6:8.1f} µs CPU per request ({count} requests)")
 

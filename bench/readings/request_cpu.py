@@ -22,8 +22,11 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: harness
+
+from harness import call_asgi
 from solarapi.app import create_app
 from solarapi.config import Settings
 
@@ -31,43 +34,12 @@ N = int(os.environ.get("N", "1000"))
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 
 
-async def call(app: Any, key: str, path: str, query: str = "") -> tuple[int, bytes]:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": query.encode(),
-        "server": ("127.0.0.1", 8000),
-        "client": ("127.0.0.1", 50000),
-        "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {key}".encode())],
-    }
-    status, body = 0, bytearray()
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            body.extend(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return status, bytes(body)
-
-
 async def main(key: str) -> None:
     os.environ.setdefault("SOLARAPI_RATE_LIMIT_SCALE", "100000")  # never a 429
     os.environ.setdefault("SOLARAPI_LOG_LEVEL", "WARNING")
     app = create_app(Settings())
     async with app.router.lifespan_context(app):
-        status, body = await call(app, key, "/api/v1/systems")
+        status, body = await call_asgi(app, key, "/api/v1/systems")
         assert status == 200, body
         system = json.loads(body)["data"][0]
         last = dt.date.fromisoformat(system["last_reading_at"][:10])
@@ -87,13 +59,13 @@ async def main(key: str) -> None:
         }
         for name, (path, query) in cases.items():
             for _ in range(50):  # warm: caches, prepared statements, the pool
-                status, body = await call(app, key, path, query)
+                status, body = await call_asgi(app, key, path, query)
             assert status == 200, body
             best = float("inf")
             for _ in range(ROUNDS):
                 start = time.thread_time()
                 for _ in range(N):
-                    await call(app, key, path, query)
+                    await call_asgi(app, key, path, query)
                 best = min(best, (time.thread_time() - start) / N)
             print(f"{name:12s} {best * 1e6:6.0f} µs of CPU per request  ({len(body):,} bytes)")
 

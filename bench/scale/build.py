@@ -119,7 +119,7 @@ class Builder:
             rows = await session.execute(
                 select(System.name, System.last_reading_at).where(System.name.like("Bench scale %"))
             )
-            return dict(rows.tuples().all())
+            return dict(rows.all())
 
     async def system(self, number: int, owner: str, last: datetime | None, known: bool) -> None:
         from sqlalchemy import select

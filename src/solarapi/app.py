@@ -141,7 +141,8 @@ def serve_app() -> FastAPI:
     a worker without them wrote no request line and printed its errors as plain text."""
     settings = Settings()
     configure_logging(settings.log_level)
-    _warm_sandbox()
+    if settings.warm_start:
+        _warm_sandbox()
     return create_app(settings)
 
 

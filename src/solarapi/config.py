@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     # "inline" runs jobs in the API process (embedded default); "external" leaves them to
     # `solarapi worker` processes.
     job_runner: Literal["inline", "external"] = "inline"
+    # `solarapi serve` imports and runs the sandbox model once, and starts the report
+    # renderer's process, before it answers (~1.7 s of CPU), so the first sandbox request and
+    # the first report do not wait seconds for them. Off: both load on first use.
+    warm_start: bool = True
     # Connections kept per process (plus 10 overflow). Below the number of requests in
     # flight, overflow connections are opened and closed all the time, and each new
     # PostgreSQL session is a process fork on the server.

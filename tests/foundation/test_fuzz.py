@@ -214,6 +214,8 @@ def fuzz_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[st
         # requests without a key): the limits are tested elsewhere.
         "SOLARAPI_RATE_LIMIT_SCALE": "100",
         "SOLARAPI_ANONYMOUS_PER_MINUTE": "100000",
+        # As shipped: the first sandbox request does not wait seconds for the model's imports.
+        "SOLARAPI_WARM_START": "true",
     }
     if request.param == "sqlite":
         yield {**base, "SOLARAPI_DATABASE_URL": ""}

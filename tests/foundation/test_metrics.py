@@ -375,6 +375,7 @@ def test_serve_refuses_a_metrics_port_in_use(tmp_path: Path) -> None:
             "--port",
             str(free_port()),
             check=False,
+            process=True,  # serve sets up process-wide logging before it binds
         )
     assert result.returncode == 2
     assert f"cannot serve metrics on 127.0.0.1:{port}" in result.stderr

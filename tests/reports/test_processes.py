@@ -63,7 +63,7 @@ async def test_worker_command_generates_a_queued_report(app: FastAPI, enterprise
                 "/api/v1/reports", json={"type": "production", "format": "pdf", **PERIOD}
             )
         ).json()
-        result = run_cli(env_for(app.state.settings, "external"), "worker", "--once")
+        result = run_cli(env_for(app.state.settings, "external"), "worker", "--once", process=True)
         report = (await client.get(f"/api/v1/reports/{created['id']}")).json()
         download = await client.get(f"/api/v1/reports/{created['id']}/download")
     assert "ran" in result.stderr

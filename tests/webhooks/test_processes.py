@@ -100,7 +100,9 @@ async def test_worker_process_delivers_with_the_same_secret(
                 event_type="report.completed",
                 data={"id": "rpt_X", "status": "completed"},
             )
-        result = await asyncio.to_thread(run_cli, env_for(settings, "external"), "worker", "--once")
+        result = await asyncio.to_thread(
+            run_cli, env_for(settings, "external"), "worker", "--once", process=True
+        )
         assert "ran" in result.stderr
         await wait_for_delivery(receiver, event_id, seconds=5)
     request = next(r for r in receiver.received if r.headers["webhook-id"] == event_id)

@@ -22,7 +22,7 @@ async def list_accounts(session: AsyncSession) -> list[tuple[Account, str | None
         select(func.min(User.email)).where(User.account_id == Account.id).scalar_subquery()
     )
     rows = await session.execute(select(Account, first_email).order_by(Account.created_at))
-    return [(account, email) for account, email in rows.tuples()]
+    return [(account, email) for account, email in rows]
 
 
 async def add(session: AsyncSession, *objects: Account | User) -> None:

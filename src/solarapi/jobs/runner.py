@@ -361,7 +361,8 @@ async def start_inline_runner(app: FastAPI) -> None:
     # matplotlib and reportlab, seconds of import that would otherwise stall the event loop
     # while the server already answers (GET /health timed out its database check meanwhile).
     load_handlers()
-    warm_render_process()
+    if app.state.settings.warm_start:
+        warm_render_process()
     runner = JobRunner(app.state.sessionmaker, worker_id=new_worker_id("inline"), concurrency=2)
     app.state.job_runner = runner
     runner.start()
