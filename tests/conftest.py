@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher, profiles
 from fastapi import FastAPI
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
+from solarapi.accounts import passwords
 from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
@@ -33,6 +35,13 @@ from tests.support import (
 )
 
 TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
+
+# Argon2 at its production cost is ~0.1–0.25 s of CPU per hash, and most of the ~1,300 tests
+# make an account (one hash) first. In the test process, new hashes use argon2-cffi's CHEAPEST
+# profile, which it provides for tests; verifying reads the parameters from the hash itself,
+# so every code path is the one that runs in production. Servers the tests start as processes
+# hash at full cost, and tests/dashboard/test_accounts.py holds the production profile.
+passwords._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
 
 # CI (and `make test`/`make quick`, which set HYPOTHESIS_PROFILE=ci) run the same examples
 # every time: a good commit is green whatever the seed, and a failure reproduces. A plain

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
@@ -19,6 +21,17 @@ from solarapi.models import Account, User
 from solarapi.models.dashboard import WebSession
 from tests.dashboard.helpers import browser_for, csrf_of, log_in, new_email, sign_up, text_of
 from tests.support import Tenant, TestClock, random_ip
+
+
+def test_the_product_hashes_with_rfc_9106_low_memory() -> None:
+    """This test process hashes with argon2's cheapest profile (conftest); a process of the
+    product's own hashes at full cost."""
+    probe = "from solarapi.accounts.passwords import _hasher; print(_hasher.hash('a password'))"
+    hashed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert hashed.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert PasswordHasher().verify(hashed.strip(), "a password")
 
 
 async def test_sign_up_starts_a_session_on_the_signup_plan(app: FastAPI) -> None:
