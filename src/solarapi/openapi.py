@@ -209,6 +209,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         schemas.pop(name, None)
     schemas["Error"] = _ERROR_SCHEMA
     _precise_bodies(schemas)
+    _no_nul(schemas)
     components["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "pk_live_… or pk_test_…"}
     }
@@ -257,6 +258,7 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
         headers = response.setdefault("headers", {})
         headers.update(header_refs)
         headers.update(_ERROR_HEADERS.get(status, {}))
+    _no_nul(operation.get("parameters", []))
 
 
 def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:
@@ -269,6 +271,22 @@ def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:
             continue
         parameter["schema"] = dict(precise)
         parameter["required"] = (relative, name) in _REQUIRED_PARAMETERS
+
+
+# No string of the API holds U+0000: the gateway refuses it in the URL, the query and JSON
+# bodies (kit.text). Each free-text string says so; enums, patterns and formats already exclude it.
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _no_nul(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(node):
+            node["pattern"] = NO_NUL
+        for value in node.values():
+            _no_nul(value)
+    elif isinstance(node, list):
+        for item in node:
+            _no_nul(item)
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:

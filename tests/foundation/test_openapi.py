@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from solarapi.auth.scopes import API_PREFIX, required_plan
 from solarapi.gateway import iter_routes
+from solarapi.openapi import NO_NUL
 from tests.support import client_for, need_service, run_cli, served
 
 COMMON_HEADERS = {
@@ -150,6 +151,34 @@ async def test_document_says_exactly_what_the_api_accepts(app: FastAPI) -> None:
         "failed",
     ]
     assert "withdrawn" in query(("get", "/declarations"), "status")["schema"]["enum"]
+
+
+async def test_every_free_text_string_says_it_holds_no_nul(app: FastAPI) -> None:
+    """The gateway refuses U+0000 in any string; a schema that allowed it would describe
+    requests that are refused (the fuzz test found `PATCH /systems/{id}` with a NUL name)."""
+    async with client_for(app) as client:
+        doc = (await client.get("/api/v1/openapi.json")).json()
+    free: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "string" and not {"enum", "const", "format"} & set(node):
+                free.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(doc["components"]["schemas"])
+    walk([op.get("parameters", []) for ops in doc["paths"].values() for op in ops.values()])
+    assert len(free) > 20
+    for schema in free:
+        assert "pattern" in schema, schema
+        assert re.search(schema["pattern"], "NL\x00") is None, schema
+    name = doc["components"]["schemas"]["SystemPatch"]["properties"]["name"]
+    assert name["pattern"] == NO_NUL
+    assert re.search(NO_NUL, "Zonnepark Noord ☀ 2") is not None
 
 
 async def test_docs_page_uses_packaged_assets_only(app: FastAPI) -> None:
