@@ -5,6 +5,7 @@ connection."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -108,5 +109,10 @@ def flaky_proxy(target: str, mode: Mode, drops: int) -> Iterator[Proxy]:
         yield proxy
     finally:
         stop.set()
+        # close() alone does not wake a thread blocked in accept() on Linux (every test using
+        # the proxy waited out the join's 5 s); shutdown() does.
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(5)
+        assert not thread.is_alive(), "the proxy's accept loop did not stop"
