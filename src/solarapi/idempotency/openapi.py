@@ -13,7 +13,13 @@ IDEMPOTENCY_PARAMETER: dict[str, Any] = {
     "first response again with `Idempotent-Replayed: true`; the same key with a different "
     "request, or while the first is still running, answers 409 `conflict`. Keys are scoped to "
     "the API key. Responses with status 500 or above are not kept, so a retry runs again.",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    # Printable ASCII; first and last not a space, as HTTP strips those from a header value.
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 255,
+        "pattern": "^[!-~](?:[ -~]*[!-~])?$",
+    },
 }
 
 
