@@ -15,8 +15,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.convertors import Convertor
 from starlette.datastructures import Headers
@@ -113,13 +115,14 @@ def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple
 class RouteMatch:
     """`template` is set when the path exists; `allowed` is False when the method does not.
     `endpoint` is set for a GET (or HEAD) of a `@direct` endpoint, with its path parameters
-    in `params`."""
+    in `params`. `query` names the query parameters the route's method takes."""
 
     template: str | None
     allowed: bool
     methods: frozenset[str]
     endpoint: DirectEndpoint | None = None
     params: dict[str, Any] | None = None
+    query: frozenset[str] = frozenset()
 
     @property
     def allow_header(self) -> str:
@@ -139,6 +142,8 @@ class RouteTable:
         self._templates: dict[str, set[str]] = {}
         # GET endpoints the gateway calls itself (`kit.direct`), with their path convertors.
         self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
+        # (template, method) -> the query parameters it takes (`query_problem`).
+        self._query: dict[tuple[str, str], frozenset[str]] = {}
 
     @staticmethod
     def _group(path: str) -> str:
@@ -163,6 +168,9 @@ class RouteTable:
         for path, route in iter_routes(router.routes, prefix):
             methods = set(route.methods or ())
             self.add(path, methods)
+            names = _query_names(route)
+            for method in methods | ({"HEAD"} if "GET" in methods else set()):
+                self._query[(path, method)] = names
             if is_direct(route.endpoint):
                 if methods != {"GET"}:
                     raise ValueError(f"@direct is for GET endpoints only: {path} {methods}")
@@ -190,14 +198,49 @@ class RouteTable:
     def _found(
         self, template: str, methods: set[str], method: str, matched: re.Match[str]
     ) -> RouteMatch:
+        query = self._query.get((template, method), frozenset())
         direct = self._direct.get(template) if method in ("GET", "HEAD") else None
         if direct is None:
-            return RouteMatch(template, True, frozenset(methods))
+            return RouteMatch(template, True, frozenset(methods), query=query)
         endpoint, convertors = direct
         params = {
             name: convertors[name].convert(value) for name, value in matched.groupdict().items()
         }
-        return RouteMatch(template, True, frozenset(methods), endpoint, params)
+        return RouteMatch(template, True, frozenset(methods), endpoint, params, query)
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters `route` takes: those FastAPI solves, and those a `@direct`
+    endpoint documents in its `openapi_extra` (it reads them from the request itself)."""
+    names = set(_solved_query_names(route.dependant))
+    for param in (route.openapi_extra or {}).get("parameters", []):
+        if param.get("in") == "query":
+            names.add(param["name"])
+    return frozenset(names)
+
+
+def _solved_query_names(dependant: Dependant) -> Iterator[str]:
+    yield from (param.alias for param in dependant.query_params)
+    for dependency in dependant.dependencies:
+        yield from _solved_query_names(dependency)
+
+
+def query_problem(query_string: bytes, names: frozenset[str]) -> str | None:
+    """A parameter the route takes, given twice or given empty: a 400, not a silent pick of
+    one value or of the default (`?to=` from a client whose variable was empty would
+    otherwise read the last 24 hours as if asked). Other parameters are ignored."""
+    if not query_string or not names:
+        return None
+    seen: dict[str, int] = {}
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name not in names:
+            continue
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            return f"query parameter '{name}' is given more than once; give it once"
+        if value == "":
+            return f"query parameter '{name}' is empty; leave it out for its default"
+    return None
 
 
 @dataclasses.dataclass(slots=True)
@@ -474,6 +517,10 @@ class _Checks:
         error = await self.key_and_plan(relative)
         if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
             error = ValidationFailed(f"URL: {NUL_MESSAGE}")
+        if error is None and (
+            problem := query_problem(scope.get("query_string", b""), found.query)
+        ):
+            error = ValidationFailed(problem)
         if error is None:
             error, receive = _check_body(
                 scope, exchange.headers, receive, state.settings.max_body_bytes

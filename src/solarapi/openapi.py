@@ -160,7 +160,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     "market_zone": _enum(ZONES),
     "zone": _enum(ZONES),
     # Empty is no filter, as if left out.
-    "system_id": {"type": "string", "maxLength": 40},
+    "system_id": {"type": "string", "minLength": 1, "maxLength": 40},
 }
 _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
@@ -192,7 +192,9 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             "unlike Stripe's `pk_`, nothing here is publishable; never put a key in a browser "
             "or an app.\n\n"
             "Input rules for every endpoint (each a `400 validation`): strings never contain "
-            "U+0000, in the URL, the query or a JSON body; timestamps are RFC 3339 with `Z` or "
+            "U+0000, in the URL, the query or a JSON body; a query parameter the endpoint takes "
+            "is given at most once and never empty (leave it out for its default; parameters "
+            "it does not take are ignored); timestamps are RFC 3339 with `Z` or "
             "an offset and stay within the years 1–9999 once converted to UTC; time ranges "
             f"(`from`/`to`) lie between {format_timestamp(EARLIEST)} and "
             f"{format_timestamp(LATEST)}, and readings and declaration periods start no earlier "

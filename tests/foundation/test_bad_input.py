@@ -384,3 +384,57 @@ def test_excerpt_keeps_a_prefix() -> None:
     assert excerpt("short") == "short"
     assert excerpt("x" * QUOTE_LIMIT) == "x" * QUOTE_LIMIT
     assert excerpt("x" * 1000) == "x" * QUOTE_LIMIT + "…"
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("to=", "query parameter 'to' is empty"),
+        ("interval=&from=2025-06-01T00:00:00Z", "query parameter 'interval' is empty"),
+        ("interval=1h&interval=1d", "query parameter 'interval' is given more than once"),
+        ("from=2025-06-01T00:00:00Z&from=2025-06-02T00:00:00Z", "'from' is given more than once"),
+    ],
+)
+async def test_a_parameter_given_twice_or_empty_is_refused(
+    app: FastAPI, enterprise: Tenant, query: str, problem: str
+) -> None:
+    """Not a silent pick: `?to=` from a client whose variable was empty read the last 24 hours
+    as if asked, and of two `interval`s the last one won (found by fuzzing)."""
+    async with client_for(app, enterprise.live) as client:
+        system = await create_system(client)
+        response = await client.get(f"/api/v1/systems/{system['id']}/readings?{query}")
+        body = assert_error(response, 400, "validation")
+        assert problem in body["error"]
+
+
+async def test_the_rule_holds_for_solved_parameters_and_ignores_unknown_ones(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        twice = await client.get("/api/v1/events?limit=5&limit=6")
+        empty = await client.get("/api/v1/systems?page=")
+        unknown = await client.get("/api/v1/systems?x=1&x=&limit=5")
+        plain = await client.get("/api/v1/events?limit=5")
+    assert "'limit' is given more than once" in assert_error(twice, 400, "validation")["error"]
+    assert "'page' is empty" in assert_error(empty, 400, "validation")["error"]
+    assert unknown.status_code == 200, unknown.text
+    assert unknown.json()["pagination"]["limit"] == 5
+    assert plain.status_code == 200
+
+
+async def test_the_gateway_knows_each_operations_query_parameters_as_documented(
+    app: FastAPI,
+) -> None:
+    async with client_for(app) as client:
+        document = (await client.get("/api/v1/openapi.json")).json()
+    table = app.state.route_table
+    checked = 0
+    for path, operations in document["paths"].items():
+        concrete = path.replace("{", "").replace("}", "")  # e.g. /systems/system_id
+        for method, operation in operations.items():
+            documented = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+            found = table.match(concrete, method.upper())
+            assert found.template == path, (method, path)
+            assert found.query == documented, (method, path)
+            checked += bool(documented)
+    assert checked >= 9
