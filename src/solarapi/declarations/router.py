@@ -90,7 +90,7 @@ async def list_declarations(
     rows, total = await service.list_declarations(
         session,
         _caller(principal),
-        system_id=system_id or None,
+        system_id=system_id,
         status=status or None,
         declaration_type=declaration_type or None,
         offset=page.offset,
