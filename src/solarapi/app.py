@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from solarapi.accounts.router import router as account_router
+from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
 from solarapi.dashboard.router import router as dashboard_router
@@ -32,6 +33,7 @@ from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.version import API_VERSION
+from solarapi.kit.versioned import VersionedCache
 from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
@@ -93,6 +95,8 @@ def create_app(
         on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,
     )
     app.state.clock = clock
+    # Callers' Principals by key hash, while the database is unchanged (SQLite only).
+    app.state.principals = VersionedCache[Principal](maxsize=10_000)
 
     install_error_handlers(app, outside_api=http_error_page)
     _include_routers(app)

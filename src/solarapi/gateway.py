@@ -30,8 +30,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, forbidden_message, plan_allows
-from solarapi.auth.service import authenticate
-from solarapi.db import REQUEST_SESSION, is_outage, untouched
+from solarapi.auth.service import authenticate, key_hash, needs_touch
+from solarapi.db import DATA_VERSION, REQUEST_SESSION, committed_version, is_outage, untouched
 from solarapi.errors import (
     ApiError,
     Forbidden,
@@ -48,7 +48,7 @@ from solarapi.errors import (
 )
 from solarapi.health.service import health_response
 from solarapi.kit import clientip
-from solarapi.kit.direct import is_direct
+from solarapi.kit.direct import DIRECT_QUERY, is_direct
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt, url_has_nul
@@ -142,7 +142,7 @@ class RouteTable:
         self._templates: dict[str, set[str]] = {}
         # GET endpoints the gateway calls itself (`kit.direct`), with their path convertors.
         self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
-        # (template, method) -> the query parameters it takes (`query_problem`).
+        # (template, method) -> the query parameters it takes (`parse_query`).
         self._query: dict[tuple[str, str], frozenset[str]] = {}
 
     @staticmethod
@@ -225,22 +225,24 @@ def _solved_query_names(dependant: Dependant) -> Iterator[str]:
         yield from _solved_query_names(dependency)
 
 
-def query_problem(query_string: bytes, names: frozenset[str]) -> str | None:
-    """A parameter the route takes, given twice or given empty: a 400, not a silent pick of
-    one value or of the default (`?to=` from a client whose variable was empty would
-    otherwise read the last 24 hours as if asked). Other parameters are ignored."""
+def parse_query(query_string: bytes, names: frozenset[str]) -> tuple[dict[str, str], str | None]:
+    """The values of the query parameters the route takes (parsed once: a `@direct` endpoint
+    is handed them), and the problem that is a 400: one of them given twice or given empty,
+    never a silent pick of one value or of the default (`?to=` from a client whose variable
+    was empty would otherwise read the last 24 hours as if asked). Other parameters are
+    ignored."""
+    values: dict[str, str] = {}
     if not query_string or not names:
-        return None
-    seen: dict[str, int] = {}
+        return values, None
     for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
         if name not in names:
             continue
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            return f"query parameter '{name}' is given more than once; give it once"
+        if name in values:
+            return values, f"query parameter '{name}' is given more than once; give it once"
         if value == "":
-            return f"query parameter '{name}' is empty; leave it out for its default"
-    return None
+            return values, f"query parameter '{name}' is empty; leave it out for its default"
+        values[name] = value
+    return values, None
 
 
 @dataclasses.dataclass(slots=True)
@@ -517,9 +519,8 @@ class _Checks:
         error = await self.key_and_plan(relative)
         if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
             error = ValidationFailed(f"URL: {NUL_MESSAGE}")
-        if error is None and (
-            problem := query_problem(scope.get("query_string", b""), found.query)
-        ):
+        query, problem = parse_query(scope.get("query_string", b""), found.query)
+        if error is None and problem is not None:
             error = ValidationFailed(problem)
         if error is None:
             error, receive = _check_body(
@@ -527,6 +528,7 @@ class _Checks:
             )
         if error is None and found.endpoint is not None:
             scope[DIRECT] = (found.endpoint, found.params)
+            scope[DIRECT_QUERY] = query
         return self._refusal(error), receive
 
     def _refusal(self, error: ApiError | None) -> ASGIApp | None:
@@ -568,37 +570,47 @@ class _Checks:
             )
         windows = key_windows(principal.plan, state.settings.rate_limit_scale)
         decision = self._use(await state.limiter.hit(f"key:{principal.key_id}", windows, self.now))
-        scope["state"]["principal"] = principal
         if not decision.allowed:
+            scope["state"]["principal"] = principal
             return _too_many(decision)
         minute, day = decision.window("minute"), decision.window("day")
-        scope["state"]["principal"] = dataclasses.replace(
-            principal,
-            usage_minute=minute.used if minute else 0,
-            usage_today=day.used if day else 0,
+        scope["state"]["principal"] = principal.with_usage(
+            minute.used if minute else 0, day.used if day else 0
         )
         if not plan_allows(principal.plan, method, relative):
             return Forbidden(forbidden_message(principal.plan, method, relative))
         return None
 
     async def _authenticate(self) -> Principal | Unauthorized:
-        # The request's one session: authenticated in here, continued by the endpoint's
-        # SessionDep, closed by the gateway (`_finish`) when the response is done.
+        # On SQLite the caller's Principal is kept while the database is unchanged
+        # (`kit.versioned`): a revoked key, a plan change, anything committed by any process
+        # is seen by the next request, which reads the key afresh. Otherwise the request's one
+        # session: authenticated in here, continued by the endpoint's SessionDep, closed by
+        # the gateway (`_finish`) when the response is done.
         exchange = self.exchange
         state = exchange.state
+        now = datetime.fromtimestamp(self.now, UTC)
+        try:
+            hashed = key_hash(
+                exchange.headers.get("authorization"), state.settings.effective_secret_key
+            )
+        except Unauthorized as refused:
+            return refused
+        version = committed_version(state.engine)
+        exchange.scope["state"][DATA_VERSION] = version
+        kept: Principal | None = state.principals.get(hashed, version)
+        if kept is not None and not needs_touch(kept, now):
+            return kept
         session = state.sessionmaker()
         exchange.scope["state"][REQUEST_SESSION] = session
         try:
-            principal, wrote = await authenticate(
-                session,
-                exchange.headers.get("authorization"),
-                state.settings.effective_secret_key,
-                datetime.fromtimestamp(self.now, UTC),
-            )
+            principal, wrote = await authenticate(session, hashed, now)
         except Unauthorized as refused:
             return refused
         if wrote:
             # Its own commit: `last_used_at` stays whatever the endpoint does, and on
             # SQLite the write lock is not held through the endpoint.
             await session.commit()
+        else:
+            state.principals.put(hashed, version, principal)
         return principal

@@ -159,7 +159,7 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     "interval": _enum(ALL_INTERVALS),
     "market_zone": _enum(ZONES),
     "zone": _enum(ZONES),
-    # Given empty, a 400 from the gateway (`query_problem`), like every parameter.
+    # Given empty, a 400 from the gateway (`parse_query`), like every parameter.
     "system_id": {"type": "string", "minLength": 1, "maxLength": 40},
 }
 _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {

@@ -26,6 +26,15 @@ class Principal:
     usage_minute: int = 0
     usage_today: int = 0
 
+    def with_usage(self, minute: int, today: int) -> Principal:
+        """This caller with its windows' counts (positional: `dataclasses.replace` costs
+        ~5 µs per request, mostly looking up the fields)."""
+        return Principal(
+            self.account_id, self.account_name, self.plan, self.environment, self.key_id,
+            self.key_name, self.key_display, self.key_created_at, self.key_last_used_at,
+            minute, today,
+        )  # fmt: skip
+
 
 async def get_principal(request: Request) -> Principal:
     # async although it awaits nothing: FastAPI runs a plain `def` dependency in its thread

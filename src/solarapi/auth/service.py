@@ -30,25 +30,34 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-async def authenticate(
-    session: AsyncSession, authorization: str | None, secret: bytes, now: datetime
-) -> tuple[Principal, bool]:
-    """The caller of a request, and whether authenticating it wrote (`last_used_at`, at most
-    once a minute per key, or the sandbox's first provisioning): the caller commits then."""
+def key_hash(authorization: str | None, secret: bytes) -> str:
+    """The stored hash of the request's key, or Unauthorized saying what is wrong with the
+    header or the key's form (checked offline: prefix, length, checksum)."""
     token = bearer_token(authorization)
-    environment = parse_key(token)
-    if environment is None:
+    if parse_key(token) is None:
         raise Unauthorized(
             "malformed key: API keys look like pk_live_… or pk_test_… followed by 38 letters "
             "and digits"
         )
-    record = await repository.find_key_by_hash(session, hash_key(token, secret))
+    return hash_key(token, secret)
+
+
+def needs_touch(principal: Principal, now: datetime) -> bool:
+    """Whether a request at `now` refreshes the key's `last_used_at`."""
+    last_used_at = principal.key_last_used_at
+    return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
+
+
+async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> tuple[Principal, bool]:
+    """The caller of a request by its key's hash (`key_hash`), and whether authenticating it
+    wrote (`last_used_at`, at most once a minute per key, or the sandbox's first
+    provisioning): the caller commits then."""
+    record = await repository.find_key_by_hash(session, hashed)
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
     last_used_at = record.last_used_at
     wrote = False
-    stale = last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
-    if stale:
+    if last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION:
         wrote = True  # the UPDATE ran (and on SQLite began a write) even if it changed nothing
         if await repository.touch_last_used(
             session, record.key_id, now, now - LAST_USED_RESOLUTION

@@ -10,10 +10,14 @@ too: the OpenAPI document and any caller outside the gateway see no difference.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 _MARK = "__solarapi_direct__"
+# Where the gateway leaves, in the request's scope, the values of the query parameters the
+# route documents (each given once: it answered 400 otherwise), parsed once: `direct_query`.
+DIRECT_QUERY = "solarapi.query"
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -26,3 +30,12 @@ def direct(endpoint: F) -> F:
 
 def is_direct(endpoint: Callable[..., Any]) -> bool:
     return bool(getattr(endpoint, _MARK, False))
+
+
+def direct_query(scope: Mapping[str, Any]) -> Mapping[str, str]:
+    """The query parameters of a request to a `@direct` endpoint: as the gateway parsed them,
+    or (a caller outside the gateway) parsed here."""
+    parsed: Mapping[str, str] | None = scope.get(DIRECT_QUERY)
+    if parsed is None:
+        parsed = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+    return parsed

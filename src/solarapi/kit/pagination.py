@@ -45,7 +45,7 @@ class PageParams:
 
 
 def _parse_positive(name: str, raw: str | None, default: int, upper: int) -> int:
-    if raw is None:  # given empty: the gateway's 400 (`query_problem`)
+    if raw is None:  # given empty: the gateway's 400 (`parse_query`)
         return default
     value = int(raw) if _DIGITS.fullmatch(raw) else 0
     if not 1 <= value <= upper:

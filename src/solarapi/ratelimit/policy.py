@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
-from solarapi.ratelimit.base import Decision, RateLimiter, Window
+from solarapi.ratelimit.base import Decision, RateLimiter, Window, WindowState
 from solarapi.ratelimit.memory import MemoryRateLimiter
 from solarapi.ratelimit.redis import RedisRateLimiter
 
 
+@functools.cache
 def key_windows(plan: Plan, scale: int = 1) -> tuple[Window, Window]:
     limits = PLAN_LIMITS[plan]
     return (
@@ -35,21 +37,36 @@ def create_limiter(
 def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
     binding = decision.binding
     headers = [
-        (b"x-ratelimit-limit", str(binding.limit).encode()),
-        (b"x-ratelimit-remaining", str(binding.remaining).encode()),
-        (b"x-ratelimit-reset", str(binding.reset).encode()),
+        (b"x-ratelimit-limit", b"%d" % binding.limit),
+        (b"x-ratelimit-remaining", b"%d" % binding.remaining),
+        (b"x-ratelimit-reset", b"%d" % binding.reset),
     ]
-    policy: list[str] = []
-    for w in decision.windows:  # names are lower case: "minute", "day"
-        headers.append((f"x-ratelimit-limit-{w.name}".encode(), str(w.limit).encode()))
-        headers.append((f"x-ratelimit-remaining-{w.name}".encode(), str(w.remaining).encode()))
-        policy.append(f'"{w.name}";q={w.limit};w={w.seconds}')
+    for w in decision.windows:
+        limit_name, remaining_name = _window_header_names(w.name)
+        headers.append((limit_name, b"%d" % w.limit))
+        headers.append((remaining_name, b"%d" % w.remaining))
     seconds_left = max(0, binding.reset - int(decision.now))
-    headers.append((b"ratelimit-policy", ", ".join(policy).encode()))
+    headers.append((b"ratelimit-policy", _policy(decision.windows)))
     headers.append(
-        (b"ratelimit", f'"{binding.name}";r={binding.remaining};t={seconds_left}'.encode())
+        (b"ratelimit", b'"%s";r=%d;t=%d' % (binding.name.encode(), binding.remaining, seconds_left))
     )
     return headers
+
+
+@functools.cache
+def _window_header_names(name: str) -> tuple[bytes, bytes]:
+    # Window names are lower case: "minute", "day".
+    return f"x-ratelimit-limit-{name}".encode(), f"x-ratelimit-remaining-{name}".encode()
+
+
+def _policy(windows: Sequence[WindowState]) -> bytes:
+    return _policy_of(tuple((w.name, w.limit, w.seconds) for w in windows))
+
+
+@functools.cache
+def _policy_of(windows: tuple[tuple[str, int, int], ...]) -> bytes:
+    # A handful of distinct values (one per plan and the anonymous window): built once each.
+    return ", ".join(f'"{name}";q={limit};w={seconds}' for name, limit, seconds in windows).encode()
 
 
 def limit_message(decision: Decision) -> str:

@@ -41,6 +41,7 @@ class Readings:
     timezone: str
     time_range: TimeRange
     buckets: Buckets
+    simulated: bool = False  # the sandbox model's, up to `now`: not a function of the database
 
     @property
     def totals(self) -> Totals:

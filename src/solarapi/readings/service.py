@@ -242,7 +242,9 @@ def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> Read
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )
-    return Readings(system.id, system.timezone, time_range, buckets)
+    return Readings(
+        system.id, system.timezone, time_range, buckets, system.data_source == "simulated"
+    )
 
 
 # --- summary -----------------------------------------------------------------------------------

@@ -1,0 +1,306 @@
+"""What is kept while the database is unchanged (`kit.versioned`): the callers' Principals
+and rendered readings bodies, on SQLite. Every commit, by any connection of any process,
+must be seen by the very next request of every other process: a revoked key, a plan change,
+a deleted system, a new reading.
+
+"Another process" is modelled two ways: a second app in this process on the same database
+file (its own engine, reader and caches, exactly as a worker has), and a real
+`solarapi serve --workers 2` whose workers both answered before the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from solarapi.auth import repository as auth_repository
+from solarapi.config import Settings
+from solarapi.db import (
+    committed_version,
+    create_engine,
+    create_oneshot_engine,
+    dispose_engine,
+)
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.versioned import VersionedCache
+from solarapi.migrate import upgrade
+from solarapi.readings import service as readings_service
+from tests.conftest import TEST_SECRET
+from tests.faults import server_env
+from tests.foundation.conftest import running_app
+from tests.support import (
+    REDIS_URL,
+    Server,
+    Tenant,
+    client_for,
+    make_tenant,
+    need_service,
+    redis_available,
+    run_cli,
+    served,
+)
+from tests.systems.factories import create_system, quarter_series, system_body, upload
+
+DAY = datetime(2025, 6, 1, tzinfo=UTC)
+QUERY = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z", "interval": "1h"}
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Settings:
+    """A fresh migrated SQLite database file of this test's own."""
+    settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, job_runner="external")
+    upgrade(settings)
+    return settings
+
+
+@asynccontextmanager
+async def _two_workers(settings: Settings) -> AsyncIterator[tuple[FastAPI, FastAPI]]:
+    async with running_app(settings) as first, running_app(settings) as second:
+        yield first, second
+
+
+class _Calls:
+    """Counts calls of a function of ours that still runs (not a mock): whether a request
+    read the key or the readings, or was answered from what was kept."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+        self.count = 0
+        real = getattr(owner, name)
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+async def _energy(client: httpx.AsyncClient, system_id: str) -> Any:
+    response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+    assert response.status_code == 200, response.text
+    return response.json()["meta"]["totals"]["energy_wh"]
+
+
+def test_the_version_changes_with_every_commit_of_any_connection(
+    sqlite_file: Settings, tmp_path: Path
+) -> None:
+    settings = sqlite_file
+
+    async def check() -> None:
+        engine = create_engine(settings)
+        try:
+            before = committed_version(engine)
+            assert before is not None
+            assert committed_version(engine) == before  # nothing committed: the same
+            other = sqlite3.connect(tmp_path / "solar.db", isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE accounts SET name = name || '' WHERE 0")
+            assert committed_version(engine) == before  # not committed yet
+            other.execute("INSERT INTO alembic_version VALUES ('x')")
+            other.execute("ROLLBACK")
+            assert committed_version(engine) == before  # rolled back
+            other.execute("INSERT INTO alembic_version VALUES ('x')")
+            other.close()
+            after = committed_version(engine)
+            assert after is not None
+            assert after != before
+        finally:
+            await dispose_engine(engine)
+
+    asyncio.run(check())
+
+
+async def test_no_version_where_there_is_none(postgres_settings: Settings) -> None:
+    engine = create_engine(postgres_settings)
+    memory = create_oneshot_engine(
+        Settings(database_url="sqlite:///:memory:", secret_key=TEST_SECRET)
+    )
+    try:
+        assert committed_version(engine) is None
+        assert committed_version(memory) is None
+    finally:
+        await dispose_engine(engine)
+        await dispose_engine(memory)
+
+
+def test_a_value_is_given_back_only_at_its_version() -> None:
+    cache = VersionedCache[bytes](maxsize=10, getsizeof=len)
+    cache.put("k", (1, 7), b"abc")
+    assert cache.get("k", (1, 7)) == b"abc"
+    assert cache.get("k", (1, 8)) is None  # a commit since
+    assert cache.get("k", (2, 7)) is None  # another reader's count
+    assert cache.get("k", None) is None
+    cache.put("n", None, b"x")  # no version: nothing kept
+    assert cache.get("n", None) is None
+    cache.put("big", (1, 7), b"x" * 11)  # larger than the whole cache: not kept
+    assert cache.get("big", (1, 7)) is None
+
+
+async def test_a_revoked_key_fails_at_once_in_the_other_worker(
+    sqlite_file: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = sqlite_file
+    lookups = _Calls(monkeypatch, auth_repository, "find_key_by_hash")
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with client_for(second, tenant.live) as client:
+            # The first use writes `last_used_at` (a commit: the second reads the key again).
+            for _ in range(2):
+                assert (await client.get("/api/v1/account")).status_code == 200
+            read = lookups.count
+            assert (await client.get("/api/v1/account")).status_code == 200
+            assert lookups.count == read  # kept: the key was not read again
+            run_cli(server_env(settings.database_url, tmp_path), "keys", "revoke", _live_id(tenant))
+            refused = await client.get("/api/v1/account")
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["code"] == "unauthorized"
+
+
+async def test_a_plan_change_applies_at_once_in_the_other_worker(
+    sqlite_file: Settings, tmp_path: Path
+) -> None:
+    settings = sqlite_file
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with client_for(second, tenant.live) as client:
+            for _ in range(2):  # the first use writes `last_used_at`; the second is kept
+                before = await client.get("/api/v1/account")
+                assert before.headers["x-ratelimit-limit-minute"] == "300"
+            run_cli(
+                server_env(settings.database_url, tmp_path),
+                "accounts", "set-plan", tenant.account_id, "pro",
+            )  # fmt: skip
+            after = await client.get("/api/v1/account")
+            assert after.headers["x-ratelimit-limit-minute"] == "60"
+            assert after.json()["plan"] == "pro"
+            # Pro is read-only: a write the key could make a moment ago is refused now.
+            assert (await client.post("/api/v1/systems", json={})).status_code == 403
+
+
+async def test_new_readings_and_a_deleted_system_are_seen_at_once_by_the_other_worker(
+    sqlite_file: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = sqlite_file
+    reads = _Calls(monkeypatch, readings_service, "read_readings")
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with (
+            client_for(first, tenant.live) as writer,
+            client_for(second, tenant.live) as reader,
+        ):
+            system_id = (await create_system(writer))["id"]
+            assert (await upload(writer, system_id, quarter_series(DAY, 4, 100.0))).is_success
+            assert await _energy(reader, system_id) == 400.0
+            counted = reads.count
+            assert await _energy(reader, system_id) == 400.0
+            assert reads.count == counted  # kept: answered without reading the readings
+
+            assert (await upload(writer, system_id, quarter_series(DAY, 8, 60.0))).is_success
+            assert await _energy(reader, system_id) == 8 * 60.0
+            assert reads.count == counted + 1
+
+            assert (await writer.delete(f"/api/v1/systems/{system_id}")).status_code == 204
+            gone = await reader.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+            assert gone.status_code == 404, gone.text
+
+
+async def test_a_kept_body_is_never_given_to_another_tenant(
+    sqlite_file: Settings, tmp_path: Path
+) -> None:
+    settings = sqlite_file
+    async with running_app(settings) as app:
+        owner, other = await make_tenant(app, Plan.ENTERPRISE), await make_tenant(app, Plan.PRO)
+        async with client_for(app, owner.live) as client:
+            system_id = (await create_system(client))["id"]
+            assert await _energy(client, system_id) is None
+        async with client_for(app, other.live) as client:
+            response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+        assert response.status_code == 404
+        async with client_for(app, owner.test) as client:  # the owner's sandbox: not there
+            response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+        assert response.status_code == 404
+
+
+def _live_id(tenant: Tenant) -> str:
+    return tenant.key_ids[Environment.LIVE]
+
+
+def test_two_serving_workers_see_a_revocation_and_new_readings_at_once(
+    sqlite_file: Settings, tmp_path: Path
+) -> None:
+    """The real thing: `serve --workers 2` on SQLite (with Redis for the limits), both
+    workers having answered the key and the readings before the changes."""
+    need_service("Redis", redis_available())
+    settings = sqlite_file
+
+    async def make() -> Tenant:
+        async with running_app(settings) as app:
+            return await make_tenant(app, Plan.ENTERPRISE)
+
+    tenant = asyncio.run(make())
+    env = server_env(
+        settings.database_url,
+        tmp_path,
+        SOLARAPI_REDIS_URL=REDIS_URL,
+        SOLARAPI_RATE_LIMIT_SCALE="100",
+        SOLARAPI_LOG_LEVEL="INFO",
+    )
+    headers = {"Authorization": f"Bearer {tenant.live}"}
+    with served(env, "--workers", "2") as server:
+        # New connections each time, so the kernel hands them to either worker.
+        with httpx.Client(
+            base_url=server.base,
+            headers=headers,
+            limits=httpx.Limits(max_keepalive_connections=0),
+            timeout=30,
+        ) as client:
+            created = client.post("/api/v1/systems", json=system_body())
+            assert created.status_code == 201, created.text
+            system_id = created.json()["id"]
+            path = f"/api/v1/systems/{system_id}/readings"
+            first = client.post(path, json={"readings": quarter_series(DAY, 4, 100.0)})
+            assert first.is_success, first.text
+
+            def both_answered(n: int) -> None:
+                """Read until both workers answered the readings at least twice since
+                the last change (the second from what they kept)."""
+                pids: dict[object, int] = {}
+                while min(pids.values(), default=0) < 2 or len(pids) < 2:
+                    marker = f"both-{n}-{sum(pids.values())}"
+                    answer = client.get(path, params=QUERY, headers={"X-Request-Id": marker})
+                    assert answer.status_code == 200, answer.text
+                    pid = _logged_pid(server, marker)
+                    pids[pid] = pids.get(pid, 0) + 1
+
+            both_answered(1)
+            again = client.post(path, json={"readings": quarter_series(DAY, 8, 60.0)})
+            assert again.is_success, again.text
+            for _ in range(20):
+                answer = client.get(path, params=QUERY)
+                assert answer.json()["meta"]["totals"]["energy_wh"] == 8 * 60.0, answer.text
+
+            both_answered(2)
+            run_cli(env, "keys", "revoke", _live_id(tenant))
+            statuses = {client.get(path, params=QUERY).status_code for _ in range(20)}
+        assert statuses == {401}
+
+
+def _logged_pid(server: Server, request_id: str) -> object:
+    """The process that answered `request_id`, from its request line (written just after
+    the response is sent; the deadline only bounds a broken run)."""
+    deadline = time.monotonic() + 30
+    while True:
+        for line in server.lines():
+            if line.get("request_id") == request_id and line.get("msg") == "request":
+                return line["pid"]
+        assert time.monotonic() < deadline, f"no request line for {request_id}"
+        time.sleep(0.02)
