@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import asyncpg
 from fastapi import Depends, Request
-from sqlalchemy import Select, event
+from sqlalchemy import Select, Text, cast, event, func
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Dialect, Engine, make_url
@@ -252,8 +252,17 @@ def _read_on_loop(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any] 
     return None
 
 
-# What `committed_version` answers: (the reader's number, its `PRAGMA data_version`).
-CommittedVersion = tuple[int, int]
+# A version of the database (`committed_version`): (a number of the reader or engine that
+# read it, unique in the process; SQLite's `data_version` or PostgreSQL's snapshot).
+CommittedVersion = tuple[int, int | str]
+_engine_numbers: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
+
+
+def _engine_number(engine: Engine) -> int:
+    number = _engine_numbers.get(engine)
+    if number is None:
+        number = _engine_numbers[engine] = next(_reader_numbers)
+    return number
 
 
 def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
@@ -264,8 +273,12 @@ def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
 
     SQLite's `PRAGMA data_version` on the event loop's reader (~1.5 µs: it compares the WAL
     index header, no table is read; a commit of any other connection changes it). None where
-    there is no such value: PostgreSQL (nothing as cheap and transactional; a counter row
-    would serialize the writers that bump it), an in-memory database, a busy one."""
+    there is no such value without a round trip: an in-memory database, a busy one, and
+    PostgreSQL — there the version comes with a read the request makes anyway: the snapshot
+    (`pg_current_snapshot()`, `DriverQuery(snapshot=True)`) the caller's key is read at. Two
+    equal snapshots mean no transaction that wrote has committed in between (each one either
+    was in progress in both or was not yet begun in either); a counter row instead would
+    serialize every writer that bumps it."""
     if engine.dialect.name != "sqlite":
         return None
     reader = _loop_reader(engine.sync_engine)
@@ -439,12 +452,17 @@ class DriverQuery:
     COMMITTED); after, inside that transaction. Reads only.
     """
 
-    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]], *, snapshot: bool = False) -> None:
         self._statement = statement
+        # On PostgreSQL, also the snapshot the row is read at (`first_at`).
+        self._snapshot = snapshot
         self._compiled: dict[str, _Compiled] = {}
 
     async def _compile(self, session: AsyncSession, dialect: Dialect) -> _Compiled:
-        result = self._statement.compile(dialect=dialect)
+        statement = self._statement
+        if self._snapshot and dialect.name == "postgresql":
+            statement = statement.add_columns(cast(func.pg_current_snapshot(), Text))
+        result = statement.compile(dialect=dialect)
         sql = str(result)
         column_types: list[Any]
         if dialect.driver == "asyncpg":  # its result processors need the column type ids
@@ -452,14 +470,14 @@ class DriverQuery:
                 prepared = await connection.prepare(sql)
                 column_types = [attribute.type.oid for attribute in prepared.get_attributes()]
         else:  # SQLite reports no column types
-            column_types = [None] * len(self._statement.selected_columns)
+            column_types = [None] * len(statement.selected_columns)
         compiled = _Compiled(
             sql=sql,
             names=tuple(result.positiontup or ()),
             processors=tuple(
                 column.type.dialect_impl(dialect).result_processor(dialect, column_type)
                 for column, column_type in zip(
-                    self._statement.selected_columns, column_types, strict=True
+                    statement.selected_columns, column_types, strict=True
                 )
             ),
         )
@@ -484,6 +502,19 @@ class DriverQuery:
     ) -> tuple[Any, ...] | None:
         rows = await self.all(session, params)
         return rows[0] if rows else None
+
+    async def first_at(
+        self, session: AsyncSession, params: Mapping[str, Any]
+    ) -> tuple[tuple[Any, ...] | None, CommittedVersion | None]:
+        """`first`, and the version of the database the row was read at where the read itself
+        tells it (a `snapshot` query on PostgreSQL; see `committed_version`), else None."""
+        row = await self.first(session, params)
+        if row is None or not self._snapshot:
+            return row, None
+        engine = _sync_engine(session)
+        if engine.dialect.name != "postgresql":
+            return row, None
+        return row[:-1], (_engine_number(engine), row[-1])
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]

@@ -582,13 +582,16 @@ class _Checks:
         return None
 
     async def _authenticate(self) -> Principal | Unauthorized:
-        # On SQLite the caller's Principal is kept while the database is unchanged
-        # (`kit.versioned`): a revoked key, a plan change, anything committed by any process
-        # is seen by the next request, which reads the key afresh. Otherwise the request's one
-        # session: authenticated in here, continued by the endpoint's SessionDep, closed by
-        # the gateway (`_finish`) when the response is done.
+        # The version of the database the request is served at (`db.committed_version`),
+        # under which what it reads may be kept and reused (`kit.versioned`): on SQLite taken
+        # first, and the caller's Principal is kept too; on PostgreSQL the snapshot the key is
+        # read at. Either way a revoked key, a plan change, anything committed by any process
+        # is seen by the next request. When the key is read, it is in the request's one
+        # session, which the endpoint's SessionDep continues and the gateway closes
+        # (`_finish`) when the response is done.
         exchange = self.exchange
         state = exchange.state
+        scope_state = exchange.scope["state"]
         now = datetime.fromtimestamp(self.now, UTC)
         try:
             hashed = key_hash(
@@ -597,20 +600,22 @@ class _Checks:
         except Unauthorized as refused:
             return refused
         version = committed_version(state.engine)
-        exchange.scope["state"][DATA_VERSION] = version
         kept: Principal | None = state.principals.get(hashed, version)
         if kept is not None and not needs_touch(kept, now):
+            scope_state[DATA_VERSION] = version
             return kept
         session = state.sessionmaker()
-        exchange.scope["state"][REQUEST_SESSION] = session
+        scope_state[REQUEST_SESSION] = session
         try:
-            principal, wrote = await authenticate(session, hashed, now)
+            found = await authenticate(session, hashed, now)
         except Unauthorized as refused:
             return refused
-        if wrote:
+        if found.wrote:
             # Its own commit: `last_used_at` stays whatever the endpoint does, and on
-            # SQLite the write lock is not held through the endpoint.
+            # SQLite the write lock is not held through the endpoint. What the request
+            # reads after it is newer than `version`: harmless (see kit.versioned).
             await session.commit()
         else:
-            state.principals.put(hashed, version, principal)
-        return principal
+            state.principals.put(hashed, version, found.principal)
+        scope_state[DATA_VERSION] = version if version is not None else found.read_at
+        return found.principal

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import DriverQuery
+from solarapi.db import CommittedVersion, DriverQuery
 from solarapi.models import Account, ApiKey
 
 
@@ -43,16 +43,21 @@ _KEY_BY_HASH = DriverQuery(
         Account.sandbox_provisioned_at,
     )
     .join(Account, Account.id == ApiKey.account_id)
-    .where(ApiKey.key_hash == bindparam("key_hash"))
+    .where(ApiKey.key_hash == bindparam("key_hash")),
+    snapshot=True,
 )
 
 
-async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | None:
-    row = await _KEY_BY_HASH.first(session, {"key_hash": key_hash})
+async def find_key_by_hash(
+    session: AsyncSession, key_hash: str
+) -> tuple[KeyRecord | None, CommittedVersion | None]:
+    """The key and its account, and the database's version they were read at where the
+    read tells it (PostgreSQL: `db.DriverQuery.first_at`)."""
+    row, version = await _KEY_BY_HASH.first_at(session, {"key_hash": key_hash})
     if row is None:
-        return None
+        return None, None
     key_id, key_name, environment, display, created_at, last_used_at, revoked_at = row[:7]
-    return KeyRecord(
+    record = KeyRecord(
         key_id=key_id,
         key_name=key_name,
         environment=environment,
@@ -65,6 +70,7 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
         plan=row[9],
         sandbox_provisioned=row[10] is not None,
     )
+    return record, version
 
 
 async def touch_last_used(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -9,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth import repository
 from solarapi.auth.keys import NewKey, generate_key, hash_key, parse_key
 from solarapi.auth.principal import Principal
+from solarapi.db import CommittedVersion
 from solarapi.errors import NotFound, Unauthorized, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
@@ -48,11 +50,17 @@ def needs_touch(principal: Principal, now: datetime) -> bool:
     return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
 
 
-async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> tuple[Principal, bool]:
-    """The caller of a request by its key's hash (`key_hash`), and whether authenticating it
-    wrote (`last_used_at`, at most once a minute per key, or the sandbox's first
-    provisioning): the caller commits then."""
-    record = await repository.find_key_by_hash(session, hashed)
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    principal: Principal
+    wrote: bool  # `last_used_at` or the sandbox's first provisioning: the caller commits
+    read_at: CommittedVersion | None  # where the read tells it (`db.DriverQuery.first_at`)
+
+
+async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Authenticated:
+    """The caller of a request by its key's hash (`key_hash`). Writes `last_used_at` at most
+    once a minute per key, and provisions the sandbox on a test key's first use."""
+    record, read_at = await repository.find_key_by_hash(session, hashed)
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
     last_used_at = record.last_used_at
@@ -77,7 +85,7 @@ async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> tup
         key_created_at=record.created_at,
         key_last_used_at=last_used_at,
     )
-    return principal, wrote
+    return Authenticated(principal, wrote, read_at)
 
 
 def validate_key_name(name: str) -> str:
