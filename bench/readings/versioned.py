@@ -36,7 +36,7 @@ SECS = os.environ.get("SECS", "5")
 PORT = 8474
 INTERVALS_MS = (None, 1000, 100, 10, 1)
 
-# One row of another demo account rewritten (same value, a real write) every `interval` ms,
+# The Starter demo account's name changed (a trailing dot added or taken away) (same value, a real write) every `interval` ms,
 # each in its own transaction; prints how many it committed when stopped.
 _COMMITTER = """
 import os, sys, time, signal
@@ -46,7 +46,9 @@ def halt(*_):
     global stop
     stop = True
 signal.signal(signal.SIGTERM, halt)
-sql = "UPDATE accounts SET name = name WHERE email = 'demo-starter@example.com'"
+# (a real change: SQLite leaves its data_version alone when a row is rewritten unchanged)
+sql = ("UPDATE accounts SET name = CASE WHEN name LIKE '%.' THEN substr(name, 1, length(name) - 1)"
+       " ELSE name || '.' END WHERE plan = 'starter'")
 commits = 0
 if url.startswith("sqlite"):
     import sqlite3
@@ -133,9 +135,11 @@ def main(key: str) -> None:
             elapsed = time.monotonic() - started
             commits = 0
             if committer is not None:
+                if committer.poll() is not None:
+                    raise SystemExit(f"the committer stopped (exit {committer.returncode})")
                 committer.terminate()
                 out, _ = committer.communicate()
-                commits = int(out.strip() or 0)
+                commits = int(out.strip())
             label = "never" if interval is None else f"{interval} ms"
             print(
                 f"{label:>14} {commits / elapsed:>10.0f} "

@@ -9,8 +9,11 @@ seen by the first call that starts after it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 from typing import Literal
 
@@ -19,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from solarapi.db import schema_revision
 from solarapi.dbfaults import SCHEMA_REVISION, is_database_unavailable, revision_is_current
 from solarapi.kit.jsonresp import OrjsonResponse
-from solarapi.kit.timefmt import format_timestamp, utcnow
+from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.version import API_VERSION
 from solarapi.ratelimit.base import RateLimiter
 
@@ -90,13 +93,19 @@ class HealthProbe:
         return "ok"
 
 
+@functools.lru_cache(maxsize=1)
+def _time_text(second: int) -> str:
+    # Formatted once a second, not on every poll (strftime was ~4 % of /health's CPU).
+    return format_timestamp(datetime.fromtimestamp(second, UTC))
+
+
 def health_response(checks: Checks) -> OrjsonResponse:
     status = checks.status
     body = {
         "status": status,
         "version": _VERSION,
         "api_version": API_VERSION,
-        "time": format_timestamp(utcnow()),
+        "time": _time_text(int(time.time())),
         "checks": {"database": checks.database, "rate_limiter": checks.rate_limiter},
     }
     headers = {"Cache-Control": "no-store"}

@@ -22,7 +22,12 @@ def key_windows(plan: Plan, scale: int = 1) -> tuple[Window, Window]:
 
 
 def anonymous_windows(settings: Settings) -> tuple[Window]:
-    return (Window("minute", settings.anonymous_per_minute, 60),)
+    return _per_minute(settings.anonymous_per_minute)
+
+
+@functools.cache
+def _per_minute(limit: int) -> tuple[Window]:
+    return (Window("minute", limit, 60),)
 
 
 def create_limiter(
