@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,6 +160,9 @@ async def test_no_version_where_there_is_none(postgres_settings: Settings) -> No
 async def test_on_postgresql_the_version_is_the_snapshot_the_key_is_read_at(
     postgres_settings: Settings,
 ) -> None:
+    """The snapshot is the whole server's: other tests' commits (in their own databases)
+    change it too, so "unchanged" is shown as "unchanged at least once, within a deadline";
+    a commit of ours changes it every time."""
     async with running_app(postgres_settings) as app:
         tenant = await make_tenant(app, Plan.PRO)
         hashed = key_hash(f"Bearer {tenant.live}", postgres_settings.effective_secret_key)
@@ -171,23 +174,29 @@ async def test_on_postgresql_the_version_is_the_snapshot_the_key_is_read_at(
             assert read_at is not None
             return read_at
 
-        first = await version()
-        assert await version() == first  # nothing committed in between
+        async def unchanged_by(action: Callable[[], Awaitable[object]]) -> None:
+            deadline = time.monotonic() + 60
+            while True:
+                before = await version()
+                await action()
+                if await version() == before:
+                    return
+                assert time.monotonic() < deadline, "the version never held"
+
         conn = await admin_connection(make_url(postgres_settings.database_url).database)
         try:
-            await conn.execute("SELECT count(*) FROM systems")  # a read commits nothing
-            assert await version() == first
-            await conn.execute("UPDATE accounts SET name = name WHERE id = 'none'")
-            assert await version() == first  # it changed no row
+            await unchanged_by(lambda: asyncio.sleep(0))  # nothing committed
+            await unchanged_by(lambda: conn.execute("SELECT count(*) FROM systems"))  # a read
+            await unchanged_by(  # an UPDATE that changes no row
+                lambda: conn.execute("UPDATE accounts SET name = name WHERE id = 'none'")
+            )
+            first = await version()
             async with conn.transaction():
                 await conn.execute(
                     "UPDATE accounts SET name = name WHERE id = $1", tenant.account_id
                 )
-                # Already different while in progress (its transaction id is in the
-                # snapshot): more often than needed, never less.
-                during = await version()
-            after = await version()
-            assert after not in (first, during)
+                during = await version()  # in progress: the same or not (others may end)
+            assert await version() not in (first, during)  # ended: never the same
         finally:
             await conn.close()
 
@@ -261,13 +270,13 @@ async def test_new_readings_and_a_deleted_system_are_seen_at_once_by_the_other_w
             system_id = (await create_system(writer))["id"]
             assert (await upload(writer, system_id, quarter_series(DAY, 4, 100.0))).is_success
             assert await _energy(reader, system_id) == 400.0
-            counted = reads.count
-            assert await _energy(reader, system_id) == 400.0
-            assert reads.count == counted  # kept: answered without reading the readings
+            attempts = await _answered_from_kept(reader, system_id, reads, 400.0)
+            assert settings.is_postgres or attempts == 1
 
             assert (await upload(writer, system_id, quarter_series(DAY, 8, 60.0))).is_success
+            counted = reads.count
             assert await _energy(reader, system_id) == 8 * 60.0
-            assert reads.count == counted + 1
+            assert reads.count == counted + 1  # read afresh
 
             assert (await writer.delete(f"/api/v1/systems/{system_id}")).status_code == 204
             gone = await reader.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
@@ -289,6 +298,24 @@ async def test_a_kept_body_is_never_given_to_another_tenant(
         async with client_for(app, owner.test) as client:  # the owner's sandbox: not there
             response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
         assert response.status_code == 404
+
+
+async def _answered_from_kept(
+    client: httpx.AsyncClient, system_id: str, reads: _Calls, energy_wh: float
+) -> int:
+    """Ask again until an answer comes from what was kept, without reading the readings;
+    returns how many asks it took. On SQLite the first (nothing else writes to the test's
+    database); on PostgreSQL the version is the snapshot of the whole server, which the
+    suite's other tests keep changing, so an ask may read afresh. Never kept is a failure."""
+    deadline = time.monotonic() + 60
+    attempts = 0
+    while True:
+        attempts += 1
+        counted = reads.count
+        assert await _energy(client, system_id) == energy_wh
+        if reads.count == counted:
+            return attempts
+        assert time.monotonic() < deadline, "never answered from what was kept"
 
 
 def _live_id(tenant: Tenant) -> str:
@@ -333,7 +360,7 @@ def test_two_serving_workers_see_a_revocation_and_new_readings_at_once(
 
         def both_answered(n: int, energy_wh: float) -> None:
             """Read until both workers answered the readings at least twice since the
-            last change (the second from what they kept), every answer `energy_wh`."""
+            last change (so each has kept the body), every answer `energy_wh`."""
             pids: dict[object, int] = {}
             while min(pids.values(), default=0) < 2 or len(pids) < 2:
                 assert sum(pids.values()) < 400, f"one worker took every connection: {pids}"
