@@ -214,6 +214,74 @@ def test_a_value_is_given_back_only_at_its_version() -> None:
     assert cache.get("big", (1, 7)) is None
 
 
+class _Maker:
+    """An async maker the test lets finish, counting its calls."""
+
+    def __init__(self, value: bytes, keep: bool = True, fail: bool = False) -> None:
+        self.calls = 0
+        self.release = asyncio.Event()
+        self.value, self.keep, self.fail = value, keep, fail
+
+    async def __call__(self) -> tuple[bytes, bool]:
+        self.calls += 1
+        await self.release.wait()
+        if self.fail:
+            raise LookupError("no such system")
+        return self.value, self.keep
+
+
+async def _started(maker: _Maker, calls: int) -> None:
+    while maker.calls < calls:  # the callers run up to their first wait
+        await asyncio.sleep(0)
+
+
+async def test_callers_asking_at_once_wait_for_the_one_that_makes_it() -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"body")
+    asking = [asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker)) for _ in range(5)]
+    await _started(maker, 1)
+    maker.release.set()
+    assert await asyncio.gather(*asking) == [b"body"] * 5
+    assert maker.calls == 1
+    assert cache.get("k", (1, 1)) == b"body"
+    # At another version, it is made again.
+    assert await cache.get_or_make("k", (1, 2), maker) == b"body"
+    assert maker.calls == 2
+
+
+@pytest.mark.parametrize("fail", [True, False])
+async def test_when_the_maker_fails_or_may_not_keep_it_each_waiter_makes_its_own(
+    fail: bool,
+) -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"live", keep=False, fail=fail)
+    asking = [asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker)) for _ in range(3)]
+    await _started(maker, 1)
+    maker.release.set()
+    answers = await asyncio.gather(*asking, return_exceptions=True)
+    assert maker.calls == 3
+    if fail:
+        assert all(isinstance(answer, LookupError) for answer in answers)
+    else:
+        assert answers == [b"live"] * 3
+    assert cache.get("k", (1, 1)) is None
+
+
+async def test_a_waiter_that_goes_away_does_not_stop_the_others() -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"body")
+    making = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    leaving = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    staying = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    await _started(maker, 1)
+    await asyncio.sleep(0)
+    leaving.cancel()
+    maker.release.set()
+    assert (await making, await staying) == (b"body", b"body")
+    assert leaving.cancelled()
+    assert maker.calls == 1
+
+
 async def test_a_revoked_key_fails_at_once_in_the_other_worker(
     fresh: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

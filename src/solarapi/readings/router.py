@@ -84,15 +84,15 @@ async def get_readings(system_id: str, request: Request) -> Response:
     # holds the caller's tenancy, so it is only ever given to whom it was rendered for.
     version = request.scope.get("state", {}).get(DATA_VERSION)
     key = (principal.account_id, principal.environment, system_id, interval, start, end)
-    body = _BODIES.get(key, version)
-    if body is None:
+
+    async def read() -> tuple[bytes, bool]:
         async with _session(request) as session:
             readings = await service.read_readings(
                 session, principal, system_id, start, end, interval, now
             )
-        body = render(readings)
-        if not readings.simulated:
-            _BODIES.put(key, version, body)
+        return render(readings), not readings.simulated
+
+    body = await _BODIES.get_or_make(key, version, read)
     return Response(body, media_type="application/json")
 
 
