@@ -200,7 +200,8 @@ async def driver_connection(session: AsyncSession) -> Any:
     return raw
 
 
-_reader_numbers = itertools.count(1)
+# Numbers of the readers and engines a version is read from, unique in the process.
+_version_sources = itertools.count(1)
 
 
 class _Reader(sqlite3.Connection):
@@ -210,7 +211,7 @@ class _Reader(sqlite3.Connection):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.number = next(_reader_numbers)
+        self.number = next(_version_sources)
 
 
 # Per engine: the read-only sqlite3 connection of each thread that reads on its own (the
@@ -261,7 +262,7 @@ _engine_numbers: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDiction
 def _engine_number(engine: Engine) -> int:
     number = _engine_numbers.get(engine)
     if number is None:
-        number = _engine_numbers[engine] = next(_reader_numbers)
+        number = _engine_numbers[engine] = next(_version_sources)
     return number
 
 
@@ -276,9 +277,10 @@ def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
     there is no such value without a round trip: an in-memory database, a busy one, and
     PostgreSQL — there the version comes with a read the request makes anyway: the snapshot
     (`pg_current_snapshot()`, `DriverQuery(snapshot=True)`) the caller's key is read at. Two
-    equal snapshots mean no transaction that wrote has committed in between (each one either
-    was in progress in both or was not yet begun in either); a counter row instead would
-    serialize every writer that bumps it."""
+    equal snapshots mean no transaction that wrote ended in between (one in progress at the
+    first is listed in it and would be gone from the second; one begun later would have moved
+    the second's upper bound past its id when it ended); a counter row instead would
+    serialize every writer that bumps it (docs/foundation.md)."""
     if engine.dialect.name != "sqlite":
         return None
     reader = _loop_reader(engine.sync_engine)

@@ -46,7 +46,10 @@ def key_hash(authorization: str | None, secret: bytes) -> str:
 
 def needs_touch(principal: Principal, now: datetime) -> bool:
     """Whether a request at `now` refreshes the key's `last_used_at`."""
-    last_used_at = principal.key_last_used_at
+    return _stale(principal.key_last_used_at, now)
+
+
+def _stale(last_used_at: datetime | None, now: datetime) -> bool:
     return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
 
 
@@ -65,7 +68,7 @@ async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Aut
         raise Unauthorized("invalid or revoked key")
     last_used_at = record.last_used_at
     wrote = False
-    if last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION:
+    if _stale(last_used_at, now):
         wrote = True  # the UPDATE ran (and on SQLite began a write) even if it changed nothing
         if await repository.touch_last_used(
             session, record.key_id, now, now - LAST_USED_RESOLUTION

@@ -3,8 +3,8 @@
 Each value is kept with the version of the database it was read at (`db.committed_version`,
 which changes on every commit of any process) and given back only to a request that sees the
 database at that same version. Nothing is ever invalidated by hand, so no write path can
-forget to: the first request after any commit reads afresh. Where the database has no such
-version (PostgreSQL), nothing is kept.
+forget to: the first request after any commit reads afresh. Without a version (an in-memory
+or busy SQLite database), nothing is kept.
 
 The version must be taken *before* the reads the value is derived from: a commit between the
 two then leaves a newer value under an older version, which the next request no longer
