@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import sqlite3
 import threading
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 
 import asyncpg
 from fastapi import Depends, Request
-from sqlalchemy import Select, Text, cast, event, func
+from sqlalchemy import Select, event
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Dialect, Engine, make_url
@@ -256,34 +257,78 @@ def _read_on_loop(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any] 
 # A version of the database (`committed_version`): (a number of the reader or engine that
 # read it, unique in the process; SQLite's `data_version` or PostgreSQL's snapshot).
 CommittedVersion = tuple[int, int | str]
-_engine_numbers: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 
 
-def _engine_number(engine: Engine) -> int:
-    number = _engine_numbers.get(engine)
-    if number is None:
-        number = _engine_numbers[engine] = next(_version_sources)
-    return number
+class _SnapshotReads:
+    """`pg_current_snapshot()` for the callers of one engine, each answered by a read *sent
+    after it asked* (so no commit that ended before it asked can be missing from it), and
+    callers who ask while a read is out share the next one: one round trip serves every
+    request that arrived during the last, instead of one each. A failed read fails its
+    callers alike (`gateway` answers 503 when the database cannot serve)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.number = next(_version_sources)
+        self._waiting: list[asyncio.Future[str]] = []
+        self._serving: asyncio.Task[None] | None = None
+
+    async def read(self) -> str:
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        if self._serving is None:
+            self._serving = asyncio.ensure_future(self._serve())
+        return await waiter  # a caller that goes away cancels only its own waiter
+
+    async def _serve(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    async with _pooled_pg(self._engine) as connection:
+                        snapshot = str(await connection.fetchval(_SNAPSHOT_SQL))
+                except Exception as exc:
+                    for waiter in batch:
+                        if not waiter.done():
+                            waiter.set_exception(exc)
+                    continue
+                except BaseException:  # cancelled (the loop is closing): so are its callers
+                    for waiter in batch + self._waiting:
+                        waiter.cancel()
+                    raise
+                for waiter in batch:
+                    if not waiter.done():
+                        waiter.set_result(snapshot)
+        finally:
+            self._serving = None
 
 
-def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
+_SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text"
+_SNAPSHOTS: weakref.WeakKeyDictionary[Engine, _SnapshotReads] = weakref.WeakKeyDictionary()
+
+
+async def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
     """A value that stays the same for exactly as long as nothing is committed to the
     database — by any connection of any process — so that what was read from it while the
     value held can be reused while it still holds (`kit.versioned`), and is re-read on the
     first request after any commit: a revoked key, a plan change, a new reading.
 
-    SQLite's `PRAGMA data_version` on the event loop's reader (~1.5 µs: it compares the WAL
+    SQLite: `PRAGMA data_version` on the event loop's reader (~1.5 µs: it compares the WAL
     index header, no table is read; a commit of any other connection changes it). None where
-    there is no such value without a round trip: an in-memory database, a busy one, and
-    PostgreSQL — there the version comes with a read the request makes anyway: the snapshot
-    (`pg_current_snapshot()`, `DriverQuery(snapshot=True)`) the caller's key is read at. Two
-    equal snapshots mean no transaction that wrote ended in between (one in progress at the
-    first is listed in it and would be gone from the second; one begun later would have moved
-    the second's upper bound past its id when it ended); a counter row instead would
-    serialize every writer that bumps it (docs/foundation.md)."""
-    if engine.dialect.name != "sqlite":
-        return None
-    reader = _loop_reader(engine.sync_engine)
+    there is no such value: an in-memory database, a busy one.
+
+    PostgreSQL: the server's snapshot, `pg_current_snapshot()` (`_SnapshotReads`: one round
+    trip shared by the requests that arrive while the last is out). Two equal snapshots mean
+    no transaction that wrote ended in between (one in progress at the first is listed in it
+    and would be gone from the second; one begun later would have moved the second's upper
+    bound past its id when it ended); a counter row instead would serialize every writer
+    that bumps it (docs/foundation.md)."""
+    sync_engine = engine.sync_engine
+    if engine.dialect.name == "postgresql":
+        reads = _SNAPSHOTS.get(sync_engine)
+        if reads is None:
+            reads = _SNAPSHOTS[sync_engine] = _SnapshotReads(sync_engine)
+        return reads.number, await reads.read()
+    reader = _loop_reader(sync_engine)
     if reader is None:
         return None
     try:
@@ -454,16 +499,12 @@ class DriverQuery:
     COMMITTED); after, inside that transaction. Reads only.
     """
 
-    def __init__(self, statement: Select[*tuple[Any, ...]], *, snapshot: bool = False) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self._statement = statement
-        # On PostgreSQL, also the snapshot the row is read at (`first_at`).
-        self._snapshot = snapshot
         self._compiled: dict[str, _Compiled] = {}
 
     async def _compile(self, session: AsyncSession, dialect: Dialect) -> _Compiled:
         statement = self._statement
-        if self._snapshot and dialect.name == "postgresql":
-            statement = statement.add_columns(cast(func.pg_current_snapshot(), Text))
         result = statement.compile(dialect=dialect)
         sql = str(result)
         column_types: list[Any]
@@ -504,19 +545,6 @@ class DriverQuery:
     ) -> tuple[Any, ...] | None:
         rows = await self.all(session, params)
         return rows[0] if rows else None
-
-    async def first_at(
-        self, session: AsyncSession, params: Mapping[str, Any]
-    ) -> tuple[tuple[Any, ...] | None, CommittedVersion | None]:
-        """`first`, and the version of the database the row was read at where the read itself
-        tells it (a `snapshot` query on PostgreSQL; see `committed_version`), else None."""
-        row = await self.first(session, params)
-        if row is None or not self._snapshot:
-            return row, None
-        engine = _sync_engine(session)
-        if engine.dialect.name != "postgresql":
-            return row, None
-        return row[:-1], (_engine_number(engine), row[-1])
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]

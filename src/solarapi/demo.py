@@ -122,7 +122,7 @@ async def ensure_demo_accounts(
         for environment in Environment:
             key = demo_key(secret, email, environment)
             key_hash = hash_key(key, secret)
-            record, _ = await key_repo.find_key_by_hash(session, key_hash)
+            record = await key_repo.find_key_by_hash(session, key_hash)
             if record is None:
                 await key_repo.add_key(
                     session,

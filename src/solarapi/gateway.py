@@ -583,12 +583,11 @@ class _Checks:
 
     async def _authenticate(self) -> Principal | Unauthorized:
         # The version of the database the request is served at (`db.committed_version`),
-        # under which what it reads may be kept and reused (`kit.versioned`): on SQLite taken
-        # first, and the caller's Principal is kept too; on PostgreSQL the snapshot the key is
-        # read at. Either way a revoked key, a plan change, anything committed by any process
-        # is seen by the next request. When the key is read, it is in the request's one
-        # session, which the endpoint's SessionDep continues and the gateway closes
-        # (`_finish`) when the response is done.
+        # taken first: what it reads, the caller's Principal among them, may be kept under it
+        # and reused (`kit.versioned`), so a revoked key, a plan change, anything committed by
+        # any process is seen by the next request. When the key is read, it is in the
+        # request's one session, which the endpoint's SessionDep continues and the gateway
+        # closes (`_finish`) when the response is done.
         exchange = self.exchange
         state = exchange.state
         scope_state = exchange.scope["state"]
@@ -599,10 +598,10 @@ class _Checks:
             )
         except Unauthorized as refused:
             return refused
-        version = committed_version(state.engine)
+        version = await committed_version(state.engine)
+        scope_state[DATA_VERSION] = version
         kept: Principal | None = state.principals.get(hashed, version)
         if kept is not None and not needs_touch(kept, now):
-            scope_state[DATA_VERSION] = version
             return kept
         session = state.sessionmaker()
         scope_state[REQUEST_SESSION] = session
@@ -617,5 +616,4 @@ class _Checks:
             await session.commit()
         else:
             state.principals.put(hashed, version, found.principal)
-        scope_state[DATA_VERSION] = version if version is not None else found.read_at
         return found.principal

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import CommittedVersion, DriverQuery
+from solarapi.db import DriverQuery
 from solarapi.models import Account, ApiKey
 
 
@@ -43,21 +43,16 @@ _KEY_BY_HASH = DriverQuery(
         Account.sandbox_provisioned_at,
     )
     .join(Account, Account.id == ApiKey.account_id)
-    .where(ApiKey.key_hash == bindparam("key_hash")),
-    snapshot=True,
+    .where(ApiKey.key_hash == bindparam("key_hash"))
 )
 
 
-async def find_key_by_hash(
-    session: AsyncSession, key_hash: str
-) -> tuple[KeyRecord | None, CommittedVersion | None]:
-    """The key and its account, and the database's version they were read at where the
-    read tells it (PostgreSQL: `db.DriverQuery.first_at`)."""
-    row, version = await _KEY_BY_HASH.first_at(session, {"key_hash": key_hash})
+async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | None:
+    row = await _KEY_BY_HASH.first(session, {"key_hash": key_hash})
     if row is None:
-        return None, None
+        return None
     key_id, key_name, environment, display, created_at, last_used_at, revoked_at = row[:7]
-    record = KeyRecord(
+    return KeyRecord(
         key_id=key_id,
         key_name=key_name,
         environment=environment,
@@ -70,7 +65,6 @@ async def find_key_by_hash(
         plan=row[9],
         sandbox_provisioned=row[10] is not None,
     )
-    return record, version
 
 
 async def touch_last_used(

@@ -10,7 +10,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth import repository
 from solarapi.auth.keys import NewKey, generate_key, hash_key, parse_key
 from solarapi.auth.principal import Principal
-from solarapi.db import CommittedVersion
 from solarapi.errors import NotFound, Unauthorized, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment, Plan
@@ -57,13 +56,12 @@ def _stale(last_used_at: datetime | None, now: datetime) -> bool:
 class Authenticated:
     principal: Principal
     wrote: bool  # `last_used_at` or the sandbox's first provisioning: the caller commits
-    read_at: CommittedVersion | None  # where the read tells it (`db.DriverQuery.first_at`)
 
 
 async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Authenticated:
     """The caller of a request by its key's hash (`key_hash`). Writes `last_used_at` at most
     once a minute per key, and provisions the sandbox on a test key's first use."""
-    record, read_at = await repository.find_key_by_hash(session, hashed)
+    record = await repository.find_key_by_hash(session, hashed)
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
     last_used_at = record.last_used_at
@@ -88,7 +86,7 @@ async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Aut
         key_created_at=record.created_at,
         key_last_used_at=last_used_at,
     )
-    return Authenticated(principal, wrote, read_at)
+    return Authenticated(principal, wrote)
 
 
 def validate_key_name(name: str) -> str:
