@@ -1,6 +1,6 @@
 """How the hot reads fare when the database keeps changing.
 
-The gateway keeps a caller's Principal (SQLite) and every rendered readings body while the
+The gateway keeps a caller's Principal and every rendered readings body while the
 database is unchanged (`kit.versioned`, docs/foundation.md): any commit, by any process,
 makes the next request of every worker read afresh. `sidebyside.py` measures a database
 nobody writes to, where every request after the first is answered from what was kept. This
