@@ -268,12 +268,13 @@ class _SnapshotReads:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self.loop = asyncio.get_running_loop()  # its waiters and its task are this loop's
         self.number = next(_version_sources)
         self._waiting: list[asyncio.Future[str]] = []
         self._serving: asyncio.Task[None] | None = None
 
     async def read(self) -> str:
-        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[str] = self.loop.create_future()
         self._waiting.append(waiter)
         if self._serving is None:
             self._serving = asyncio.ensure_future(self._serve())
@@ -325,7 +326,7 @@ async def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
     sync_engine = engine.sync_engine
     if engine.dialect.name == "postgresql":
         reads = _SNAPSHOTS.get(sync_engine)
-        if reads is None:
+        if reads is None or reads.loop is not asyncio.get_running_loop():
             reads = _SNAPSHOTS[sync_engine] = _SnapshotReads(sync_engine)
         return reads.number, await reads.read()
     reader = _loop_reader(sync_engine)
