@@ -144,6 +144,34 @@ def test_the_version_changes_with_every_commit_of_any_connection(
     asyncio.run(check())
 
 
+def test_on_sqlite_callers_who_ask_together_share_one_read(
+    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = 0
+    reader = db._loop_reader
+
+    def counted(engine: Any) -> Any:  # the real reader, counted
+        nonlocal reads
+        reads += 1
+        return reader(engine)
+
+    monkeypatch.setattr(db, "_loop_reader", counted)
+
+    async def check() -> None:
+        engine = create_engine(sqlite_file)
+        try:
+            together = await asyncio.gather(*(committed_version(engine) for _ in range(5)))
+            assert together[0] is not None
+            assert together == [together[0]] * 5
+            assert reads == 1
+            assert await committed_version(engine) == together[0]  # asked later: read again
+            assert reads == 2
+        finally:
+            await dispose_engine(engine)
+
+    asyncio.run(check())
+
+
 async def test_no_version_for_an_in_memory_database() -> None:
     memory = create_oneshot_engine(
         Settings(database_url="sqlite:///:memory:", secret_key=TEST_SECRET)
