@@ -102,9 +102,9 @@ class _Calls:
         self.count = 0
         real = getattr(owner, name)
 
-        async def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:  # a coroutine function's coroutine
             self.count += 1
-            return await real(*args, **kwargs)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(owner, name, counted)
 
@@ -147,15 +147,7 @@ def test_the_version_changes_with_every_commit_of_any_connection(
 def test_on_sqlite_callers_who_ask_together_share_one_read(
     sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads = 0
-    reader = db._loop_reader
-
-    def counted(engine: Any) -> Any:  # the real reader, counted
-        nonlocal reads
-        reads += 1
-        return reader(engine)
-
-    monkeypatch.setattr(db, "_loop_reader", counted)
+    reads = _Calls(monkeypatch, db, "_loop_reader")
 
     async def check() -> None:
         engine = create_engine(sqlite_file)
@@ -163,9 +155,9 @@ def test_on_sqlite_callers_who_ask_together_share_one_read(
             together = await asyncio.gather(*(committed_version(engine) for _ in range(5)))
             assert together[0] is not None
             assert together == [together[0]] * 5
-            assert reads == 1
+            assert reads.count == 1
             assert await committed_version(engine) == together[0]  # asked later: read again
-            assert reads == 2
+            assert reads.count == 2
         finally:
             await dispose_engine(engine)
 
@@ -229,15 +221,7 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
     name = make_url(postgres_settings.database_url).database
     conn, writer = await admin_connection(name), await admin_connection(name)
     await writer.execute("CREATE TEMP TABLE written (n int)")
-    reads = 0
-    pooled = db._pooled_pg
-
-    def counted(engine: Any) -> Any:  # the real connection, counted
-        nonlocal reads
-        reads += 1
-        return pooled(engine)
-
-    monkeypatch.setattr(db, "_pooled_pg", counted)
+    reads = _Calls(monkeypatch, db, "_pooled_pg")
     try:
         await conn.execute("SELECT pg_advisory_lock(1717)")
         first = asyncio.ensure_future(committed_version(engine))
@@ -256,7 +240,7 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
         assert before is not None
         assert after[0] != before  # read after the commit
         assert after.count(after[0]) == 3  # the three share one read
-        assert reads == 2
+        assert reads.count == 2
     finally:
         await conn.close()
         await writer.close()
@@ -355,7 +339,11 @@ async def test_a_revoked_key_fails_at_once_in_the_other_worker(
             # The first use writes `last_used_at` (a commit: the second reads the key again).
             for _ in range(2):
                 assert (await client.get("/api/v1/account")).status_code == 200
-            attempts = await _kept_principal(client, lookups)
+
+            async def account() -> None:
+                assert (await client.get("/api/v1/account")).status_code == 200
+
+            attempts = await _asked_until_kept(account, lookups)
             assert settings.is_postgres or attempts == 1
             run_cli(server_env(settings.database_url, tmp_path), "keys", "revoke", _live_id(tenant))
             refused = await client.get("/api/v1/account")
@@ -398,7 +386,11 @@ async def test_new_readings_and_a_deleted_system_are_seen_at_once_by_the_other_w
             system_id = (await create_system(writer))["id"]
             assert (await upload(writer, system_id, quarter_series(DAY, 4, 100.0))).is_success
             assert await _energy(reader, system_id) == 400.0
-            attempts = await _answered_from_kept(reader, system_id, reads, 400.0)
+
+            async def energy() -> None:
+                assert await _energy(reader, system_id) == 400.0
+
+            attempts = await _asked_until_kept(energy, reads)
             assert settings.is_postgres or attempts == 1
 
             assert (await upload(writer, system_id, quarter_series(DAY, 8, 60.0))).is_success
@@ -428,36 +420,21 @@ async def test_a_kept_body_is_never_given_to_another_tenant(
         assert response.status_code == 404
 
 
-async def _answered_from_kept(
-    client: httpx.AsyncClient, system_id: str, reads: _Calls, energy_wh: float
-) -> int:
-    """Ask again until an answer comes from what was kept, without reading the readings;
-    returns how many asks it took. On SQLite the first (nothing else writes to the test's
-    database); on PostgreSQL the version is the snapshot of the whole server, which the
-    suite's other tests keep changing, so an ask may read afresh. Never kept is a failure."""
+async def _asked_until_kept(ask: Callable[[], Awaitable[None]], reads: _Calls) -> int:
+    """`ask()` again until an answer comes without the read `reads` counts (the key, the
+    readings), from what was kept; returns how many asks it took. On SQLite the first
+    (nothing else writes to the test's database); on PostgreSQL the version is the snapshot
+    of the whole server, which the suite's other tests keep changing, so an ask may read
+    afresh. Never kept is a failure."""
     deadline = time.monotonic() + 60
     attempts = 0
     while True:
         attempts += 1
         counted = reads.count
-        assert await _energy(client, system_id) == energy_wh
+        await ask()
         if reads.count == counted:
             return attempts
         assert time.monotonic() < deadline, "never answered from what was kept"
-
-
-async def _kept_principal(client: httpx.AsyncClient, lookups: _Calls) -> int:
-    """Ask until a request is answered without reading the key (see `_answered_from_kept`
-    for why PostgreSQL may take more than one); returns how many asks it took."""
-    deadline = time.monotonic() + 60
-    attempts = 0
-    while True:
-        attempts += 1
-        counted = lookups.count
-        assert (await client.get("/api/v1/account")).status_code == 200
-        if lookups.count == counted:
-            return attempts
-        assert time.monotonic() < deadline, "the key was never kept"
 
 
 def _live_id(tenant: Tenant) -> str:
