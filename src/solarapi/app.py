@@ -95,7 +95,7 @@ def create_app(
         on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,
     )
     app.state.clock = clock
-    # Callers' Principals by key hash, while the database is unchanged (SQLite only).
+    # Callers' Principals by key hash, while the database is unchanged (`kit.versioned`).
     app.state.principals = VersionedCache[Principal](maxsize=10_000)
 
     install_error_handlers(app, outside_api=http_error_page)

@@ -514,8 +514,7 @@ class DriverQuery:
         self._compiled: dict[str, _Compiled] = {}
 
     async def _compile(self, session: AsyncSession, dialect: Dialect) -> _Compiled:
-        statement = self._statement
-        result = statement.compile(dialect=dialect)
+        result = self._statement.compile(dialect=dialect)
         sql = str(result)
         column_types: list[Any]
         if dialect.driver == "asyncpg":  # its result processors need the column type ids
@@ -523,14 +522,14 @@ class DriverQuery:
                 prepared = await connection.prepare(sql)
                 column_types = [attribute.type.oid for attribute in prepared.get_attributes()]
         else:  # SQLite reports no column types
-            column_types = [None] * len(statement.selected_columns)
+            column_types = [None] * len(self._statement.selected_columns)
         compiled = _Compiled(
             sql=sql,
             names=tuple(result.positiontup or ()),
             processors=tuple(
                 column.type.dialect_impl(dialect).result_processor(dialect, column_type)
                 for column, column_type in zip(
-                    statement.selected_columns, column_types, strict=True
+                    self._statement.selected_columns, column_types, strict=True
                 )
             ),
         )
