@@ -9,7 +9,6 @@ from zoneinfo import ZoneInfo
 import httpx
 from fastapi import FastAPI
 
-from solarapi.config import Settings
 from solarapi.declarations.service import decide_as_operator
 from solarapi.declarations.views import declaration_to_api
 from solarapi.kit.timefmt import utcnow
@@ -112,12 +111,3 @@ async def operator_decides(
             session, declaration_id, approve=approve, reason=reason, now=utcnow()
         )
         return declaration_to_api(declaration)
-
-
-def cli_env(settings: Settings) -> dict[str, str]:
-    """Environment for a `solarapi` subprocess on the test database."""
-    return {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_SECRET_KEY": settings.secret_key,
-    }
