@@ -10,7 +10,6 @@ import httpx
 from fastapi import FastAPI
 
 from solarapi.declarations.service import decide_as_operator
-from solarapi.declarations.views import declaration_to_api
 from solarapi.kit.timefmt import utcnow
 
 QUARTER = timedelta(minutes=15)
@@ -110,4 +109,4 @@ async def operator_decides(
         declaration = await decide_as_operator(
             session, declaration_id, approve=approve, reason=reason, now=utcnow()
         )
-        return declaration_to_api(declaration)
+        return declaration.render()
