@@ -268,7 +268,10 @@ async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) 
         return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
     days = await repository.days_between(session, system.id, year_s, tomorrow_s)
     lifetime = await repository.days_between(session, system.id, 0, 2**62)
-    latest = await repository.latest_reading(session, system.id)
+    last = system.last_reading_at
+    latest = await repository.latest_reading(
+        session, system.id, None if last is None else int(last.timestamp())
+    )
 
     def within(start: int) -> float | None:
         keep = days.starts >= start
