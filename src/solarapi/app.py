@@ -20,6 +20,7 @@ from starlette.types import ASGIApp
 from solarapi.accounts.router import router as account_router
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
+from solarapi.changes.router import router as changes_router
 from solarapi.config import Settings
 from solarapi.dashboard.router import router as dashboard_router
 from solarapi.dashboard.web import http_error_page
@@ -173,6 +174,7 @@ def _include_routers(app: FastAPI) -> None:
         account_router,
         systems_router,
         readings_router,
+        changes_router,
         prices_router,
         declarations_router,
         reports_router,

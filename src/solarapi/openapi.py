@@ -170,6 +170,14 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/reports", "status"): _enum(ReportStatus),
     ("/reports", "type"): _enum(REPORT_TYPES),
     ("/events", "type"): _enum(EVENT_TYPES),
+    ("/readings/changes", "cursor"): {"type": "string", "minLength": 1, "maxLength": 64},
+    ("/readings/changes", "limit"): {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100_000,
+        "description": "1–10,000 (default 1,000); with `Accept: application/x-ndjson` "
+        "1–100,000 (default 100,000)",
+    },
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 

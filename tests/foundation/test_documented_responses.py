@@ -83,6 +83,8 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
             "POST", "/systems/{system_id}/readings", 200, ids, json={"readings": [reading]}
         )
         await api.call("GET", "/systems/{system_id}/market-value", 200, ids, params=window)
+        await api.call("GET", "/readings/changes", 200, params={"limit": 5})
+        await api.call("GET", "/readings/changes", 400, params={"cursor": "not-a-cursor"})
         zoneless = await api.call("POST", "/systems", 201, json={
             "name": "No zone", "capacity_kwp": 4.2,
             "location": {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},

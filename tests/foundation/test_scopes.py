@@ -23,6 +23,8 @@ _CONTRACT_PRO_EXACT = {
     "/systems/{system_id}/readings",
     "/systems/{system_id}/summary",
     "/systems/{system_id}/market-value",
+    # Section 11 (2026-11-25)
+    "/readings/changes",
 }
 
 

@@ -22,6 +22,7 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/market-value",
         "/market-prices",
         "/market-prices/zones",
+        "/readings/changes",
     }
 )
 
