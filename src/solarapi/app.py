@@ -38,6 +38,7 @@ from solarapi.kit.versioned import VersionedCache
 from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
+from solarapi.portfolio.router import router as portfolio_router
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
@@ -175,6 +176,7 @@ def _include_routers(app: FastAPI) -> None:
         systems_router,
         readings_router,
         changes_router,
+        portfolio_router,
         prices_router,
         declarations_router,
         reports_router,

@@ -23,6 +23,9 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/market-prices",
         "/market-prices/zones",
         "/readings/changes",
+        "/portfolio/readings",
+        "/portfolio/summary",
+        "/portfolio/market-value",
     }
 )
 

@@ -1,0 +1,143 @@
+"""Rules of the portfolio reads. Every number of a system is what its per-system endpoint
+answers, because it is computed by that endpoint's own functions (`readings.service`
+`time_range_of`/`readings_in`/`summary`, `prices.value.value_of`); this module only selects
+the systems, checks the page's size and adds the fleet's totals up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.kit.grid import Interval, bucket_count, parse_interval, parse_range, widen_range
+from solarapi.portfolio.fleet import Fleet, FleetQuery, check_page_size, select_fleet
+from solarapi.readings import service as readings
+from solarapi.readings.rendering import Readings
+
+_UTC = ZoneInfo("UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class FleetReadingsTotals:
+    energy_wh: float | None
+    samples: int
+    expected_samples: int
+    systems: int
+    systems_with_data: int
+
+
+@dataclass(frozen=True, slots=True)
+class FleetReadings:
+    """`GET /portfolio/readings`: the page's systems' readings, the totals of every matching
+    system, and the request's range as given."""
+
+    interval: Interval
+    start: datetime
+    end: datetime
+    items: list[Readings]
+    totals: FleetReadingsTotals
+    fleet: Fleet
+
+
+def _sum_or_none(values: list[float | None], decimals: int = 3) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(sum(present), decimals) if present else None
+
+
+async def fleet_readings(
+    session: AsyncSession,
+    principal: Principal,
+    query: FleetQuery,
+    *,
+    from_text: str | None,
+    to_text: str | None,
+    interval_text: str | None,
+    now: datetime,
+) -> FleetReadings:
+    interval = parse_interval(interval_text, default=Interval.DAY)
+    start, end = parse_range(from_text, to_text, now)
+    # 400 before 404: the range is checked on the UTC calendar before any system is read
+    # (a system's calendar moves edges by hours: at most one bucket).
+    widen_range(start, end, interval, _UTC)
+    fleet = await select_fleet(session, principal, query)
+    ranges = {
+        system.id: readings.time_range_of(system, start, end, interval) for system in fleet.systems
+    }
+    on_page = {system.id for system in fleet.on_page}
+    check_page_size(
+        [
+            bucket_count(r.start_s, r.end_s, r.interval, r.tz)
+            for system_id, r in ranges.items()
+            if system_id in on_page
+        ],
+        query.page.limit,
+        interval.value,
+    )
+    items: list[Readings] = []
+    energies: list[float | None] = []
+    samples = expected = with_data = 0
+    for system in fleet.systems:
+        series = await readings.readings_in(session, system, ranges[system.id], now)
+        totals = series.totals
+        energies.append(totals.energy_wh)
+        samples += totals.samples
+        expected += totals.expected_samples
+        with_data += totals.samples > 0
+        if system.id in on_page:
+            items.append(series)
+    return FleetReadings(
+        interval,
+        start,
+        end,
+        items,
+        FleetReadingsTotals(
+            _sum_or_none(energies), samples, expected, len(fleet.systems), with_data
+        ),
+        fleet,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSummary:
+    """`GET /portfolio/summary`: each page system's `/systems/{id}/summary` object, and the
+    totals of every matching system."""
+
+    items: list[dict[str, Any]]
+    totals: dict[str, Any]
+    fleet: Fleet
+
+
+_ENERGIES = ("energy_today_wh", "energy_month_wh", "energy_year_wh", "energy_lifetime_wh")
+
+
+async def fleet_summary(
+    session: AsyncSession, principal: Principal, query: FleetQuery, now: datetime
+) -> FleetSummary:
+    fleet = await select_fleet(session, principal, query)
+    on_page = {system.id for system in fleet.on_page}
+    items: list[dict[str, Any]] = []
+    sums: dict[str, list[float | None]] = {name: [] for name in _ENERGIES}
+    reporting_energy = reporting_capacity = 0.0
+    reporting = 0
+    for system in fleet.systems:
+        one = await readings.summary(session, system, now)
+        for name in _ENERGIES:
+            sums[name].append(one[name])
+        if one["energy_today_wh"] is not None:
+            reporting += 1
+            reporting_energy += one["energy_today_wh"]
+            reporting_capacity += system.capacity_kwp
+        if system.id in on_page:
+            items.append({"system_id": system.id, **one})
+    totals: dict[str, Any] = {name: _sum_or_none(values) for name, values in sums.items()}
+    totals["capacity_kwp"] = round(sum(system.capacity_kwp for system in fleet.systems), 3)
+    totals["systems"] = len(fleet.systems)
+    totals["systems_reporting_today"] = reporting
+    totals["specific_yield_today_kwh_kwp"] = (
+        round(reporting_energy / 1000.0 / reporting_capacity, 4) if reporting else None
+    )
+    return FleetSummary(items, totals, fleet)
