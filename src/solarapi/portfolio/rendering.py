@@ -10,7 +10,7 @@ import orjson
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.portfolio.fleet import Fleet
-from solarapi.portfolio.service import FleetReadings, FleetSummary
+from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue
 from solarapi.readings.rendering import render_fleet_item
 
 
@@ -59,3 +59,15 @@ def render_readings(result: FleetReadings) -> bytes:
 def render_summary(result: FleetSummary) -> bytes:
     items = [orjson.dumps(item) for item in result.items]
     return _envelope(items, {"totals": result.totals}, result.fleet)
+
+
+def render_market_value(result: FleetValue) -> bytes:
+    meta = {
+        "interval": result.interval.value,
+        "from": format_timestamp(result.start),
+        "to": format_timestamp(result.end),
+        "currency": "EUR",
+        "zones": result.zones,
+        "totals": result.totals,
+    }
+    return _envelope([orjson.dumps(item) for item in result.items], meta, result.fleet)

@@ -13,8 +13,8 @@ from solarapi.kit.pagination import link_header
 from solarapi.kit.timefmt import utcnow
 from solarapi.portfolio import service
 from solarapi.portfolio.fleet import Fleet, parse_fleet
-from solarapi.portfolio.rendering import render_readings, render_summary
-from solarapi.portfolio.schemas import FleetReadingsOut, FleetSummaryOut
+from solarapi.portfolio.rendering import render_market_value, render_readings, render_summary
+from solarapi.portfolio.schemas import FleetReadingsOut, FleetSummaryOut, FleetValueOut
 
 router = APIRouter(tags=["Portfolio"])
 
@@ -105,3 +105,42 @@ async def portfolio_summary(
     )
     result = await service.fleet_summary(session, principal, query, utcnow())
     return _paged(request, render_summary(result), result.fleet)
+
+
+@router.get(
+    "/portfolio/market-value",
+    response_model=FleetValueOut,
+    summary="Market value of many systems in one request, with per-zone totals",
+    description=_COMMON
+    + " Per system the `GET /systems/{id}/market-value` series and totals (a system without "
+    "`market_zone` is listed with null values and no buckets); `meta.zones` one object per "
+    "zone with the trader's totals (capture price, baseload price, capture rate, "
+    "negative-price energy and value); `meta.totals` the same over all zones (baseload and "
+    "capture rate null when several zones are mixed).",
+)
+async def portfolio_market_value(
+    request: Request,
+    principal: PrincipalDep,
+    session: SessionDep,
+    status: Status = None,
+    market_zone: MarketZone = None,
+    system_ids: SystemIds = None,
+    page: Page = None,
+    limit: Limit = None,
+    from_: From = None,
+    to: To = None,
+    interval: IntervalParam = None,
+) -> Response:
+    query = parse_fleet(
+        status=status, market_zone=market_zone, system_ids=system_ids, page=page, limit=limit
+    )
+    result = await service.fleet_market_value(
+        session,
+        principal,
+        query,
+        from_text=from_,
+        to_text=to,
+        interval_text=interval,
+        now=utcnow(),
+    )
+    return _paged(request, render_market_value(result), result.fleet)

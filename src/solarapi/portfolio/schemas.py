@@ -6,9 +6,19 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from solarapi.kit.pagination import Pagination
+from solarapi.prices.schemas import ValueBucket
 from solarapi.readings.schemas import Bucket, Totals
 from solarapi.systems.schemas import SummaryOut
+
+
+class FleetPage(BaseModel):
+    """The envelope's `pagination` of a portfolio answer: pages of systems, up to 1,000."""
+
+    page: Annotated[int, Field(ge=1)]
+    limit: Annotated[int, Field(ge=1, le=1_000)]
+    total: Annotated[int, Field(ge=0)]
+    total_pages: Annotated[int, Field(ge=0)]
+    has_more: bool
 
 
 class SystemReadings(BaseModel):
@@ -38,7 +48,7 @@ class FleetReadingsMeta(BaseModel):
 class FleetReadingsOut(BaseModel):
     data: list[SystemReadings]
     meta: FleetReadingsMeta
-    pagination: Pagination
+    pagination: FleetPage
 
 
 class SystemSummary(SummaryOut):
@@ -63,4 +73,63 @@ class FleetSummaryMeta(BaseModel):
 class FleetSummaryOut(BaseModel):
     data: list[SystemSummary]
     meta: FleetSummaryMeta
-    pagination: Pagination
+    pagination: FleetPage
+
+
+class SystemValueTotals(BaseModel):
+    """`meta.totals` of `/systems/{id}/market-value` (all null for a system without a zone)."""
+
+    energy_wh: float | None
+    value_eur: float | None
+    price_eur_per_mwh: float | None
+    priced_energy_wh: float | None
+    capture_price_eur_per_mwh: float | None
+    baseload_price_eur_per_mwh: float | None
+    capture_rate: float | None
+    negative_price_energy_wh: float | None
+    negative_price_value_eur: float | None
+
+
+class SystemValue(BaseModel):
+    system_id: str
+    market_zone: str | None
+    timezone: str
+    from_: Annotated[str, Field(alias="from")]
+    to: str
+    currency: Literal["EUR"] | None
+    source: Literal["entsoe", "csv", "simulated"] | None
+    data: list[ValueBucket] = Field(description="Empty for a system without a market zone")
+    totals: SystemValueTotals
+
+
+class ZoneValueTotals(BaseModel):
+    energy_wh: float | None
+    priced_energy_wh: float
+    value_eur: float | None
+    capture_price_eur_per_mwh: float | None
+    baseload_price_eur_per_mwh: float | None = Field(
+        description="Null in `meta.totals` when the systems lie in several zones"
+    )
+    capture_rate: float | None
+    negative_price_energy_wh: float
+    negative_price_value_eur: float
+    systems: int
+
+
+class ZoneValue(ZoneValueTotals):
+    zone: str
+
+
+class FleetValueMeta(BaseModel):
+    interval: Literal["15m", "30m", "1h", "1d", "1w", "1M"]
+    from_: Annotated[str, Field(alias="from")]
+    to: str
+    currency: Literal["EUR"]
+    zones: list[ZoneValue]
+    totals: ZoneValueTotals
+
+
+class FleetValueOut(BaseModel):
+    data: list[SystemValue]
+    meta: FleetValueMeta
+    pagination: FleetPage

@@ -320,6 +320,8 @@ async def _simulated_summary(
 ) -> dict[str, Any]:
     # A simulated system "produces" from its installation (or creation) day on.
     installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
+    # Nothing is simulated before 2000 (`simulated_since`); year 1 east of UTC has no instant.
+    installed = max(installed, date(1999, 12, 31))
     life_s = min(local_midnight(installed, tz), year_s)
     end_s = _ended_before(now)
     if end_s <= life_s:
