@@ -311,11 +311,21 @@ CROSS_FIELD_RULES: dict[tuple[str, str], str] = {
     "ending before today",
     ("POST", "/webhooks"): "the URL must not resolve to a private address (depends on DNS)",
     ("PATCH", "/webhooks/{webhook_id}"): "the URL must not resolve to a private address",
+    ("GET", "/readings/changes"): "a cursor must carry this server's signature",
+    ("GET", "/portfolio/readings"): "`from` before `to`, bounded ranges and pages; "
+    "`system_ids` without repeats, at most 1,000",
+    ("GET", "/portfolio/summary"): "`system_ids` without repeats, at most 1,000",
+    ("GET", "/portfolio/market-value"): "`from` before `to`, bounded ranges and pages; "
+    "`system_ids` without repeats, at most 1,000",
 }
 
 # For those rules, random requests seldom meet them: one valid request each, so the operation
 # is seen succeeding (and its answer checked) too.
 KNOWN_GOOD: dict[tuple[str, str], Callable[[World], dict[str, Any]]] = {
+    ("GET", "/readings/changes"): lambda _: {"query": {"limit": 10}},
+    ("GET", "/portfolio/readings"): lambda _: {"query": DAY},
+    ("GET", "/portfolio/summary"): lambda _: {"query": {"limit": 10}},
+    ("GET", "/portfolio/market-value"): lambda _: {"query": DAY},
     ("GET", "/systems/{system_id}/readings"): lambda _: {"query": DAY},
     ("GET", "/systems/{system_id}/market-value"): lambda _: {"query": DAY},
     ("GET", "/market-prices"): lambda _: {"query": {"zone": "NL", **DAY}},

@@ -22,6 +22,10 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/market-value",
         "/market-prices",
         "/market-prices/zones",
+        "/readings/changes",
+        "/portfolio/readings",
+        "/portfolio/summary",
+        "/portfolio/market-value",
     }
 )
 

@@ -285,7 +285,14 @@ async def store_series(
     await systems_repository.lock(session, system.id)
     existing = await repository.existing_starts(session, system.id, starts)
     await repository.upsert_readings(
-        session, system.id, starts, energy_wh, power_w, all_new=not len(existing)
+        session,
+        system.id,
+        system.account_id,
+        system.environment,
+        starts,
+        energy_wh,
+        power_w,
+        all_new=not len(existing),
     )
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     if len(existing):
