@@ -37,6 +37,7 @@ from solarapi.kit.versioned import VersionedCache
 from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
+from solarapi.performance.router import router as performance_router
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
@@ -173,6 +174,7 @@ def _include_routers(app: FastAPI) -> None:
         account_router,
         systems_router,
         readings_router,
+        performance_router,
         prices_router,
         declarations_router,
         reports_router,

@@ -36,6 +36,7 @@ import pandas as pd
 import pvlib
 
 from solarapi.kit.grid import QUARTER_S
+from solarapi.models.systems import ReadableSystem
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
 from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
@@ -94,6 +95,19 @@ class PvParams:
     inverter_capacity_kw: float | None
     tilt_deg: float
     azimuth_deg: float
+
+    @classmethod
+    def of(cls, system: ReadableSystem) -> PvParams:
+        return cls(
+            system_id=system.id,
+            latitude=system.latitude,
+            longitude=system.longitude,
+            timezone=system.timezone,
+            capacity_kwp=system.capacity_kwp,
+            inverter_capacity_kw=system.inverter_capacity_kw,
+            tilt_deg=system.tilt_deg,
+            azimuth_deg=system.azimuth_deg,
+        )
 
 
 @dataclass(frozen=True)
