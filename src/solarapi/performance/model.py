@@ -58,6 +58,10 @@ class _Geometry:
     azimuth: FloatArray
     dni_extra: FloatArray
     clear_poa: FloatArray
+    # The most a panel can see: the clear sky's POA, or with the sun behind or beside the
+    # panel, a sky as bright as the clear sky's horizontal global (overcast light is diffuse
+    # and reaches a panel the beam does not).
+    bound_poa: FloatArray
     typical_poa: FloatArray
     typical_temp_air_c: FloatArray
 
@@ -130,7 +134,7 @@ def _model(
         temp_cell_c=temp_cell,
         expected_wh=expected_w * hours,
         reference_wh=reference_w * hours,
-        clear_sky_bound_wh=plant.capacity_kwp * geometry.clear_poa * hours * CLEAR_SKY_MARGIN,
+        clear_sky_bound_wh=plant.capacity_kwp * geometry.bound_poa * hours * CLEAR_SKY_MARGIN,
         clear_sky_expected_wh=ac_power(plant, parameters, clear_reference) * hours,
     )
 
@@ -220,19 +224,21 @@ def _month_geometry(plant: Plant, month_start_s: int, month_end_s: int) -> _Geom
         return cached
     midpoints = np.arange(month_start_s, month_end_s, QUARTER_S, dtype=np.int64) + QUARTER_S // 2
     sky = sandbox.sky(plant.latitude, plant.longitude, midpoints)
+    clear_poa = transpose(
+        plant,
+        sky.apparent_zenith,
+        sky.azimuth,
+        sky.dni_extra,
+        sky.clear_ghi,
+        sky.clear_dni,
+        sky.clear_dhi,
+    )
     geometry = _Geometry(
         apparent_zenith=sky.apparent_zenith,
         azimuth=sky.azimuth,
         dni_extra=sky.dni_extra,
-        clear_poa=transpose(
-            plant,
-            sky.apparent_zenith,
-            sky.azimuth,
-            sky.dni_extra,
-            sky.clear_ghi,
-            sky.clear_dni,
-            sky.clear_dhi,
-        ),
+        clear_poa=clear_poa,
+        bound_poa=np.maximum(clear_poa, sky.clear_ghi),
         typical_poa=transpose(
             plant,
             sky.apparent_zenith,
@@ -249,6 +255,7 @@ def _month_geometry(plant: Plant, month_start_s: int, month_end_s: int) -> _Geom
         geometry.azimuth,
         geometry.dni_extra,
         geometry.clear_poa,
+        geometry.bound_poa,
         geometry.typical_poa,
         geometry.typical_temp_air_c,
     ):

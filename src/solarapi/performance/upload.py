@@ -18,7 +18,8 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.performance import repository
-from solarapi.readings.upload import MAX_UPLOAD, ReadingRejected, UploadResult
+from solarapi.readings.upload import MAX_UPLOAD as MAX_UPLOAD
+from solarapi.readings.upload import ReadingRejected, UploadResult
 from solarapi.systems import repository as systems_repository
 
 MAX_POA_W_M2 = 1500.0
