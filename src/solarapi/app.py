@@ -40,6 +40,7 @@ from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
 from solarapi.portfolio.router import router as portfolio_router
+from solarapi.performance.router import router as performance_router
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import create_limiter
@@ -192,6 +193,7 @@ def _include_routers(app: FastAPI) -> None:
         systems_router,
         readings_router,
         changes_router,
+        performance_router,
         prices_router,
         declarations_router,
         reports_router,

@@ -20,6 +20,8 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/readings",
         "/systems/{system_id}/summary",
         "/systems/{system_id}/market-value",
+        "/systems/{system_id}/performance",
+        "/systems/{system_id}/irradiance",
         "/market-prices",
         "/market-prices/zones",
         "/readings/changes",

@@ -18,7 +18,7 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System
+from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System, model_parameters
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system
@@ -48,11 +48,29 @@ def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[s
         "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
         "market_zone": system.market_zone,
         "installed_on": system.installed_on.isoformat() if system.installed_on else None,
+        "model": _model_to_api(system),
         "first_reading_at": first_reading_at,
         "last_reading_at": last_reading_at,
         "created_at": format_timestamp(system.created_at),
         "updated_at": format_timestamp(system.updated_at),
     }
+
+
+def _model_to_api(system: ReadableSystem) -> dict[str, float]:
+    parameters = model_parameters(system)
+    return {
+        "gamma_pdc_pct_per_c": parameters.gamma_pdc_pct_per_c,
+        "losses_pct": parameters.losses_pct,
+        "inverter_efficiency": parameters.inverter_efficiency,
+    }
+
+
+# A system's `model` fields and the columns that hold them.
+MODEL_COLUMNS = {
+    "gamma_pdc_pct_per_c": "model_gamma_pdc_pct_per_c",
+    "losses_pct": "model_losses_pct",
+    "inverter_efficiency": "model_inverter_efficiency",
+}
 
 
 def default_azimuth(latitude: float) -> float:
@@ -124,6 +142,11 @@ async def create_system(
         status=body.status,
         created_at=now,
     )
+    system.tilt_defaulted = tilt is None
+    system.azimuth_defaulted = azimuth is None
+    if body.model is not None:
+        for field, column in MODEL_COLUMNS.items():
+            setattr(system, column, getattr(body.model, field))
     await add_system(session, system)
     return system
 
@@ -223,6 +246,14 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
             if field != "country":
                 _not_null(value, f"{group}.{field}")
             changes[field] = value
+            if group == "orientation":
+                changes[f"{field.removesuffix('_deg')}_defaulted"] = False
+    if "model" in given:
+        # `null` resets every override; a field given as `null` resets that one.
+        model = body.model
+        for field, column in MODEL_COLUMNS.items():
+            if model is None or field in model.model_fields_set:
+                changes[column] = None if model is None else getattr(model, field)
     return changes
 
 
