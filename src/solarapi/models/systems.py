@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import CheckConstraint, Date, Float, ForeignKey, Index, String
+from sqlalchemy import Boolean, CheckConstraint, Date, Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.models.base import Base, UtcDateTime
@@ -21,6 +21,13 @@ class System(Base):
         CheckConstraint("environment IN ('live', 'test')", name="environment"),
         CheckConstraint("status IN ('active', 'inactive', 'decommissioned')", name="status"),
         CheckConstraint("data_source IN ('metered', 'simulated')", name="data_source"),
+        CheckConstraint(
+            "monitoring_offline_after_hours BETWEEN 1 AND 168", name="monitoring_offline_hours"
+        ),
+        CheckConstraint(
+            "monitoring_underperformance_threshold BETWEEN 0.1 AND 1.0",
+            name="monitoring_threshold",
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -45,6 +52,10 @@ class System(Base):
     last_reading_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The alert rules' settings (`monitoring` in the API; alerts/ reads them).
+    monitoring_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    monitoring_offline_after_hours: Mapped[int] = mapped_column(Integer, default=4)
+    monitoring_underperformance_threshold: Mapped[float] = mapped_column(Float, default=0.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,9 @@ class SystemRecord:
     last_reading_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    monitoring_enabled: bool
+    monitoring_offline_after_hours: int
+    monitoring_underperformance_threshold: float
 
 
 # What code that only reads a system takes: the frozen record, or the ORM object where the

@@ -26,6 +26,27 @@ Azimuth = Annotated[float, Field(strict=True, ge=0, le=360, allow_inf_nan=False)
 CapacityKwp = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+OfflineAfterHours = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=1,
+        le=168,
+        description="Daylight hours (sun above 5° at the site) without a new reading before "
+        "`system.offline` opens; for loggers that upload once a day, 24 or more",
+    ),
+]
+UnderperformanceThreshold = Annotated[
+    float,
+    Field(
+        strict=True,
+        ge=0.1,
+        le=1.0,
+        allow_inf_nan=False,
+        description="`system.underperforming` opens when the 7-day energy performance index "
+        "stays below this",
+    ),
+]
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 TIMEZONE_DESCRIPTION = (
@@ -113,6 +134,16 @@ class OrientationIn(BaseModel):
     azimuth_deg: Annotated[Azimuth | None, Field(description="Compass degrees, 180 = south")] = None
 
 
+class MonitoringIn(BaseModel):
+    """The alert rules' settings of one system; a field left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: Annotated[bool | None, Field(strict=True)] = None
+    offline_after_hours: OfflineAfterHours | None = None
+    underperformance_threshold: UnderperformanceThreshold | None = None
+
+
 class SystemCreate(BaseModel):
     """A new system. Orientation defaults to tilt 30° facing the equator."""
 
@@ -130,6 +161,7 @@ class SystemCreate(BaseModel):
         default=None,
         description="Sandbox only: `simulated` (default) or `metered`; live systems are metered",
     )
+    monitoring: MonitoringIn | None = None
 
     _name = field_validator("name")(check_name)
     _zone = field_validator("market_zone")(check_market_zone)
@@ -149,6 +181,7 @@ class SystemPatch(BaseModel):
     market_zone: str | None = None
     installed_on: date | None = None
     status: Status | None = None
+    monitoring: MonitoringIn | None = None
     # Accepted only to be refused with a clear message (it cannot change after creation).
     data_source: DataSource | None = Field(default=None, description="Cannot be changed")
 
@@ -169,6 +202,12 @@ class OrientationOut(BaseModel):
     azimuth_deg: float
 
 
+class MonitoringOut(BaseModel):
+    enabled: bool
+    offline_after_hours: Annotated[int, Field(ge=1, le=168)]
+    underperformance_threshold: Annotated[float, Field(ge=0.1, le=1.0)]
+
+
 class SystemOut(BaseModel):
     id: str
     name: str
@@ -185,6 +224,7 @@ class SystemOut(BaseModel):
     last_reading_at: str | None
     created_at: str
     updated_at: str
+    monitoring: MonitoringOut
 
 
 class SystemList(BaseModel):

@@ -22,10 +22,12 @@ from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system
-from solarapi.systems.schemas import SystemCreate, SystemPatch
+from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
 
 DEFAULT_TILT_DEG = 30.0
+DEFAULT_OFFLINE_AFTER_HOURS = 4
+DEFAULT_UNDERPERFORMANCE_THRESHOLD = 0.8
 
 
 def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[str, Any]:
@@ -52,6 +54,11 @@ def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[s
         "last_reading_at": last_reading_at,
         "created_at": format_timestamp(system.created_at),
         "updated_at": format_timestamp(system.updated_at),
+        "monitoring": {
+            "enabled": system.monitoring_enabled,
+            "offline_after_hours": system.monitoring_offline_after_hours,
+            "underperformance_threshold": system.monitoring_underperformance_threshold,
+        },
     }
 
 
@@ -124,6 +131,9 @@ async def create_system(
         status=body.status,
         created_at=now,
     )
+    if body.monitoring is not None:
+        for field, value in _monitoring_changes(body.monitoring).items():
+            setattr(system, field, value)
     await add_system(session, system)
     return system
 
@@ -177,6 +187,9 @@ def new_system(
         last_reading_at=None,
         created_at=created_at,
         updated_at=created_at,
+        monitoring_enabled=True,
+        monitoring_offline_after_hours=DEFAULT_OFFLINE_AFTER_HOURS,
+        monitoring_underperformance_threshold=DEFAULT_UNDERPERFORMANCE_THRESHOLD,
     )
 
 
@@ -213,6 +226,10 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
             if field not in optional:
                 _not_null(getattr(body, field), field)
             changes[field] = getattr(body, field)
+    if "monitoring" in given:
+        _not_null(body.monitoring, "monitoring")
+        assert body.monitoring is not None
+        changes.update(_monitoring_changes(body.monitoring))
     for group in ("location", "orientation"):
         if group not in given:
             continue
@@ -223,6 +240,22 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
             if field != "country":
                 _not_null(value, f"{group}.{field}")
             changes[field] = value
+    return changes
+
+
+_MONITORING_COLUMNS = {
+    "enabled": "monitoring_enabled",
+    "offline_after_hours": "monitoring_offline_after_hours",
+    "underperformance_threshold": "monitoring_underperformance_threshold",
+}
+
+
+def _monitoring_changes(body: MonitoringIn) -> dict[str, object]:
+    changes: dict[str, object] = {}
+    for field in sorted(body.model_fields_set):
+        value = getattr(body, field)
+        _not_null(value, f"monitoring.{field}")
+        changes[_MONITORING_COLUMNS[field]] = value
     return changes
 
 
