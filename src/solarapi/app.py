@@ -18,6 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from solarapi.accounts.router import router as account_router
+from solarapi.alerts.router import router as alerts_router
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.config import Settings
@@ -177,6 +178,7 @@ def _include_routers(app: FastAPI) -> None:
         declarations_router,
         reports_router,
         webhooks_router,
+        alerts_router,
     ):
         app.include_router(router, prefix=API_PREFIX)
         table.add_router(router, API_PREFIX)

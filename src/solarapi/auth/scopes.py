@@ -22,6 +22,8 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/market-value",
         "/market-prices",
         "/market-prices/zones",
+        "/alerts",
+        "/alerts/{alert_id}",
     }
 )
 

@@ -12,6 +12,7 @@ from solarapi.auth.principal import Principal
 from solarapi.declarations import service as declarations
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.jobs.kinds import enqueue_alert_evaluation
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
@@ -264,6 +265,9 @@ async def update_system(
 ) -> System:
     changes = _patch_changes(body)
     system = await get_system(session, principal, system_id)
+    if any(field.startswith("monitoring_") or field == "status" for field in changes):
+        # New thresholds (or a system switched off) are judged at once, not at the next upload.
+        await enqueue_alert_evaluation(session, system.id)
     old_timezone = system.timezone
     for field, value in changes.items():
         setattr(system, field, value)
