@@ -19,6 +19,7 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
+from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
 from solarapi.models.reports import ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
 from solarapi.reports.service import CONTENT_TYPES, REPORT_TYPES
@@ -170,6 +171,8 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/reports", "status"): _enum(ReportStatus),
     ("/reports", "type"): _enum(REPORT_TYPES),
     ("/events", "type"): _enum(EVENT_TYPES),
+    ("/alerts", "status"): _enum(ALERT_STATUSES),
+    ("/alerts", "type"): _enum(ALERT_TYPES),
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 
