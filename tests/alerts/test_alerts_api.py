@@ -9,13 +9,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from standardwebhooks import Webhook
 
 import solarapi.alerts.jobs
 import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
-from solarapi.alerts import service
+from solarapi.alerts import repository, service
 from solarapi.alerts.jobs import schedule_sweep
 from solarapi.alerts.sky import Site, sun_at
 from solarapi.events.types import DELIVERY_JOB_KIND
@@ -24,6 +26,7 @@ from solarapi.jobs.runner import run_pending
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.alerts import Alert
 from solarapi.models.jobs import Job
+from tests.dashboard.helpers import browser_for, log_in, text_of
 from tests.support import Tenant, client_for
 from tests.webhooks.receiver import running_receiver
 
@@ -215,24 +218,8 @@ async def test_two_evaluations_at_once_open_one_alert(app: FastAPI, enterprise: 
 async def test_the_database_refuses_a_second_open_alert_of_a_type(
     app: FastAPI, enterprise: Tenant
 ) -> None:
-    import pytest
-    from sqlalchemy.exc import IntegrityError
-
-    from solarapi.alerts import repository
-
+    """The index, not only the evaluation's lock: a second open alert of one type fails."""
     system = await create_system(app, enterprise.live)
-    for attempt in range(2):
-        insert = repository.insert_open(
-            app.state.sessionmaker(),  # type: ignore[arg-type]
-            alert_id=f"alr_TEST{attempt}{system['id'][-8:]}",
-            account_id=enterprise.account_id,
-            environment="live",
-            system_id=system["id"],
-            alert_type="system.offline",
-            opened_at=MORNING,
-            evidence={},
-        )
-        insert.close()
     async with app.state.sessionmaker() as session, session.begin():
         await repository.insert_open(
             session, alert_id=f"alr_A{system['id'][-10:]}", account_id=enterprise.account_id,
@@ -246,6 +233,14 @@ async def test_the_database_refuses_a_second_open_alert_of_a_type(
                 environment="live", system_id=system["id"], alert_type="system.offline",
                 opened_at=MORNING, evidence={},
             )  # fmt: skip
+    # Once resolved, the next episode may open: the index covers open alerts only.
+    async with app.state.sessionmaker() as session, session.begin():
+        assert await repository.resolve(session, f"alr_A{system['id'][-10:]}", MORNING, {})
+        await repository.insert_open(
+            session, alert_id=f"alr_C{system['id'][-10:]}", account_id=enterprise.account_id,
+            environment="live", system_id=system["id"], alert_type="system.offline",
+            opened_at=MORNING, evidence={},
+        )  # fmt: skip
 
 
 async def test_alert_events_are_delivered_to_a_webhook(
@@ -410,3 +405,22 @@ def test_the_sun_helper_puts_the_test_site_under_a_high_sun() -> None:
     site = Site(location["latitude"], location["longitude"], 30.0, 180.0, 1.0, None)
     starts = np.arange(int(now.timestamp()) - 3 * 3600, int(now.timestamp()), 900, dtype=np.int64)
     assert sun_at(site, starts).elevation_deg.min() > 40
+
+
+async def test_the_dashboard_shows_open_alerts_on_the_overview_and_the_system_page(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    quiet = await create_system(app, enterprise.live)
+    broken = await create_system(app, enterprise.live)
+    await upload(app, enterprise.live, broken["id"], quarter_hours(MORNING, [0.0] * 4))
+    (change,) = await evaluate(app, broken["id"], MORNING + timedelta(hours=1))
+    async with browser_for(app) as browser:
+        await log_in(browser, enterprise.email, enterprise.password)
+        overview = await browser.get("/overview")
+        page = await browser.get(f"/systems/{broken['id']}")
+        other = await browser.get(f"/systems/{quiet['id']}")
+    assert overview.status_code == 200
+    assert f'data-alert-id="{change.alert.id}"' in overview.text
+    assert "No production in daylight" in text_of(overview)
+    assert f'data-alert-id="{change.alert.id}"' in page.text
+    assert "Open alerts" not in other.text
