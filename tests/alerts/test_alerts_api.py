@@ -21,8 +21,9 @@ from solarapi.alerts import repository, service
 from solarapi.alerts.jobs import schedule_sweep
 from solarapi.alerts.sky import Site, sun_at
 from solarapi.events.types import DELIVERY_JOB_KIND
-from solarapi.jobs.kinds import ALERTS_EVALUATE
-from solarapi.jobs.runner import run_pending
+from solarapi.jobs.kinds import ALERTS_EVALUATE, ALERTS_SWEEP
+from solarapi.jobs.queue import HANDLERS, PERIODIC_TASKS, enqueue
+from solarapi.jobs.runner import load_handlers, run_pending
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.alerts import Alert
 from solarapi.models.jobs import Job
@@ -424,3 +425,19 @@ async def test_the_dashboard_shows_open_alerts_on_the_overview_and_the_system_pa
     assert "No production in daylight" in text_of(overview)
     assert f'data-alert-id="{change.alert.id}"' in page.text
     assert "Open alerts" not in other.text
+
+
+async def test_the_sweep_job_opens_offline_alerts_and_runners_load_it(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    load_handlers()
+    assert {ALERTS_EVALUATE, ALERTS_SWEEP} <= set(HANDLERS)
+    assert "alerts.schedule_sweep" in PERIODIC_TASKS  # every runner, inline or worker, calls it
+    system = await create_system(app, enterprise.live)
+    await upload(app, enterprise.live, system["id"], quarter_hours(MORNING, [900.0] * 4))
+    async with app.state.sessionmaker() as session, session.begin():
+        await enqueue(session, ALERTS_SWEEP, {})
+    await run_pending(app.state.sessionmaker, "test-worker", kinds={ALERTS_SWEEP})
+    (alert,) = await alerts_of(app, enterprise.live, system_id=system["id"])
+    assert alert["type"] == "system.offline"
+    assert alert["evidence"]["last_reading_at"] == "2025-06-15T08:45:00Z"
