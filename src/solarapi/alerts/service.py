@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -192,7 +192,7 @@ def _stand_down(system: MonitoredSystem, current: dict[str, AlertRecord]) -> lis
 
 
 async def evaluate_offline(
-    session: AsyncSession, system: MonitoredSystem, now: datetime
+    session: AsyncSession, system: MonitoredSystem, now: datetime, *, may_have_open: bool = True
 ) -> list[Change]:
     """The offline rule alone (the 15-minute sweep): the only rule that changes with time
     rather than with stored data. Cheap for a system that reported recently: wall-clock hours
@@ -202,6 +202,8 @@ async def evaluate_offline(
     if last is None:
         return []
     gap_hours = (now_s - last - QUARTER_S) / 3600
+    if gap_hours < system.settings.offline_after_hours and not may_have_open:
+        return []
     current = {alert.type: alert for alert in await repository.open_alerts(session, system.id)}
     if gap_hours < system.settings.offline_after_hours and AlertType.OFFLINE not in current:
         return []
@@ -286,15 +288,17 @@ async def sweep(maker: async_sessionmaker[AsyncSession], now: datetime) -> int:
         systems = [MonitoredSystem.from_row(row) for row in rows]
         after = systems[-1].id
         async with maker() as session, session.begin():
+            # One query for the batch: most systems reported recently and have nothing open,
+            # and then need neither a query nor the sun.
             with_open = await repository.systems_with_open(
-                session, [system.id for system in systems if not system.watched]
+                session, [system.id for system in systems]
             )
             for system in systems:
                 if system.watched:
-                    changed += len(await evaluate_offline(session, system, now))
+                    changed += len(
+                        await evaluate_offline(
+                            session, system, now, may_have_open=system.id in with_open
+                        )
+                    )
                 elif system.id in with_open:
                     changed += len(await evaluate_system(session, system.id, now))
-
-
-def utc_from_seconds(seconds: int) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
