@@ -28,6 +28,8 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/portfolio/readings",
         "/portfolio/summary",
         "/portfolio/market-value",
+        "/alerts",
+        "/alerts/{alert_id}",
     }
 )
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.jobs.kinds import enqueue_alert_evaluation
 from solarapi.kit.grid import (
     QUARTER_S,
     Buckets,
@@ -267,6 +268,7 @@ async def upload_readings(
             "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
         },
     )
+    await enqueue_alert_evaluation(session, system.id)
     return result
 
 
