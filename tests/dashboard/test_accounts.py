@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -26,7 +27,7 @@ from tests.support import Tenant, TestClock, random_ip
 def test_the_product_hashes_with_rfc_9106_low_memory() -> None:
     """This test process hashes with argon2's cheapest profile (conftest); a process of the
     product's own hashes at full cost."""
-    probe = "from solarapi.accounts.passwords import _hasher; print(_hasher.hash('a password'))"
+    probe = "from solarapi.accounts.passwords import hasher; print(hasher().hash('a password'))"
     hashed = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     ).stdout
@@ -99,7 +100,7 @@ class CountingHasher:
     """The real Argon2 hasher, counting its (deliberately slow) operations: equal work is
     what makes equal time, and a count does not depend on how busy the machine is."""
 
-    def __init__(self, real: PasswordHasher) -> None:
+    def __init__(self, real: passwords.Hasher) -> None:
         self.real = real
         self.calls: list[str] = []
 
@@ -113,10 +114,11 @@ class CountingHasher:
 
 
 @pytest.fixture
-def argon2(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
-    counting = CountingHasher(passwords._hasher)
-    monkeypatch.setattr(passwords, "_hasher", counting)
-    return counting
+def argon2() -> Iterator[CountingHasher]:
+    counting = CountingHasher(passwords.hasher())
+    previous = passwords.use_hasher(counting)
+    yield counting
+    passwords.use_hasher(previous)
 
 
 async def test_sign_up_with_a_taken_email_says_little_and_does_as_much(

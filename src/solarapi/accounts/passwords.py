@@ -4,13 +4,44 @@ from __future__ import annotations
 
 import asyncio
 from functools import cache
+from typing import Protocol
 
-from argon2 import PasswordHasher, profiles
+from argon2 import Parameters, PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 # Argon2id with RFC 9106's low-memory profile (64 MiB, 3 passes, 4 lanes): argon2-cffi's default.
 PROFILE = profiles.RFC_9106_LOW_MEMORY
-_hasher = PasswordHasher.from_parameters(PROFILE)
+
+
+class Hasher(Protocol):
+    """What hashing needs of argon2-cffi's `PasswordHasher` (a test may wrap one)."""
+
+    def hash(self, password: str, /) -> str: ...
+
+    def verify(self, password_hash: str, password: str, /) -> bool: ...
+
+
+_hasher: Hasher = PasswordHasher.from_parameters(PROFILE)
+
+
+def hasher() -> Hasher:
+    """The hasher new passwords are hashed with."""
+    return _hasher
+
+
+def use_hasher(replacement: Hasher) -> Hasher:
+    """Hash new passwords with `replacement` from now on; returns the hasher it replaces.
+    Verifying reads the parameters from each stored hash, so hashes made before still verify."""
+    global _hasher
+    previous, _hasher = _hasher, replacement
+    return previous
+
+
+def use_profile(parameters: Parameters) -> Hasher:
+    """Hash new passwords with argon2 `parameters` from now on (a test process uses
+    `argon2.profiles.CHEAPEST`: most tests make an account, and production's cost would be
+    ~0.1–0.25 s of CPU each); returns the hasher it replaces."""
+    return use_hasher(PasswordHasher.from_parameters(parameters))
 
 
 @cache

@@ -9,7 +9,6 @@ transitions of one declaration, never interleave. Status changes are also compar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -32,7 +31,7 @@ from solarapi.declarations.statemachine import (
     TransitionNotAllowed,
     transition_for,
 )
-from solarapi.declarations.views import declaration_to_api
+from solarapi.declarations.views import DeclarationView, TransitionView
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
@@ -77,6 +76,12 @@ async def _owned_system(session: AsyncSession, caller: Caller, system_id: str) -
 
 async def get_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str
+) -> DeclarationView:
+    return DeclarationView.of(await _owned_declaration(session, caller, declaration_id))
+
+
+async def _owned_declaration(
+    session: AsyncSession, caller: Caller, declaration_id: str
 ) -> Declaration:
     found = await repository.get_declaration(
         session, caller.account_id, caller.environment, declaration_id
@@ -97,7 +102,7 @@ async def list_declarations(
     declaration_type: str | None,
     offset: int,
     limit: int,
-) -> tuple[Sequence[Declaration], int]:
+) -> tuple[list[DeclarationView], int]:
     if status is not None and status not in set(DeclarationStatus):
         names = ", ".join(s.value for s in DeclarationStatus)
         raise ValidationFailed(f"status must be one of {names}; got '{excerpt(status)}'")
@@ -107,7 +112,7 @@ async def list_declarations(
         )
     if system_id is not None:
         await _owned_system(session, caller, system_id)
-    return await repository.list_declarations(
+    rows, total = await repository.list_declarations(
         session,
         account_id=caller.account_id,
         environment=caller.environment,
@@ -117,13 +122,17 @@ async def list_declarations(
         offset=offset,
         limit=limit,
     )
+    return [DeclarationView.of(row) for row in rows], total
 
 
 async def history(
     session: AsyncSession, caller: Caller, declaration_id: str
-) -> Sequence[DeclarationTransition]:
-    declaration = await get_declaration(session, caller, declaration_id)
-    return await repository.list_transitions(session, declaration.id)
+) -> list[TransitionView]:
+    declaration = await _owned_declaration(session, caller, declaration_id)
+    return [
+        TransitionView.of(step)
+        for step in await repository.list_transitions(session, declaration.id)
+    ]
 
 
 # --- the transitions ------------------------------------------------------------------------
@@ -201,7 +210,7 @@ async def _record(
             account_id=declaration.account_id,
             environment=declaration.environment,
             event_type=event_type,
-            data=declaration_to_api(declaration),
+            data=DeclarationView.of(declaration).render(),
         )
 
 
@@ -252,7 +261,7 @@ async def _locked_reload(
 
 async def create_declaration(
     session: AsyncSession, caller: Caller, body: DeclarationCreate, now: datetime
-) -> Declaration:
+) -> DeclarationView:
     system = await _owned_system(session, caller, body.system_id)
     validate_period(system, body.period_start, body.period_end, now)
     # A period without readings is a valid draft (coverage 0, energies null): the contract
@@ -300,7 +309,7 @@ async def create_declaration(
         reason=None,
         now=now,
     )
-    return declaration
+    return DeclarationView.of(declaration)
 
 
 async def update_declaration(
@@ -309,9 +318,9 @@ async def update_declaration(
     declaration_id: str,
     changes: dict[str, Any],
     now: datetime,
-) -> Declaration:
+) -> DeclarationView:
     """`changes` holds only the fields the client sent (`energy_wh: None` = use metered)."""
-    declaration = await get_declaration(session, caller, declaration_id)
+    declaration = await _owned_declaration(session, caller, declaration_id)
     for name in ("period_start", "period_end"):
         if name in changes and changes[name] is None:
             raise ValidationFailed(f"{name}: may not be null")
@@ -348,7 +357,7 @@ async def update_declaration(
     }
     if "reference" in changes:
         values["reference"] = changes["reference"]
-    return await _transition(
+    updated = await _transition(
         session,
         declaration,
         DeclarationAction.UPDATE,
@@ -357,10 +366,11 @@ async def update_declaration(
         reason=None,
         now=now,
     )
+    return DeclarationView.of(updated)
 
 
 async def delete_declaration(session: AsyncSession, caller: Caller, declaration_id: str) -> None:
-    declaration = await get_declaration(session, caller, declaration_id)
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.DELETE)
     if not await repository.delete_if_status(session, declaration.id, declaration.status):
         raise _refuse(declaration.id, "deleted", DeclarationAction.DELETE)
@@ -368,8 +378,8 @@ async def delete_declaration(session: AsyncSession, caller: Caller, declaration_
 
 async def submit_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
-) -> Declaration:
-    declaration = await get_declaration(session, caller, declaration_id)
+) -> DeclarationView:
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.SUBMIT)
     system = await systems_repository.get(session, declaration.system_id)
     assert system is not None
@@ -401,7 +411,7 @@ async def submit_declaration(
     )
     if caller.environment is Environment.TEST:
         submitted = await _decide_in_sandbox(session, submitted, now)
-    return submitted
+    return DeclarationView.of(submitted)
 
 
 async def _decide_in_sandbox(
@@ -423,10 +433,10 @@ async def _decide_in_sandbox(
 
 async def withdraw_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
-) -> Declaration:
-    declaration = await get_declaration(session, caller, declaration_id)
+) -> DeclarationView:
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.WITHDRAW)
-    return await _transition(
+    withdrawn = await _transition(
         session,
         declaration,
         DeclarationAction.WITHDRAW,
@@ -435,6 +445,7 @@ async def withdraw_declaration(
         reason=None,
         now=now,
     )
+    return DeclarationView.of(withdrawn)
 
 
 async def decide(
@@ -463,25 +474,27 @@ async def decide(
 
 async def decide_as_operator(
     session: AsyncSession, declaration_id: str, *, approve: bool, reason: str | None, now: datetime
-) -> Declaration:
+) -> DeclarationView:
     """The issuing body's answer for a live declaration, entered by the operator (CLI)."""
     declaration = await repository.get_declaration_by_id(session, declaration_id)
     if declaration is None:
         raise NotFound(f"No declaration {excerpt(declaration_id)}")
-    return await decide(
+    decided = await decide(
         session, declaration, approve=approve, reason=reason, actor=OPERATOR, now=now
     )
+    return DeclarationView.of(decided)
 
 
 async def pending_declarations(
     session: AsyncSession, environment: Environment | None, limit: int
-) -> Sequence[Declaration]:
-    return await repository.list_by_status(
+) -> list[DeclarationView]:
+    rows = await repository.list_by_status(
         session,
         DeclarationStatus.SUBMITTED.value,
         environment.value if environment else None,
         limit,
     )
+    return [DeclarationView.of(row) for row in rows]
 
 
 async def blocks_system_deletion(session: AsyncSession, system_id: str) -> bool:

@@ -4,33 +4,21 @@ no NUL character in a JSON body."""
 from __future__ import annotations
 
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.types import Message, Receive, Scope
 
-from solarapi.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from solarapi.errors import ApiError, PayloadTooLarge, UnsupportedMediaType, ValidationFailed
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-class _BodyTooLarge(HTTPException):
-    # An HTTPException: raised while the app reads the body, it reaches the app's handlers
-    # (FastAPI re-raises HTTPExceptions from body reading).
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"Request body exceeds the limit of {limit} bytes")
-
-
-class _NulInBody(HTTPException):
-    # An HTTPException, like _BodyTooLarge, for the same reason.
-    def __init__(self) -> None:
-        super().__init__(400, f"request body: {NUL_MESSAGE}")
 
 
 def check_body(
     scope: Scope, headers: Headers, receive: Receive, max_bytes: int
 ) -> tuple[ApiError | None, Receive]:
     """The error of a body refused by its headers (413, 415), or None and the `receive` the
-    endpoint reads the body through, which refuses it while it streams (413, 400)."""
+    endpoint reads the body through, which refuses it while it streams (413, 400: raised as
+    the `ApiError`s they are, which reach the app's handlers through FastAPI's body reading
+    because `ApiError` is an HTTPException)."""
     if scope["method"] not in _BODY_METHODS:
         return None, receive
     length_header = headers.get("content-length")
@@ -59,9 +47,9 @@ def check_body(
             chunk = message.get("body", b"")
             received += len(chunk)
             if received > max_bytes:
-                raise _BodyTooLarge(max_bytes)
+                raise PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes")
             if nul_scanner.feed(chunk):
-                raise _NulInBody
+                raise ValidationFailed(f"request body: {NUL_MESSAGE}")
         return message
 
     return None, limited_receive

@@ -29,7 +29,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.events import repository as events_repository
-from solarapi.events.service import event_to_api
+from solarapi.events.service import EventView
 from solarapi.events.types import DELIVERY_JOB_KIND, DELIVERY_JOB_MAX_ATTEMPTS
 from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
@@ -160,7 +160,7 @@ class Delivery:
 def build_delivery(
     endpoint: WebhookEndpoint, event: Event, config: WebhookConfig, now: datetime
 ) -> Delivery:
-    body = orjson.dumps(event_to_api(event)).decode()
+    body = orjson.dumps(EventView.of(event).render()).decode()
     signature = signature_header(
         signing_secrets(endpoint, config.server_secret, now), event.id, now, body
     )
