@@ -12,7 +12,7 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
-from solarapi.errors import Conflict, ValidationFailed
+from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.grid import (
     QUARTER_S,
@@ -236,13 +236,20 @@ async def upload_readings(
     first/last reading up to date, in the caller's transaction."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+    # Checked first against the system as read before its lock (a bad batch is refused
+    # without queueing for the lock), then again below if the locked row differs.
     starts, energy, power = _validated(batch, system.capacity_kwp, now)
     if system.data_source == "simulated":
         raise Conflict(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
             "cannot be uploaded; create a system with data_source 'metered' to upload"
         )
-    updated = await store_series(session, system, starts, energy, power)
+    read_capacity = system.capacity_kwp
+    system = await _locked(session, system.id)
+    if system.capacity_kwp != read_capacity:
+        # A PATCH of the capacity committed between the read and the lock.
+        starts, energy, power = _validated(batch, system.capacity_kwp, now)
+    updated = await _store_locked(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     result = UploadResult(len(batch), len(batch) - updated, updated)
     await record_event(
@@ -272,7 +279,29 @@ async def store_series(
     `upload_readings` validates before calling it; demo data and benchmarks call it directly."""
     if len(starts) == 0:
         return 0
-    await systems_repository.lock(session, system.id)
+    return await _store_locked(
+        session, await _locked(session, system.id), starts, energy_wh, power_w
+    )
+
+
+async def _locked(session: AsyncSession, system_id: str) -> System:
+    """The system under its lock, as it is now. An upload racing `PATCH timezone` once
+    rolled its days up with the zone it had read before the lock, after the PATCH had
+    rebuilt them: Amsterdam days stored as Sydney days, for good (failure-modes.md)."""
+    system = await systems_repository.lock_fresh(session, system_id)
+    if system is None:
+        # Deleted between the read and the lock (the deletion holds the same lock).
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
+    return system
+
+
+async def _store_locked(
+    session: AsyncSession,
+    system: System,
+    starts: IntArray,
+    energy_wh: FloatArray,
+    power_w: FloatArray,
+) -> int:
     existing = await repository.existing_starts(session, system.id, starts)
     await repository.upsert_readings(
         session, system.id, starts, energy_wh, power_w, all_new=not len(existing)
@@ -285,8 +314,8 @@ async def store_series(
         # Only new quarter-hours (the usual case): add the batch's own sums to the rollups,
         # without reading anything back. Exact because the system is locked.
         await _add_to_rollups(session, system, starts, energy_wh, power_w, lo_s, hi_s)
-    # In SQL, not by comparing with `system`: that object was read before the lock was taken,
-    # so a concurrent upload of another day may have moved the span since.
+    # In SQL rather than by comparing with `system`'s columns: one statement, and the span
+    # stays exact whoever wrote before.
     span = await repository.extend_reading_span(
         session,
         system.id,

@@ -21,7 +21,7 @@ from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
-from solarapi.systems.access import get_system
+from solarapi.systems.access import get_system, owned
 from solarapi.systems.schemas import SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
 
@@ -230,7 +230,12 @@ async def update_system(
     session: AsyncSession, principal: Principal, system_id: str, body: SystemPatch, now: datetime
 ) -> System:
     changes = _patch_changes(body)
-    system = await get_system(session, principal, system_id)
+    # Under the system's lock from the start, like uploads and declarations: the time zone
+    # replaced here is the one the daily rollup is rebuilt from, and no upload can roll a
+    # day up with the old zone in between.
+    # (Ownership is checked before the lock: another tenant's row is never locked.)
+    await get_system(session, principal, system_id)
+    system = owned(await repository.lock_fresh(session, system_id), principal, system_id)
     old_timezone = system.timezone
     for field, value in changes.items():
         setattr(system, field, value)
