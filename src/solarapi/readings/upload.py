@@ -3,8 +3,10 @@ upsert, and the hourly and local-daily rollups kept exact in the same transactio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -80,8 +82,36 @@ class ReadingRejected(ValidationFailed):
         self.problem = problem
 
 
+def _exact_limit(capacity_kwp: float, per_kwp: Decimal) -> tuple[float, Decimal]:
+    """`capacity_kwp × per_kwp` as the decimal the client wrote (the shortest repr of the
+    float) and the largest float whose own shortest repr is at most that decimal.
+
+    Compared exactly, not as `capacity × 250 × 1.5` in floats: that is 375.37499999999994
+    for 1.001 kWp, so the documented cap of 375.375 Wh was refused "at most 375.375 Wh"
+    (741 capacities between 0.001 and 99.999 kWp had the same fault)."""
+    exact = Decimal(repr(capacity_kwp)) * per_kwp
+    limit = float(exact)
+    if Decimal(repr(limit)) > exact:
+        limit = math.nextafter(limit, -math.inf)
+    return limit, exact
+
+
+# Per kWp: Wh in a quarter-hour (250 × 1.5) and W at any moment (1000 × 1.5).
+_WH_PER_KWP = Decimal(repr(WH_PER_KWP_PER_QUARTER)) * Decimal(repr(PLAUSIBILITY_MARGIN))
+_W_PER_KWP = Decimal(1000) * Decimal(repr(PLAUSIBILITY_MARGIN))
+
+
 def plausible_max_wh(capacity_kwp: float) -> float:
-    return capacity_kwp * WH_PER_KWP_PER_QUARTER * PLAUSIBILITY_MARGIN
+    return _exact_limit(capacity_kwp, _WH_PER_KWP)[0]
+
+
+def plausible_max_w(capacity_kwp: float) -> float:
+    return _exact_limit(capacity_kwp, _W_PER_KWP)[0]
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text if "." in text else f"{text}.0"
 
 
 _ITEM_FIELDS = frozenset({"timestamp", "energy_wh", "power_w"})
@@ -154,6 +184,7 @@ def _validated(
             unaligned[i] = moment.microsecond != 0
         starts[i] = seconds
     limit = plausible_max_wh(capacity_kwp)
+    power_limit = plausible_max_w(capacity_kwp)
     now_s = now.timestamp()
     checked = unparsable.index if unparsable else count
     span = slice(0, checked)
@@ -169,6 +200,7 @@ def _validated(
         ("energy", ~np.isfinite(energy[span]) | (energy[span] < 0)),
         ("plausible", energy[span] > limit),
         ("power", power_given[span] & ~(np.isfinite(power[span]) & (power[span] >= 0))),
+        ("power_plausible", power_given[span] & (power[span] > power_limit)),
     ]
     first_bad = checked
     rule = ""
@@ -220,11 +252,20 @@ def _rejection(
     if rule == "energy":
         return ReadingRejected(index, "energy_wh", f"must be ≥ 0; got {batch.energy_wh[index]}")
     if rule == "plausible":
+        exact = _exact_limit(capacity_kwp, _WH_PER_KWP)[1]
         return ReadingRejected(
             index,
             "energy_wh",
             f"{batch.energy_wh[index]} Wh in 15 minutes is implausible for a {capacity_kwp} kWp system "
-            f"(at most {round(limit, 3)} Wh = capacity_kwp × 250 × 1.5)",
+            f"(at most {_decimal_text(exact)} Wh = capacity_kwp × 250 × 1.5)",
+        )
+    if rule == "power_plausible":
+        exact = _exact_limit(capacity_kwp, _W_PER_KWP)[1]
+        return ReadingRejected(
+            index,
+            "power_w",
+            f"{batch.power_w[index]} W is implausible for a {capacity_kwp} kWp system "
+            f"(at most {_decimal_text(exact)} W = capacity_kwp × 1000 × 1.5)",
         )
     return ReadingRejected(index, "power_w", f"must be ≥ 0; got {batch.power_w[index]}")
 
