@@ -179,6 +179,30 @@ def _year_changes(tz: ZoneInfo, year: int) -> tuple[tuple[int, int], ...]:
     return tuple(changes)
 
 
+@functools.lru_cache(maxsize=4096)
+def _year_on_utc_hours(tz: ZoneInfo, year: int) -> bool:
+    """Whether, all through the UTC year `year`, the zone's offset is a whole number of hours
+    and changes only on a UTC hour: then its local clock's 15m/30m/1h buckets are exactly
+    the UTC-epoch ones (every whole-hour zone, and UTC itself)."""
+    start = int(datetime(year, 1, 1, tzinfo=UTC).timestamp())
+    if _offset_s(start, tz) % 3600:
+        return False
+    return all(
+        instant % 3600 == 0 and offset % 3600 == 0 for instant, offset in _year_changes(tz, year)
+    )
+
+
+_MEAN_YEAR_S = 31_556_952
+
+
+def _on_utc_grid(lo: int, hi: int, tz: ZoneInfo) -> bool:
+    """`_year_on_utc_hours` for every UTC year that [lo, hi] touches (a year either side, as
+    the year is estimated without building a datetime)."""
+    first = 1970 + lo // _MEAN_YEAR_S - 1
+    last = 1970 + hi // _MEAN_YEAR_S + 1
+    return all(_year_on_utc_hours(tz, year) for year in range(first, last + 1))
+
+
 def _segments(lo: int, hi: int, tz: ZoneInfo) -> list[tuple[int, int]]:
     """(start, offset) of the runs of one UTC offset that cover [lo, hi]; the first starts
     at `lo`."""
@@ -226,6 +250,8 @@ def floor_to_grid(instant_s: int, interval: Interval, tz: ZoneInfo) -> int:
     """Start of the bucket that contains `instant_s`."""
     step = interval.fixed_seconds
     if step is not None:
+        if _on_utc_grid(instant_s - step, instant_s, tz):
+            return instant_s - instant_s % step
         quarter = _quarter_floor(instant_s)
         # A bucket is at most `step` long, so its start is within the `step` before.
         return int(_clock_edges(quarter - step, quarter, step, tz)[-1])
@@ -249,6 +275,8 @@ def nth_edge(edge_s: int, count: int, interval: Interval, tz: ZoneInfo) -> int:
     """The edge `count` buckets after the edge `edge_s`."""
     step = interval.fixed_seconds
     if step is not None:
+        if _on_utc_grid(edge_s, edge_s + count * step, tz):
+            return edge_s + count * step
         # `count` buckets span at most `count` steps.
         return int(_clock_edges(edge_s, edge_s + count * step, step, tz)[count])
     first = _period_start(local_date(edge_s, tz), interval)
@@ -267,8 +295,9 @@ def bucket_count(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> 
     too many for calendar intervals, if days were skipped)."""
     step = interval.fixed_seconds
     if step is not None:
-        if end_s - start_s > MAX_BUCKETS * step:
-            return (end_s - start_s) // step  # each bucket is at most `step` long
+        if end_s - start_s > MAX_BUCKETS * step or _on_utc_grid(start_s, end_s, tz):
+            # Exact on the UTC grid; else a lower bound (a bucket is at most `step` long).
+            return (end_s - start_s) // step
         return len(_clock_edges(start_s, end_s, step, tz)) - 1
     first = _period_start(local_date(start_s, tz), interval)
     last = _period_start(local_date(end_s, tz), interval)
@@ -281,17 +310,26 @@ def bucket_count(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> 
 def bucket_edges(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> IntArray:
     """Edges e0 < e1 < … < en of the buckets that tile [start_s, end_s) widened to the grid;
     bucket i is [e_i, e_(i+1))."""
+    step = interval.fixed_seconds
+    if step is not None and _on_utc_grid(start_s - step, end_s + step, tz):
+        # Every whole-hour zone (the usual case): the UTC grid, by arithmetic.
+        return np.arange(start_s - start_s % step, end_s + (-end_s) % step + 1, step)
+    if step is not None:
+        return _covering_clock_edges(start_s, end_s, step, tz)
     first = floor_to_grid(start_s, interval, tz)
     last = ceil_to_grid(end_s, interval, tz)
-    step = interval.fixed_seconds
-    if step is not None:
-        return _cached_clock_edges(first, last, step, tz)
     return _calendar_edges(first, last, interval, tz)
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_clock_edges(first: int, last: int, step: int, tz: ZoneInfo) -> IntArray:
-    edges = _clock_edges(first, last, step, tz)
+def _covering_clock_edges(lo: int, hi: int, step: int, tz: ZoneInfo) -> IntArray:
+    """The local clock's edges from the last at or before `lo` to the first at or after
+    `hi`, computed once over a window a step wider on each side (a bucket is at most a
+    step long, so both are in it). Cached and shared, so read-only."""
+    window = _clock_edges(_quarter_floor(lo) - step, _ceil_quarter(hi) + step, step, tz)
+    first = int(np.searchsorted(window, lo, side="right")) - 1
+    last = int(np.searchsorted(window, hi, side="left"))
+    edges = window[first : last + 1].copy()
     edges.flags.writeable = False
     return edges
 
@@ -366,9 +404,24 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
             f"the range must lie between {format_timestamp(EARLIEST)} and "
             f"{format_timestamp(LATEST)}"
         )
-    start_s = floor_to_grid(_floor_seconds(start), interval, tz)
-    end_s = ceil_to_grid(_ceil_seconds(end), interval, tz)
-    count = bucket_count(start_s, end_s, interval, tz)
+    lo, hi = _floor_seconds(start), _ceil_seconds(end)
+    step = interval.fixed_seconds
+    if (
+        step is not None
+        and hi - lo <= (MAX_BUCKETS + 1) * step
+        and _on_utc_grid(lo - step, hi + step, tz)
+    ):
+        # Every whole-hour zone (the usual case): the UTC grid, by arithmetic. (Checked
+        # only for a span that may be within the cap: a longer one is refused below.)
+        start_s, end_s = lo - lo % step, hi + (-hi) % step
+        count = (end_s - start_s) // step
+    elif step is not None and hi - lo <= (MAX_BUCKETS + 1) * step:
+        edges = _covering_clock_edges(lo, hi, step, tz)
+        start_s, end_s, count = int(edges[0]), int(edges[-1]), len(edges) - 1
+    else:
+        start_s = floor_to_grid(lo, interval, tz)
+        end_s = ceil_to_grid(hi, interval, tz)
+        count = bucket_count(start_s, end_s, interval, tz)
     if count > MAX_BUCKETS:
         largest = nth_edge(start_s, MAX_BUCKETS, interval, tz)
         raise ValidationFailed(
