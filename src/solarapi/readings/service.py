@@ -84,16 +84,7 @@ async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _Simulat
     start_s = max(start_s, simulated_since(system))
     if end_s <= start_s:
         return None
-    params = model.PvParams(
-        system_id=system.id,
-        latitude=system.latitude,
-        longitude=system.longitude,
-        timezone=system.timezone,
-        capacity_kwp=system.capacity_kwp,
-        inverter_capacity_kw=system.inverter_capacity_kw,
-        tilt_deg=system.tilt_deg,
-        azimuth_deg=system.azimuth_deg,
-    )
+    params = model.PvParams.of(system)
     start, end = datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
     if model.is_cached(params, start, end):
         series: _SimulatedSeries = model.simulate(params, start, end)
@@ -199,7 +190,7 @@ async def read_readings(
     store = reading_store(session)
     if interval.is_calendar:
         system = await read_system(session, principal, system_id)
-        time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+        time_range = time_range_of(system, start, end, interval)
         rows = await store.rows(
             session, _source(time_range), system_id, time_range.start_s, time_range.end_s
         )
@@ -211,7 +202,7 @@ async def read_readings(
             session, _source(guess), system_id, guess.start_s, guess.end_s
         )
         system = owned(found, principal, system_id)
-        time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+        time_range = time_range_of(system, start, end, interval)
         source = _source(time_range)
         if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
             source is not _source(guess)
@@ -221,6 +212,28 @@ async def read_readings(
             )
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
+    return _bucketed(system, time_range, rows)
+
+
+def time_range_of(
+    system: ReadableSystem, start: datetime, end: datetime, interval: Interval
+) -> TimeRange:
+    """[start, end) widened to `system`'s grid for `interval` (its local clock and calendar),
+    as `read_readings` widens it (ValidationFailed over 10,000 buckets)."""
+    return widen_range(start, end, interval, ZoneInfo(system.timezone))
+
+
+async def readings_in(
+    session: AsyncSession, system: ReadableSystem, time_range: TimeRange, now: datetime
+) -> Readings:
+    """`read_readings` for a system in hand and its widened range (`time_range_of`): the
+    same rows, buckets and totals (the portfolio endpoints)."""
+    if system.data_source == "simulated":
+        rows = await _simulated_rows(system, time_range, now)
+    else:
+        rows = await reading_store(session).rows(
+            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
+        )
     return _bucketed(system, time_range, rows)
 
 
@@ -283,7 +296,10 @@ async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) 
         return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
     days = await repository.days_between(session, system.id, year_s, tomorrow_s)
     lifetime = await repository.days_between(session, system.id, 0, 2**62)
-    latest = await repository.latest_reading(session, system.id)
+    last = system.last_reading_at
+    latest = await repository.latest_reading(
+        session, system.id, None if last is None else int(last.timestamp())
+    )
 
     def within(start: int) -> float | None:
         keep = days.starts >= start
@@ -312,6 +328,8 @@ async def _simulated_summary(
 ) -> dict[str, Any]:
     # A simulated system "produces" from its installation (or creation) day on.
     installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
+    # Nothing is simulated before 2000 (`simulated_since`); year 1 east of UTC has no instant.
+    installed = max(installed, date(1999, 12, 31))
     life_s = min(local_midnight(installed, tz), year_s)
     end_s = _ended_before(now)
     if end_s <= life_s:
