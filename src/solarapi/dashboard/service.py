@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
+from solarapi.accounts.passwords import PasswordChecksBusy
 from solarapi.accounts.service import check_login, create_account
 from solarapi.alerts import service as alerts_service
 from solarapi.alerts.rendering import AlertRecord
@@ -20,7 +21,7 @@ from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
-from solarapi.dashboard.throttle import LoginThrottle
+from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
@@ -81,6 +82,12 @@ async def sign_up(
         )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many sign-ups and log-ins are being checked at this moment. Try again in a "
+            "minute.",
+            503,
+        ) from None
     except Conflict:
         # create_account hashed the password before finding the e-mail taken, so the
         # refusal costs the same time as a sign-up.
@@ -99,17 +106,22 @@ async def log_in(
     now: datetime,
 ) -> str:
     """Check the password (same work for unknown e-mails) and start a session."""
-    blocked = await throttle.login_blocked(email, ip)
-    if blocked is not None:
+    attempt = await throttle.login_attempt(email, ip)  # counted before Argon2 runs
+    if isinstance(attempt, Throttled):
         raise FormRejected(
             f"Too many failed log-ins for this e-mail or from your network. Try again in "
-            f"{blocked.minutes} minutes.",
+            f"{attempt.minutes} minutes.",
             429,
         )
-    user = await check_login(session, email=email, password=password[:1024])
+    try:
+        user = await check_login(session, email=email, password=password[:1024])
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many log-ins are being checked at this moment. Try again in a minute.", 503
+        ) from None
     if user is None:
-        await throttle.login_failed(email, ip)
         raise FormRejected(LOGIN_FAILED, 400)
+    await throttle.succeeded(attempt)
     return await start_session(session, user_id=user.id, secret=secret, now=now)
 
 

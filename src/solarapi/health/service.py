@@ -23,6 +23,7 @@ from solarapi.db import schema_revision
 from solarapi.dbfaults import SCHEMA_REVISION, is_database_unavailable, revision_is_current
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp
+from solarapi.kit.tzdb import TZDATA_VERSION
 from solarapi.kit.version import API_VERSION
 from solarapi.ratelimit.base import RateLimiter
 
@@ -105,6 +106,7 @@ def health_response(checks: Checks) -> OrjsonResponse:
         "status": status,
         "version": _VERSION,
         "api_version": API_VERSION,
+        "tzdata": TZDATA_VERSION,
         "time": _time_text(int(time.time())),
         "checks": {"database": checks.database, "rate_limiter": checks.rate_limiter},
     }

@@ -54,8 +54,9 @@ _session = asynccontextmanager(get_session)
     response_model=ReadingsOut,
     summary="Energy production aggregated into buckets",
     description=(
-        "`15m`, `30m` and `1h` buckets align to UTC; `1d`, `1w` (Monday) and `1M` to the "
-        "system's local calendar. `from` (inclusive) and `to` (exclusive) are widened to the "
+        "Buckets follow the system's local clock: `15m`, `30m` and `1h` its local time "
+        "(the UTC grid in whole-hour zones; 12:00–13:00 IST in Kolkata), `1d`, `1w` "
+        "(Monday) and `1M` its local calendar. `from` (inclusive) and `to` (exclusive) are widened to the "
         "grid and echoed in `meta`. Gaps are `null` with `samples: 0`. At most 10,000 buckets."
     ),
     openapi_extra={

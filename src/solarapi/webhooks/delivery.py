@@ -198,12 +198,17 @@ async def send(delivery: Delivery, *, allow_loopback: bool) -> AttemptResult:
             # The status is all we need; the receiver's body is not read or kept.
             return AttemptResult(response.status_code, elapsed(), None)
     except ForbiddenDestination as exc:
-        return AttemptResult(None, None, f"refused: {exc}")
+        # Generic for the tenant (which internal address a name resolved to is ours to
+        # know); the reason goes to the operator's log.
+        log.info("webhook destination refused: %s", exc)
+        return AttemptResult(None, None, "refused: not a public internet address")
     except (TimeoutError, httpx.TimeoutException):
         return AttemptResult(None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s")
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        detail = str(exc) or type(exc).__name__
-        return AttemptResult(None, elapsed(), f"connection failed: {detail}"[:500])
+        # Not the exception's text ("Connection refused", "Name or service not known", TLS
+        # details): told apart, they let a tenant probe which ports answer.
+        log.info("webhook delivery failed: %s", str(exc) or type(exc).__name__)
+        return AttemptResult(None, elapsed(), "connection failed")
 
 
 async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
