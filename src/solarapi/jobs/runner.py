@@ -25,8 +25,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from solarapi.db import is_outage
 from solarapi.jobs import repository
 from solarapi.jobs.queue import (
     FAILURE_HANDLERS,
@@ -254,6 +255,61 @@ async def run_pending(
     return ran
 
 
+# The longest wait between polls while they fail.
+POLL_BACKOFF_CAP_SECONDS = 60.0
+
+
+class _PollFailures:
+    """The runner's polls while they fail: one log record when they start failing (a
+    traceback only when the cause is not the database being unusable), one when they work
+    again, and a wait that doubles from the poll interval up to `POLL_BACKOFF_CAP_SECONDS`."""
+
+    def __init__(self, worker_id: str, poll_seconds: float) -> None:
+        self._worker_id = worker_id
+        self._poll_seconds = poll_seconds
+        self._count = 0
+        self._since: datetime | None = None
+
+    async def failed(self, exc: Exception, engine: AsyncEngine | None) -> None:
+        self._count += 1
+        log.debug(
+            "job runner %s: poll %d failed (%s); next in %g s",
+            self._worker_id,
+            self._count,
+            type(exc).__name__,
+            self.next_wait(),
+        )
+        if self._count > 1:
+            return
+        self._since = utcnow()
+        if engine is not None and await is_outage(exc, engine):
+            log.error(
+                "job runner %s: the database is unusable (%s); no jobs run until it is back, "
+                "polling less often meanwhile",
+                self._worker_id,
+                describe_error(exc),
+            )
+        else:
+            log.exception("job runner %s: poll failed", self._worker_id)
+
+    def succeeded(self) -> None:
+        if self._count:
+            log.warning(
+                "job runner %s: polls work again after %d failed since %s",
+                self._worker_id,
+                self._count,
+                self._since.isoformat() if self._since else "?",
+            )
+        self._count = 0
+        self._since = None
+
+    def next_wait(self) -> float:
+        if not self._count:
+            return self._poll_seconds
+        wait: float = self._poll_seconds * float(2 ** min(self._count, 16))
+        return min(wait, max(POLL_BACKOFF_CAP_SECONDS, self._poll_seconds))
+
+
 class JobRunner:
     """A long-running runner: up to `concurrency` jobs at once, polling for due jobs."""
 
@@ -285,6 +341,7 @@ class JobRunner:
         load_handlers()
         loop = asyncio.get_running_loop()
         next_reap = 0.0
+        failing = _PollFailures(self.worker_id, self.poll_seconds)
         while not self._stopping.is_set():
             try:
                 if loop.time() >= next_reap:
@@ -292,11 +349,15 @@ class JobRunner:
                     next_reap = loop.time() + self.settings.lease_seconds / 2
                 await self._run_periodic(loop.time())
                 await self._fill_slots()
-            except Exception:
-                # The database may be briefly unreachable; the runner must outlive that.
-                log.exception("job runner %s: poll failed", self.worker_id)
+            except Exception as exc:
+                # The database may be unusable for a while; the runner must outlive that
+                # without a traceback a second (1.3 GB of log a day): it logs once and waits
+                # longer each time, up to a minute.
+                await failing.failed(exc, self.maker.kw.get("bind"))
+            else:
+                failing.succeeded()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.poll_seconds)
+                await asyncio.wait_for(self._stopping.wait(), failing.next_wait())
 
     def _wanted(self) -> set[str]:
         return set(HANDLERS) if self.kinds is None else set(self.kinds) & set(HANDLERS)
