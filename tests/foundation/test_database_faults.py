@@ -336,14 +336,17 @@ async def test_a_not_null_column_of_a_schema_one_revision_behind_is_503(
 ) -> None:
     from tests.declarations.factories import create_declaration, make_system
 
-    async with _one_revision_behind(kind, tmp_path) as settings, _served(settings) as (app, tenant):
-        async with client_for(app, tenant.live) as client:
-            system = await make_system(client)
-            # No readings: the current code stores null energies, which 0007 refuses.
-            draft = await create_declaration(client, system["id"])
-            assert draft.status_code == 503, draft.text
-            assert draft.json()["code"] == "unavailable"
-            assert draft.headers["retry-after"].isdigit()
-            await asyncio.to_thread(upgrade, settings)
-            again = await create_declaration(client, system["id"])
-            assert again.status_code == 201, again.text
+    async with (
+        _one_revision_behind(kind, tmp_path) as settings,
+        _served(settings) as (app, tenant),
+        client_for(app, tenant.live) as client,
+    ):
+        system = await make_system(client)
+        # No readings: the current code stores null energies, which 0007 refuses.
+        draft = await create_declaration(client, system["id"])
+        assert draft.status_code == 503, draft.text
+        assert draft.json()["code"] == "unavailable"
+        assert draft.headers["retry-after"].isdigit()
+        await asyncio.to_thread(upgrade, settings)
+        again = await create_declaration(client, system["id"])
+        assert again.status_code == 201, again.text
