@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     body_min_rate: int = Field(default=240, ge=1)
     body_rate_window_seconds: float = Field(default=5.0, gt=0)
     max_connections_per_ip: int = Field(default=64, ge=1)
+    # Reports one account may have queued or running (429 beyond), and keep with a file
+    # (409 beyond: delete some or let them expire).
+    reports_pending_per_account: int = Field(default=10, ge=1)
+    reports_kept_per_account: int = Field(default=200, ge=1)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

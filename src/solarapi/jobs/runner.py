@@ -30,9 +30,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from solarapi.db import is_outage
 from solarapi.jobs import repository
 from solarapi.jobs.queue import (
+    DEFAULT_LANE,
     FAILURE_HANDLERS,
     HANDLERS,
+    LANES,
     PERIODIC_TASKS,
+    WEBHOOK_LANE,
     JobContext,
     JobHandler,
     PermanentJobError,
@@ -121,6 +124,7 @@ async def _claim(
     settings: RunnerSettings,
     kinds: Collection[str],
     now: datetime,
+    per_account: int | None = None,
 ) -> ClaimedJob | None:
     if not kinds:
         return None
@@ -129,7 +133,12 @@ async def _claim(
             return None
     async with maker() as session, session.begin():
         return await repository.claim(
-            session, worker_id=worker_id, now=now, lease=settings.lease, kinds=kinds
+            session,
+            worker_id=worker_id,
+            now=now,
+            lease=settings.lease,
+            kinds=kinds,
+            per_account=per_account,
         )
 
 
@@ -310,8 +319,29 @@ class _PollFailures:
         return min(wait, max(POLL_BACKOFF_CAP_SECONDS, self._poll_seconds))
 
 
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """Slots of a runner for the job kinds of one lane (`job_handler(kind, lane)`), and how
+    many jobs of the lane one account may run at once (across every runner)."""
+
+    slots: int
+    per_account: int
+
+
+def default_lanes(concurrency: int) -> dict[str, Lane]:
+    """Reports and the rest: `concurrency` slots, half of them (at least one) per account.
+    Webhook deliveries, which mostly wait on other people's servers: twice as many slots
+    (at least 4), half per account."""
+    webhooks = max(4, 2 * concurrency)
+    return {
+        DEFAULT_LANE: Lane(concurrency, max(1, concurrency // 2)),
+        WEBHOOK_LANE: Lane(webhooks, max(1, webhooks // 2)),
+    }
+
+
 class JobRunner:
-    """A long-running runner: up to `concurrency` jobs at once, polling for due jobs."""
+    """A long-running runner polling for due jobs, with slots of their own for each lane
+    (`default_lanes(concurrency)`) and accounts taken in turn within a lane."""
 
     def __init__(
         self,
@@ -322,10 +352,13 @@ class JobRunner:
         poll_seconds: float = 1.0,
         settings: RunnerSettings | None = None,
         kinds: Collection[str] | None = None,
+        lanes: dict[str, Lane] | None = None,
     ) -> None:
         self.maker = maker
         self.worker_id = worker_id
         self.concurrency = concurrency
+        self.lanes = lanes or default_lanes(concurrency)
+        self._lane_tasks: dict[str, set[asyncio.Task[str]]] = {name: set() for name in self.lanes}
         self.poll_seconds = poll_seconds
         self.settings = settings or RunnerSettings()
         self.kinds = kinds
@@ -364,18 +397,30 @@ class JobRunner:
 
     async def _fill_slots(self) -> None:
         wanted = self._wanted()
-        while len(self._tasks) < self.concurrency and not self._stopping.is_set():
-            job = await _claim(self.maker, self.worker_id, self.settings, wanted, utcnow())
-            if job is None:
-                return
-            task = asyncio.create_task(
-                execute(self.maker, job, self.worker_id, self.settings), name=f"run {job.id}"
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._job_done)
+        for name, lane in self.lanes.items():
+            kinds = {kind for kind in wanted if self._lane_of(kind) == name}
+            running = self._lane_tasks[name]
+            while kinds and len(running) < lane.slots and not self._stopping.is_set():
+                job = await _claim(
+                    self.maker, self.worker_id, self.settings, kinds, utcnow(), lane.per_account
+                )
+                if job is None:
+                    break
+                task = asyncio.create_task(
+                    execute(self.maker, job, self.worker_id, self.settings), name=f"run {job.id}"
+                )
+                self._tasks.add(task)
+                running.add(task)
+                task.add_done_callback(self._job_done)
+
+    def _lane_of(self, kind: str) -> str:
+        lane = LANES.get(kind, DEFAULT_LANE)
+        return lane if lane in self.lanes else DEFAULT_LANE
 
     def _job_done(self, task: asyncio.Task[str]) -> None:
         self._tasks.discard(task)
+        for running in self._lane_tasks.values():
+            running.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error(
                 "job runner %s: job bookkeeping failed", self.worker_id, exc_info=task.exception()

@@ -38,10 +38,13 @@ StorageDep = Annotated[ReportStorage, Depends(_storage)]
     responses={202: {"headers": {"Location": {"schema": {"type": "string"}}}}},
 )
 async def create_report(
-    body: ReportCreate, principal: PrincipalDep, session: SessionDep
+    body: ReportCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> Response:
     now = utcnow()
-    report = await service.create_report(session, principal, body, now)
+    quota = service.ReportQuota(
+        settings.reports_pending_per_account, settings.reports_kept_per_account
+    )
+    report = await service.create_report(session, principal, body, now, quota)
     return OrjsonResponse(
         service.report_to_api(report, now),
         status_code=202,
