@@ -307,3 +307,32 @@ def test_sigterm_answers_a_stalled_body_503_json(
     assert _headers(answer)["retry-after"] == "1"
     assert _error(answer)["code"] == "unavailable"
     assert "Internal Server Error" not in log
+
+
+# --- HEAD ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["/api/v1/openapi.json", "/api/v1/account"])
+def test_head_on_a_routed_get_answers_its_headers_and_keeps_the_connection(
+    quick: Server, key: str, target: str
+) -> None:
+    """The gateway runs GET for a HEAD; the server's own scope must stay HEAD, or it expects
+    the body it announced and drops the connection (two tracebacks, no answer)."""
+    auth = b"Authorization: Bearer " + key.encode() + b"\r\n"
+    with _connect(quick) as sock:
+        sock.sendall(b"HEAD " + target.encode() + b" HTTP/1.1\r\nHost: test\r\n" + auth + b"\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(65536)
+            assert chunk, f"closed without an answer: {head!r}"
+            head += chunk
+        assert _status(head) == 200, head
+        headers = _headers(head)
+        assert int(headers["content-length"]) > 0
+        assert head.endswith(b"\r\n\r\n"), "a body followed the head"
+        # The same connection serves the next request: nothing was left half-sent.
+        sock.sendall(HEAD + b"Connection: close\r\n\r\n")
+        after = _read_all(sock)
+    assert _status(after) == 200, after
+    assert "Traceback" not in quick.text()
+    assert "Exception in ASGI application" not in quick.text()

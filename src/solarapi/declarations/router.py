@@ -18,6 +18,7 @@ from solarapi.declarations.schemas import (
     HistoryOut,
 )
 from solarapi.declarations.views import declaration_to_api, transition_to_api
+from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
@@ -61,6 +62,7 @@ def _location(declaration_id: str) -> str:
         "The period overlaps a draft, submitted or approved declaration" + _IDEMPOTENCY
     ),
 )
+@body_limit(SMALL_BODY)
 async def create_declaration(
     body: DeclarationCreate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -113,6 +115,7 @@ async def get_declaration(
     summary="Change a draft (energy_wh, period, reference)",
     responses=_conflict(f"{_NOT_A_DRAFT}, or the new period overlaps another declaration"),
 )
+@body_limit(SMALL_BODY)
 async def update_declaration(
     declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -137,6 +140,7 @@ async def delete_declaration(
     summary="Submit a draft to the issuing body (decided at once in the sandbox)",
     responses=_conflict(f"{_NOT_A_DRAFT}, or coverage is below 0.95{_IDEMPOTENCY}"),
 )
+@body_limit(SMALL_BODY)
 async def submit_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -154,6 +158,7 @@ async def submit_declaration(
         "The declaration is not submitted (the message names its status)" + _IDEMPOTENCY
     ),
 )
+@body_limit(SMALL_BODY)
 async def withdraw_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
