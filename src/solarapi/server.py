@@ -21,8 +21,9 @@ What uvicorn's own protocol does not do, and this one does:
 - **Keep-alive under caps.** Idle connections stay open `keep_alive_seconds` (long enough for
   client pools, ≥ 60 s: a short server timeout races the client's reuse and the request is
   reset). Their number is bounded by `max_connections` per process: a new connection over the
-  cap first closes the connection quiet longest — an idle one, or one whose head or body has
-  stalled (nothing for a second while the server waits for it); only when there is none is
+  cap first closes the connection quiet longest — an idle one, a head still arriving a second
+  after its first byte, or a body that has stalled (nothing for a second while the server
+  waits for it); only when there is none is
   its request answered 503 `unavailable` with `Retry-After`. One client address may hold
   `max_connections_per_ip` connections (trusted proxies are exempt): over it, its own
   quietest connection makes room, else the new one is answered 429 and closed.
@@ -249,6 +250,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return None
         if self._reading is None:
             return self._idle_since
+        if self._reading == "head":
+            # A head arrives in one packet or a few, within milliseconds: one still arriving
+            # after STALLED_S is being trickled (slowloris), however recent its last byte.
+            return self._head_started if now - self._head_started >= STALLED_S else None
         if self.flow.read_paused:
             return None  # the server is not reading: the app has not taken what came
         return self._last_data if now - self._last_data >= STALLED_S else None

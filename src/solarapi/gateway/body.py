@@ -25,7 +25,9 @@ class _BodyTooLarge(HTTPException):
     # An HTTPException: raised while the app reads the body, it reaches the app's handlers
     # (FastAPI re-raises HTTPExceptions from body reading).
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"Request body exceeds the limit of {limit} bytes")
+        super().__init__(
+            413, f"Request body exceeds the limit of {limit} bytes", {"Connection": "close"}
+        )
 
 
 class _BadBody(HTTPException):
@@ -77,7 +79,12 @@ def check_body(
     encoded = bool(headers.get("transfer-encoding", "").strip())
     length = int(length_header) if length_header and length_header.isdigit() else 0
     if length > max_bytes:
-        return PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes"), receive
+        # Closed after the answer: the server would otherwise read the whole body to
+        # discard it, to keep the connection.
+        refused = PayloadTooLarge(
+            f"Request body exceeds the limit of {max_bytes} bytes", headers={"Connection": "close"}
+        )
+        return refused, receive
     if length or encoded:
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != "application/json" and not content_type.endswith("+json"):
