@@ -66,7 +66,7 @@ def reports_scenario() -> dict[str, Any]:
             bigs = [
                 big.post(
                     "/api/v1/reports",
-                    json={"type": "production", "format": "csv", "interval": "15m",
+                    json={"type": "production", "format": "csv", "interval": "1h",
                           "system_ids": [big_system], **period},
                 ).json()["id"]
                 for _ in range(8)
