@@ -119,6 +119,7 @@ _ERROR_SCHEMA: dict[str, Any] = {
                 "payload_too_large",
                 "unsupported_media_type",
                 "unavailable",
+                "request_timeout",
             ],
         },
     },

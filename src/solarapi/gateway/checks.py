@@ -64,16 +64,24 @@ class Checks:
             return await health_answer(exchange), receive
         if relative in PUBLIC or relative.startswith("/docs"):
             return self._refusal(await self._counted_anonymously(None)), receive
-        error = await self._key_and_plan(relative)
+        if len(exchange.headers.getlist("authorization")) > 1:
+            # Two keys: neither is used (either could act for the wrong account); the
+            # request counts in its address's anonymous window.
+            error = await self._counted_anonymously(
+                ValidationFailed("the request has more than one Authorization header; send one")
+            )
+        else:
+            error = await self._key_and_plan(relative)
         if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
             error = ValidationFailed(f"URL: {NUL_MESSAGE}")
         query, problem = parse_query(scope.get("query_string", b""), found.query)
         if error is None and problem is not None:
             error = ValidationFailed(problem)
         if error is None:
-            error, receive = check_body(
-                scope, exchange.headers, receive, state.settings.max_body_bytes
-            )
+            limit = state.settings.max_body_bytes
+            if found.body_limit is not None:
+                limit = min(limit, found.body_limit)
+            error, receive = check_body(scope, exchange.headers, receive, limit)
         if error is None and found.endpoint is not None:
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep, get_principal
 from solarapi.db import DATA_VERSION, SessionDep, get_session
 from solarapi.errors import ValidationFailed
+from solarapi.kit.bodylimit import body_limit
 from solarapi.kit.direct import direct, direct_query
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
@@ -97,6 +98,9 @@ async def get_readings(system_id: str, request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
+# 10,000 readings are ~1.1 MB as compact JSON, ~1.5 MB pretty-printed with long timestamps.
+UPLOAD_BODY = 2 * 1024 * 1024
+
 _UPLOAD_SCHEMA = {
     "type": "object",
     "required": ["readings"],
@@ -128,16 +132,19 @@ _UPLOAD_SCHEMA = {
         }
     },
 )
+@body_limit(UPLOAD_BODY)
 async def upload_readings(
     system_id: str, request: Request, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     # The body is decoded and checked by hand (orjson + one pass) instead of through a
     # pydantic model: for 10,000 items that validation cost more than storing them.
+    raw = await request.body()
     try:
-        payload = orjson.loads(await request.body())
+        payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = upload.batch_from_json(payload)
+    upload.refuse_duplicate_keys(raw, payload)
     system = await get_system(session, principal, system_id)
     result = await upload.upload_readings(session, system, batch, utcnow())
     return OrjsonResponse(result.to_api())
