@@ -26,6 +26,11 @@ _CONTRACT_PRO_EXACT = {
     # Section 12 (Pro): the performance read and its stored irradiance; uploads Enterprise.
     "/systems/{system_id}/performance",
     "/systems/{system_id}/irradiance",
+    # Section 11 (2026-11-25)
+    "/readings/changes",
+    "/portfolio/readings",
+    "/portfolio/summary",
+    "/portfolio/market-value",
 }
 
 

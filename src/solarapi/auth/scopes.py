@@ -24,6 +24,12 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/irradiance",
         "/market-prices",
         "/market-prices/zones",
+        "/readings/changes",
+        "/portfolio/readings",
+        "/portfolio/summary",
+        "/portfolio/market-value",
+        "/alerts",
+        "/alerts/{alert_id}",
     }
 )
 

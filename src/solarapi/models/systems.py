@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, CheckConstraint, Date, Float, ForeignKey, Index, String, false
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.models.base import Base, UtcDateTime
@@ -35,6 +45,13 @@ class System(Base):
         CheckConstraint("environment IN ('live', 'test')", name="environment"),
         CheckConstraint("status IN ('active', 'inactive', 'decommissioned')", name="status"),
         CheckConstraint("data_source IN ('metered', 'simulated')", name="data_source"),
+        CheckConstraint(
+            "monitoring_offline_after_hours BETWEEN 1 AND 168", name="monitoring_offline_hours"
+        ),
+        CheckConstraint(
+            "monitoring_underperformance_threshold BETWEEN 0.1 AND 1.0",
+            name="monitoring_threshold",
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -67,6 +84,10 @@ class System(Base):
     # performance endpoint says so in `meta.model`.
     tilt_defaulted: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
     azimuth_defaulted: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
+    # The alert rules' settings (`monitoring` in the API; alerts/ reads them).
+    monitoring_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    monitoring_offline_after_hours: Mapped[int] = mapped_column(Integer, default=4)
+    monitoring_underperformance_threshold: Mapped[float] = mapped_column(Float, default=0.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +121,9 @@ class SystemRecord:
     model_inverter_efficiency: float | None = None
     tilt_defaulted: bool = False
     azimuth_defaulted: bool = False
+    monitoring_enabled: bool = True
+    monitoring_offline_after_hours: int = 4
+    monitoring_underperformance_threshold: float = 0.8
 
 
 def model_parameters(system: System | SystemRecord) -> ModelParameters:

@@ -31,6 +31,27 @@ Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 Gamma = Annotated[float, Field(strict=True, ge=-1.0, le=0.0, allow_inf_nan=False)]
 LossesPct = Annotated[float, Field(strict=True, ge=0, le=50, allow_inf_nan=False)]
 InverterEfficiency = Annotated[float, Field(strict=True, gt=0.5, le=1.0, allow_inf_nan=False)]
+OfflineAfterHours = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=1,
+        le=168,
+        description="Daylight hours (sun above 5° at the site) without a new reading before "
+        "`system.offline` opens; for loggers that upload once a day, 24 or more",
+    ),
+]
+UnderperformanceThreshold = Annotated[
+    float,
+    Field(
+        strict=True,
+        ge=0.1,
+        le=1.0,
+        allow_inf_nan=False,
+        description="`system.underperforming` opens when the 7-day energy performance index "
+        "stays below this",
+    ),
+]
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 TIMEZONE_DESCRIPTION = (
@@ -136,6 +157,16 @@ class ModelIn(BaseModel):
     ] = None
 
 
+class MonitoringIn(BaseModel):
+    """The alert rules' settings of one system; a field left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: Annotated[bool | None, Field(strict=True)] = None
+    offline_after_hours: OfflineAfterHours | None = None
+    underperformance_threshold: UnderperformanceThreshold | None = None
+
+
 class SystemCreate(BaseModel):
     """A new system. Orientation defaults to tilt 30° facing the equator."""
 
@@ -154,6 +185,7 @@ class SystemCreate(BaseModel):
         default=None,
         description="Sandbox only: `simulated` (default) or `metered`; live systems are metered",
     )
+    monitoring: MonitoringIn | None = None
 
     _name = field_validator("name")(check_name)
     _zone = field_validator("market_zone")(check_market_zone)
@@ -176,6 +208,7 @@ class SystemPatch(BaseModel):
     model: Annotated[
         ModelIn | None, Field(description="Performance-model overrides; `null` resets all")
     ] = None
+    monitoring: MonitoringIn | None = None
     # Accepted only to be refused with a clear message (it cannot change after creation).
     data_source: DataSource | None = Field(default=None, description="Cannot be changed")
 
@@ -202,6 +235,12 @@ class ModelOut(BaseModel):
     inverter_efficiency: float
 
 
+class MonitoringOut(BaseModel):
+    enabled: bool
+    offline_after_hours: Annotated[int, Field(ge=1, le=168)]
+    underperformance_threshold: Annotated[float, Field(ge=0.1, le=1.0)]
+
+
 class SystemOut(BaseModel):
     id: str
     name: str
@@ -219,6 +258,7 @@ class SystemOut(BaseModel):
     last_reading_at: str | None
     created_at: str
     updated_at: str
+    monitoring: MonitoringOut
 
 
 class SystemList(BaseModel):

@@ -1,7 +1,7 @@
 """Performance: measured irradiance and the per-system model overrides (issue 30).
 
 Revision ID: 0011_performance
-Revises: 0008_draft_without_readings
+Revises: 0010_change_feed
 Create Date: 2026-11-25
 
 `irradiance` holds uploaded (`sensor`) and imported (`satellite`) quarter-hours, clustered on
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011_performance"
-down_revision = "0008_draft_without_readings"
+down_revision = "0010_change_feed"
 branch_labels = None
 depends_on = None
 
