@@ -176,6 +176,7 @@ _PORTFOLIO_PARAMETERS: dict[str, dict[str, Any]] = {
 }
 _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
+    ("/systems/{system_id}/performance", "interval"): _enum(("1d", "1w", "1M")),
     ("/systems", "status"): _enum(get_args(SystemStatus)),
     ("/declarations", "status"): _enum(DeclarationStatus),
     ("/declarations", "type"): _enum(DECLARATION_TYPES),
