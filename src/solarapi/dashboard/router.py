@@ -325,11 +325,19 @@ def _environment(request: Request) -> Environment:
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
-    cards = await service.overview(session, user, environment, utcnow())
+    now = utcnow()
+    cards = await service.overview(session, user, environment, now)
+    # Live only: a sandbox fleet's totals would simulate each system's year to date (seconds
+    # on a cold model cache) for a page that shows simulated data anyway.
+    totals = (
+        await service.fleet_totals(session, user, environment, now)
+        if cards and environment is Environment.LIVE
+        else None
+    )
     return render(
         request,
         "overview.html",
-        {"cards": cards, "environment": environment.value},
+        {"cards": cards, "environment": environment.value, "fleet": totals},
         user=user,
     )
 
