@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from solarapi.accounts.router import router as account_router
+from solarapi.alerts.router import router as alerts_router
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.changes.router import router as changes_router
@@ -39,6 +40,7 @@ from solarapi.kit.versioned import VersionedCache
 from solarapi.logs import configure_logging
 from solarapi.metrics import recorder_for
 from solarapi.openapi import build_openapi
+from solarapi.performance.router import router as performance_router
 from solarapi.portfolio.router import router as portfolio_router
 from solarapi.prices.router import router as prices_router
 from solarapi.ratelimit.base import RateLimiter
@@ -192,10 +194,12 @@ def _include_routers(app: FastAPI) -> None:
         systems_router,
         readings_router,
         changes_router,
+        performance_router,
         prices_router,
         declarations_router,
         reports_router,
         webhooks_router,
+        alerts_router,
     ):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(dashboard_router)

@@ -19,6 +19,7 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
+from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
 from solarapi.models.reports import ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
 from solarapi.reports.service import CONTENT_TYPES, REPORT_TYPES
@@ -201,6 +202,8 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("/portfolio/readings", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
     ("/portfolio/market-value", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
+    ("/alerts", "status"): _enum(ALERT_STATUSES),
+    ("/alerts", "type"): _enum(ALERT_TYPES),
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 

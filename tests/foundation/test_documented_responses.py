@@ -137,6 +137,8 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         await api.call("DELETE", "/reports/{report_id}", 204, ids_report)
 
         await api.call("GET", "/events", 200)
+        await api.call("GET", "/alerts", 200)
+        await api.call("GET", "/alerts/{alert_id}", 404, {"alert_id": "alr_unknown"})
         hook = await api.call(
             "POST", "/webhooks", 201, json={"url": WEBHOOK_URL, "events": ["system.created"]}
         )

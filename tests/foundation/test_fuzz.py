@@ -38,9 +38,11 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from solarapi.alerts.service import evaluate_system
 from solarapi.config import Settings
 from solarapi.jobs.runner import run_pending
 from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
 from solarapi.migrate import upgrade
 from solarapi.reports.service import JOB_KIND as REPORT_JOB
 from tests.conftest import TEST_SECRET
@@ -188,6 +190,11 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     f"{API}/webhooks", json={"url": WEBHOOK_URL, "events": ["system.created"]}
                 )
                 assert hook.status_code == 201, hook.text
+                # Its readings stopped long ago: the evaluation opens an offline alert.
+                async with app.state.sessionmaker() as session, session.begin():
+                    await evaluate_system(session, system_id, utcnow())
+                alerts = await http.get(f"{API}/alerts")
+                assert alerts.json()["data"], alerts.text
             worlds[env] = (
                 key,
                 {
@@ -195,6 +202,7 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     "declaration_id": declaration.json()["id"],
                     "report_id": report.json()["id"],
                     "webhook_id": hook.json()["id"],
+                    "alert_id": alerts.json()["data"][0]["id"],
                 },
             )
         # The reports are generated here, so downloading one answers 200. The server runs no

@@ -327,6 +327,7 @@ async def overview_page(request: Request, session: SessionDep, user: UserDep) ->
     environment = _environment(request)
     now = utcnow()
     cards = await service.overview(session, user, environment, now)
+    alerts = await service.open_alerts(session, user, environment)
     # Live only: a sandbox fleet's totals would simulate each system's year to date (seconds
     # on a cold model cache) for a page that shows simulated data anyway.
     totals = (
@@ -337,7 +338,13 @@ async def overview_page(request: Request, session: SessionDep, user: UserDep) ->
     return render(
         request,
         "overview.html",
-        {"cards": cards, "environment": environment.value, "fleet": totals},
+        {
+            "cards": cards,
+            "environment": environment.value,
+            "alerts": alerts,
+            "alert_titles": service.ALERT_TITLES,
+            "fleet": totals,
+        },
         user=user,
     )
 
@@ -393,6 +400,10 @@ async def system_page(
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
+            "alerts": await service.open_alerts(
+                session, user, Environment(system.environment), system.id
+            ),
+            "alert_titles": service.ALERT_TITLES,
         },
         status_code=400 if error else 200,
         user=user,

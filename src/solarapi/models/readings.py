@@ -22,7 +22,8 @@ class Reading(Base):
     """One metered quarter-hour: energy produced in [start_s, start_s + 900)."""
 
     __tablename__ = "readings"
-    __table_args__ = (_CLUSTERED,)
+    # PostgreSQL: by month of `start_s` (readings.partitions; SQLite ignores it).
+    __table_args__ = ({**_CLUSTERED, "postgresql_partition_by": "RANGE (start_s)"},)
 
     system_id: Mapped[str] = mapped_column(
         String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True

@@ -63,15 +63,16 @@ async def existing_starts(session: AsyncSession, system_id: str, starts: IntArra
     return starts[np.isin(starts, stored)]
 
 
-async def latest_reading(session: AsyncSession, system_id: str) -> tuple[int, float | None] | None:
-    row = (
-        await session.execute(
-            select(Reading.start_s, Reading.power_w)
-            .where(Reading.system_id == system_id)
-            .order_by(Reading.start_s.desc())
-            .limit(1)
-        )
-    ).first()
+async def latest_reading(
+    session: AsyncSession, system_id: str, not_before_s: int | None = None
+) -> tuple[int, float | None] | None:
+    """The latest quarter-hour (start, power). `not_before_s` (the system's stored last reading)
+    bounds the time key, so on PostgreSQL only the partition holding it is read, not every
+    month's index."""
+    query = select(Reading.start_s, Reading.power_w).where(Reading.system_id == system_id)
+    if not_before_s is not None:
+        query = query.where(Reading.start_s >= not_before_s)
+    row = (await session.execute(query.order_by(Reading.start_s.desc()).limit(1))).first()
     return None if row is None else (int(row[0]), row[1])
 
 

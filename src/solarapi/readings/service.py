@@ -83,16 +83,7 @@ async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _Simulat
     start_s = max(start_s, simulated_since(system))
     if end_s <= start_s:
         return None
-    params = model.PvParams(
-        system_id=system.id,
-        latitude=system.latitude,
-        longitude=system.longitude,
-        timezone=system.timezone,
-        capacity_kwp=system.capacity_kwp,
-        inverter_capacity_kw=system.inverter_capacity_kw,
-        tilt_deg=system.tilt_deg,
-        azimuth_deg=system.azimuth_deg,
-    )
+    params = model.PvParams.of(system)
     start, end = datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
     if model.is_cached(params, start, end):
         series: _SimulatedSeries = model.simulate(params, start, end)
@@ -291,7 +282,10 @@ async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) 
         return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
     days = await repository.days_between(session, system.id, year_s, tomorrow_s)
     lifetime = await repository.days_between(session, system.id, 0, 2**62)
-    latest = await repository.latest_reading(session, system.id)
+    last = system.last_reading_at
+    latest = await repository.latest_reading(
+        session, system.id, None if last is None else int(last.timestamp())
+    )
 
     def within(start: int) -> float | None:
         keep = days.starts >= start
