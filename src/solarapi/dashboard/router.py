@@ -325,8 +325,16 @@ def _environment(request: Request) -> Environment:
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
-    cards = await service.overview(session, user, environment, utcnow())
+    now = utcnow()
+    cards = await service.overview(session, user, environment, now)
     alerts = await service.open_alerts(session, user, environment)
+    # Live only: a sandbox fleet's totals would simulate each system's year to date (seconds
+    # on a cold model cache) for a page that shows simulated data anyway.
+    totals = (
+        await service.fleet_totals(session, user, environment, now)
+        if cards and environment is Environment.LIVE
+        else None
+    )
     return render(
         request,
         "overview.html",
@@ -335,6 +343,7 @@ async def overview_page(request: Request, session: SessionDep, user: UserDep) ->
             "environment": environment.value,
             "alerts": alerts,
             "alert_titles": service.ALERT_TITLES,
+            "fleet": totals,
         },
         user=user,
     )

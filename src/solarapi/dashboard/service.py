@@ -28,6 +28,7 @@ from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.portfolio import service as portfolio
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
 from solarapi.readings import service as readings_service
@@ -239,6 +240,16 @@ async def overview(
     ):
         cards.append(await _card(session, system, now))
     return cards
+
+
+async def fleet_totals(
+    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
+) -> dict[str, Any]:
+    """The overview's fleet totals (today, month, year, specific yield today): what
+    `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
+    systems = await systems_repository.list_for_account(session, user.account_id, environment.value)
+    _, totals = await portfolio.summaries(session, systems, now)
+    return totals
 
 
 @dataclass(frozen=True, slots=True)
