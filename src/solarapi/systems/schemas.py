@@ -6,7 +6,7 @@ import re
 from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from solarapi.kit.pagination import Pagination
 from solarapi.kit.text import excerpt
@@ -26,8 +26,19 @@ Azimuth = Annotated[float, Field(strict=True, ge=0, le=360, allow_inf_nan=False)
 CapacityKwp = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+
+
+def whole_number(value: object) -> object:
+    """JSON has one number type: 24.0 is the integer 24 (as JSON Schema says), 24.5 is not, and
+    "24" or true are not numbers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 OfflineAfterHours = Annotated[
     int,
+    BeforeValidator(whole_number),
     Field(
         strict=True,
         ge=1,
