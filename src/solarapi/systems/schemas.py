@@ -38,7 +38,6 @@ def whole_number(value: object) -> object:
 
 OfflineAfterHours = Annotated[
     int,
-    BeforeValidator(whole_number),
     Field(
         strict=True,
         ge=1,
@@ -46,6 +45,7 @@ OfflineAfterHours = Annotated[
         description="Daylight hours (sun above 5° at the site) without a new reading before "
         "`system.offline` opens; for loggers that upload once a day, 24 or more",
     ),
+    BeforeValidator(whole_number),
 ]
 UnderperformanceThreshold = Annotated[
     float,
