@@ -351,8 +351,10 @@ def _precise_bodies(schemas: dict[str, Any]) -> None:
     # Fixed at creation: a PATCH that names it is refused, whatever the value.
     schemas["SystemPatch"]["properties"].pop("data_source", None)
     # In a PATCH, `null` clears an optional field; the others may be left out, never null.
-    for field in ("name", "capacity_kwp", "status", "location"):
+    for field in ("name", "capacity_kwp", "status", "location", "monitoring"):
         _not_null(schemas, "SystemPatch", field)
+    for field in ("enabled", "offline_after_hours", "underperformance_threshold"):
+        _not_null(schemas, "MonitoringIn", field)
     for field in ("latitude", "longitude", "timezone"):
         _not_null(schemas, "LocationPatch", field)
     schemas["OrientationPatch"] = {

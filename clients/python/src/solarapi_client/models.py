@@ -38,6 +38,8 @@ EventType = Literal[
     "system.updated",
     "system.deleted",
     "readings.uploaded",
+    "alert.opened",
+    "alert.resolved",
 ]
 
 
