@@ -11,9 +11,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts.repository import list_accounts
-from solarapi.accounts.service import create_account, find_account, set_plan
+from solarapi.accounts.service import create_account, find_account
+from solarapi.admin.cli import register as admin_commands
+from solarapi.admin.service import change_plan, issue_key, withdraw_key
+from solarapi.audit.cli import register as audit_commands
+from solarapi.audit.service import Actor
 from solarapi.auth.repository import list_keys
-from solarapi.auth.service import create_key, revoke_key
 from solarapi.cli_support import load_settings, print_json, run_in_session
 from solarapi.config import Settings
 from solarapi.declarations.cli import register as declarations_commands
@@ -147,12 +150,28 @@ def openapi() -> None:
 def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     no_data: Annotated[bool, typer.Option("--no-data", help="Accounts and keys only")] = False,
+    not_production: Annotated[
+        bool,
+        typer.Option(
+            "--yes-this-is-not-production",
+            help="Allow a database other than the embedded SQLite (the demo accounts have a "
+            "published password)",
+        ),
+    ] = False,
 ) -> None:
     """Create (idempotently) one demo account per plan, each with a live and a test key."""
+    settings = load_settings()
+    if not settings.is_sqlite and not not_production:
+        typer.echo(
+            f"error: refusing to create demo accounts (published password) in "
+            f"{_redacted(settings.database_url)}: demo data is for the embedded SQLite "
+            "database; add --yes-this-is-not-production if this database is not production",
+            err=True,
+        )
+        raise typer.Exit(2)
     # start-up: the demo data's simulator (pvlib, pandas) adds ~0.4 s.
     from solarapi.demo import DEMO_PASSWORD, demo_data_summary, ensure_demo_accounts
 
-    settings = load_settings()
     secret = settings.effective_secret_key
     accounts = run_in_session(
         settings, lambda s: ensure_demo_accounts(s, secret, utcnow(), with_data=not no_data)
@@ -248,7 +267,12 @@ def accounts_set_plan(
 ) -> None:
     """Change an account's plan; applies to its existing keys at once."""
 
-    updated = run_in_session(load_settings(), lambda s: set_plan(s, email_or_id=account, plan=plan))
+    updated = run_in_session(
+        load_settings(),
+        lambda s: change_plan(
+            s, email_or_id=account, plan=plan, actor=Actor.operator(), now=utcnow()
+        ),
+    )
     typer.echo(f"{updated.id} is now on the {updated.plan} plan")
 
 
@@ -265,9 +289,14 @@ def keys_create(
     secret = settings.effective_secret_key
 
     async def work(session: AsyncSession) -> dict[str, Any]:
-        found = await find_account(session, account)
-        record, new = await create_key(
-            session, account_id=found.id, name=name, environment=env, secret=secret, now=utcnow()
+        found, record, new = await issue_key(
+            session,
+            email_or_id=account,
+            name=name,
+            environment=env,
+            secret=secret,
+            actor=Actor.operator(),
+            now=utcnow(),
         )
         return {
             "id": record.id,
@@ -322,12 +351,22 @@ def keys_list(
 def keys_revoke(key_id: Annotated[str, typer.Argument(help="key_… id")]) -> None:
     """Revoke a key; it is refused from the next request on."""
 
-    run_in_session(load_settings(), lambda s: revoke_key(s, key_id=key_id, now=utcnow()))
+    run_in_session(
+        load_settings(),
+        lambda s: withdraw_key(s, key_id=key_id, actor=Actor.operator(), now=utcnow()),
+    )
     typer.echo(f"{key_id} revoked")
 
 
-for register in (readings_commands, prices_commands, declarations_commands, jobs_commands):
+for register in (
+    readings_commands,
+    prices_commands,
+    declarations_commands,
+    jobs_commands,
+    audit_commands,
+):
     register(app)
+admin_commands(accounts_app)
 
 
 def main() -> None:

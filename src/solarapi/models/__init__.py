@@ -1,6 +1,7 @@
 """SQLAlchemy tables, one module per area. Importing this package registers them all."""
 
 from solarapi.models import (  # noqa: F401 - imported to register their tables
+    audit,
     dashboard,
     declarations,
     jobs,
