@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts.repository import list_accounts
@@ -17,13 +18,21 @@ from solarapi.admin.service import change_plan, issue_key, withdraw_key
 from solarapi.audit.cli import register as audit_commands
 from solarapi.audit.service import Actor
 from solarapi.auth.repository import list_keys
-from solarapi.cli_support import load_settings, print_json, run_in_session
+from solarapi.cli_support import (
+    describe_failure,
+    load_settings,
+    print_json,
+    redacted,
+    run_in_session,
+    sqlite_file,
+)
 from solarapi.config import Settings
 from solarapi.declarations.cli import register as declarations_commands
 from solarapi.jobs.cli import register as jobs_commands
 from solarapi.jobs.repository import queue_stats
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
+from solarapi.kit.version import API_VERSION, package_version
 from solarapi.logs import configure_logging
 from solarapi.metrics import prepare_multiprocess_dir
 from solarapi.prices.cli import register as prices_commands
@@ -41,14 +50,75 @@ app.add_typer(keys_app, name="keys")
 
 
 @app.command()
-def migrate() -> None:
+def migrate(
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Change nothing; exit 1 when migrations are pending, 0 when none"
+        ),
+    ] = False,
+    sql: Annotated[
+        bool,
+        typer.Option("--sql", help="Change nothing; print the SQL the pending migrations run"),
+    ] = False,
+) -> None:
     """Create or upgrade the database schema to the latest revision."""
     # start-up: Alembic adds ~0.3 s to every other command; only this one needs it.
-    from solarapi.migrate import upgrade
+    from alembic.util import CommandError
+
+    from solarapi.migrate import (
+        current_revision,
+        head_revision,
+        is_known,
+        pending_revisions,
+        upgrade,
+        upgrade_sql,
+    )
 
     settings = load_settings()
+    where = redacted(settings.database_url)
+    path = sqlite_file(settings)
+    exists = path is None or path.is_file()
+    try:
+        before = current_revision(settings) if exists else None
+    except Exception as exc:
+        typer.echo(f"error: {describe_failure(exc, settings.database_url)}", err=True)
+        raise typer.Exit(1) from None
+    if before is not None and not is_known(before):
+        typer.echo(
+            f"error: the database at {where} is at schema revision {before}, which this "
+            f"release (up to {head_revision()}) does not know: a newer release migrated it; "
+            "run that release's `solarapi migrate` and serve with it",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if check or sql:
+        pending = pending_revisions(before)
+        if sql and pending:
+            try:
+                typer.echo(upgrade_sql(settings, before), nl=False)
+            except CommandError:
+                # A migration that rebuilds a table (SQLite's batch mode) must read the live
+                # table first: Alembic cannot print it without running it.
+                typer.echo(
+                    "error: a pending migration rebuilds a table, which SQLite's batch mode "
+                    "cannot print without running it; --sql works on PostgreSQL (on SQLite, "
+                    "back up the file and run `solarapi migrate`)",
+                    err=True,
+                )
+                raise typer.Exit(1) from None
+        if check:
+            state = "no database yet" if not exists else f"at {before or 'no schema'}"
+            if pending:
+                typer.echo(
+                    f"{len(pending)} migration(s) pending for {where} ({state}): "
+                    f"{', '.join(pending)}; run `solarapi migrate`",
+                    err=True,
+                )
+                raise typer.Exit(1)
+            typer.echo(f"the schema in {where} is up to date (revision {before})", err=True)
+        return
     migration = upgrade(settings)
-    where = _redacted(settings.database_url)
     if migration.created:
         typer.echo(f"created the schema in {where} (revision {migration.after})", err=True)
     elif migration.changed:
@@ -60,11 +130,6 @@ def migrate() -> None:
         typer.echo(
             f"the schema in {where} is already up to date (revision {migration.after})", err=True
         )
-
-
-def _redacted(url: str) -> str:
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 @app.command()
@@ -143,7 +208,13 @@ def openapi() -> None:
     from solarapi.app import create_app
     from solarapi.openapi import build_openapi  # start-up: with the app, above
 
-    print_json(build_openapi(create_app(load_settings())))
+    # The document does not depend on the database: a scratch one (never opened) keeps this
+    # command from creating the data directory.
+    with tempfile.TemporaryDirectory(prefix="solarapi-openapi-") as scratch:
+        settings = load_settings().model_copy(
+            update={"data_dir": Path(scratch), "database_url": f"sqlite:///{scratch}/unused.db"}
+        )
+        print_json(build_openapi(create_app(settings)))
 
 
 @app.command()
@@ -164,7 +235,7 @@ def demo(
     if not settings.is_sqlite and not not_production:
         typer.echo(
             f"error: refusing to create demo accounts (published password) in "
-            f"{_redacted(settings.database_url)}: demo data is for the embedded SQLite "
+            f"{redacted(settings.database_url)}: demo data is for the embedded SQLite "
             "database; add --yes-this-is-not-production if this database is not production",
             err=True,
         )
@@ -172,9 +243,13 @@ def demo(
     # start-up: the demo data's simulator (pvlib, pandas) adds ~0.4 s.
     from solarapi.demo import DEMO_PASSWORD, demo_data_summary, ensure_demo_accounts
 
-    secret = settings.effective_secret_key
+    # The secret is read (or, embedded, made) inside: only once the database is known to be
+    # there, so a mistyped data directory is not created with a secret in it.
     accounts = run_in_session(
-        settings, lambda s: ensure_demo_accounts(s, secret, utcnow(), with_data=not no_data)
+        settings,
+        lambda s: ensure_demo_accounts(
+            s, settings.effective_secret_key, utcnow(), with_data=not no_data
+        ),
     )
     payload: dict[str, object] = {
         "password": DEMO_PASSWORD,
@@ -286,7 +361,6 @@ def keys_create(
     """Create a key and print it once. Store it now: it cannot be shown again."""
 
     settings = load_settings()
-    secret = settings.effective_secret_key
 
     async def work(session: AsyncSession) -> dict[str, Any]:
         found, record, new = await issue_key(
@@ -294,7 +368,7 @@ def keys_create(
             email_or_id=account,
             name=name,
             environment=env,
-            secret=secret,
+            secret=settings.effective_secret_key,
             actor=Actor.operator(),
             now=utcnow(),
         )
@@ -369,9 +443,35 @@ for register in (
 admin_commands(accounts_app)
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"solarapi {package_version()} (API {API_VERSION})")
+        raise typer.Exit
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """Solar Energy Platform API: operator commands."""
+
+
 def main() -> None:
     os.environ.setdefault("PYTHONUTF8", "1")
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        # What a command did not turn into its own message: still one line, never a
+        # traceback (SOLARAPI_TRACEBACK=1 shows it, for a bug report).
+        if os.environ.get("SOLARAPI_TRACEBACK") == "1":
+            raise
+        database_url = os.environ.get("SOLARAPI_DATABASE_URL") or None
+        typer.echo(f"error: {describe_failure(exc, database_url)}", err=True)
+        sys.exit(1)
