@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -25,6 +28,7 @@ from solarapi.cli_support import (
     redacted,
     run_in_session,
     sqlite_file,
+    startup_summary,
 )
 from solarapi.config import Settings
 from solarapi.declarations.cli import register as declarations_commands
@@ -159,6 +163,15 @@ def serve(
         )
     settings.effective_secret_key  # noqa: B018 - create the embedded secret before workers fork
     configure_logging(settings.log_level)
+    if workers > 1:
+        _light_children()
+    startup = logging.getLogger("solarapi.startup")
+    startup.info(
+        "starting",
+        extra={"config": startup_summary(settings, "api", host=host, port=port, workers=workers)},
+    )
+    if settings.redis_url:
+        _warn_if_redis_is_unreachable(settings.redis_url, startup)
     if settings.metrics_port is not None:
         _serve_metrics(settings)
     uvicorn.run(
@@ -176,7 +189,42 @@ def serve(
         proxy_headers=False,
         server_header=False,
         timeout_graceful_shutdown=20,
+        # With --workers N the supervisor pings each child and kills one that does not answer
+        # in time; a child answers from a thread it starts only once its interpreter has
+        # booted and imported uvicorn, which on a busy host took longer than uvicorn's 5 s.
+        timeout_worker_healthcheck=settings.worker_healthcheck_seconds,
     )
+
+
+def _light_children() -> None:
+    """Keep each spawned worker from re-running the `solarapi` script before it can answer.
+
+    multiprocessing's spawn re-imports the parent's main module in every child before the
+    child runs anything; run as the `solarapi` console script, that is `solarapi.cli` with
+    every area (~2 s of CPU, 11 s of wall time on a host at load 20) — all before uvicorn's
+    health-check thread starts in the child, so the supervisor killed children that were
+    only starting. A main module known by the name `solarapi.__main__` (as under
+    `python -m solarapi`) is not re-imported (spawn skips `*.__main__` modules): the child
+    imports only what the server needs, and answers pings while it loads the app."""
+    main_module = sys.modules["__main__"]
+    if getattr(main_module, "__spec__", None) is None:
+        main_module.__spec__ = importlib.util.find_spec("solarapi.__main__")
+
+
+def _warn_if_redis_is_unreachable(url: str, log: logging.Logger) -> None:
+    """A mistyped or down Redis is said at start, not found in a dashboard later. The server
+    starts anyway: the limiter fails open (per-process counters) until Redis answers."""
+    # start-up: redis-py adds ~0.1 s; only `serve` with Redis needs it.
+    from solarapi.ratelimit.redis import probe
+
+    reason = asyncio.run(probe(url))
+    if reason is not None:
+        log.warning(
+            "redis unreachable at %s (%s): rate limits fall back to per-process counters "
+            "until it answers; /health reports degraded",
+            redacted(url),
+            reason,
+        )
 
 
 def _serve_metrics(settings: Settings) -> None:

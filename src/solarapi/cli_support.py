@@ -4,10 +4,14 @@ command modules (`*/cli.py`) and `cli.py` import these; `cli.py` imports the are
 from __future__ import annotations
 
 import asyncio
+import platform
 import re
 from collections.abc import Awaitable, Callable
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
+from urllib.parse import urlsplit
 
 import orjson
 import typer
@@ -24,6 +28,7 @@ from solarapi.dbfaults import (
     revision_is_current,
 )
 from solarapi.errors import ApiError
+from solarapi.kit.version import API_VERSION, package_version
 
 T = TypeVar("T")
 
@@ -160,3 +165,47 @@ def _root_cause(exc: BaseException) -> str:
 
 def print_json(payload: Any) -> None:
     typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+
+
+def startup_summary(settings: Settings, role: str, **extra: object) -> dict[str, object]:
+    """The effective configuration a process starts with, for its first log line: what an
+    operator checks first when something is off. Never a secret or a password."""
+    database = settings.async_database_url
+    redis = urlsplit(settings.redis_url) if settings.redis_url else None
+    return {
+        "role": role,
+        "version": package_version(),
+        "api_version": API_VERSION,
+        "tzdata": _distribution_version("tzdata"),
+        "python": platform.python_version(),
+        "database": {
+            "kind": "sqlite" if settings.is_sqlite else "postgresql",
+            "host": database.host,
+            "port": database.port,
+            "name": database.database,
+            "pool_size": settings.db_pool_size,
+        },
+        "redis": None
+        if redis is None
+        else {
+            "host": redis.hostname or redis.path,
+            "port": redis.port,
+            "db": redis.path.lstrip("/") if redis.hostname else None,
+        },
+        "job_runner": settings.job_runner,
+        "reports": settings.reports_url or str(settings.effective_reports_dir),
+        "trusted_proxies": len(settings.trusted_proxies),
+        "metrics_port": settings.metrics_port,
+        "warm_start": settings.warm_start,
+        "secret": "file"
+        if settings.secret_key_file
+        else ("set" if settings.secret_key else "embedded"),
+        **extra,
+    }
+
+
+def _distribution_version(name: str) -> str | None:
+    try:
+        return distribution_version(name)
+    except PackageNotFoundError:
+        return None

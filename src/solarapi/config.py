@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
     # closes one just as the client reuses it; their number is capped per process.
     keep_alive_seconds: int = Field(default=75, ge=1)
+    # `serve --workers N`: how long the supervisor waits for a child's answer to its health
+    # ping before it kills the child as hung. uvicorn's 5 s killed children still starting
+    # on a busy host (a spawned interpreter imports before it can answer).
+    worker_healthcheck_seconds: int = Field(default=60, ge=1)
     max_connections: int = Field(default=800, ge=1)
     # The request line's URL and all header lines together (nginx: 8 KiB lines).
     max_url_bytes: int = Field(default=8 * 1024, ge=256)
