@@ -233,10 +233,14 @@ def _serve_metrics(settings: Settings) -> None:
     directory = prepare_multiprocess_dir()
     # start-up: prometheus_client costs ~90 ms (-X importtime) and reads
     # PROMETHEUS_MULTIPROC_DIR once, at import: only here, after the directory is set.
+    from solarapi.events.types import DELIVERY_JOB_KIND
     from solarapi.metrics.exposition import start_metrics_server
+    from solarapi.reports.service import JOB_KIND as REPORT_JOB_KIND
 
     try:
-        start_metrics_server(settings, directory, queue_stats)
+        start_metrics_server(
+            settings, directory, queue_stats, lambda: (REPORT_JOB_KIND, DELIVERY_JOB_KIND)
+        )
     except OSError as exc:
         typer.echo(
             f"error: cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "

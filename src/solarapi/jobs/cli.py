@@ -13,6 +13,7 @@ import typer
 
 from solarapi.cli_support import load_settings, startup_summary
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.jobs.queue import HANDLERS
 from solarapi.jobs.repository import queue_stats
 from solarapi.jobs.runner import (
     JobRunner,
@@ -68,7 +69,7 @@ def worker(
         from solarapi.metrics.exposition import start_metrics_server
 
         try:
-            start_metrics_server(settings, None, queue_stats)
+            start_metrics_server(settings, None, queue_stats, HANDLERS.keys)
         except OSError as exc:
             typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
             raise typer.Exit(2) from None
