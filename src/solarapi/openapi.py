@@ -77,6 +77,11 @@ _HEADERS: dict[str, dict[str, Any]] = {
 }
 
 # Headers that only some error responses carry.
+# Public routes the gateway answers without consulting any rate-limit window.
+_UNCOUNTED = frozenset({"/health/live"})
+# The headers every answer carries, counted or not.
+_ALWAYS_HEADERS = frozenset({"X-Request-Id", "API-Version"})
+
 _ERROR_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
     "401": {"WWW-Authenticate": {"description": "Always `Bearer`", "schema": {"type": "string"}}},
     "429": {
@@ -282,11 +287,18 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
         errors.update(_BODY_ERRORS)
     if conflict := _CONFLICTS.get((method, relative)):
         errors["409"] = conflict
+    # /health/live consults no window (it must answer while Redis does not): no rate-limit
+    # headers, never a 429.
+    uncounted = relative in _UNCOUNTED
     for status, text in errors.items():
-        if public and status in ("401", "403"):
+        if (public and status in ("401", "403")) or (uncounted and status == "429"):
             continue
         responses.setdefault(status, {"description": text})
-    header_refs = {name: {"$ref": f"#/components/headers/{name}"} for name in _HEADERS}
+    header_refs = {
+        name: {"$ref": f"#/components/headers/{name}"}
+        for name in _HEADERS
+        if not (uncounted and name not in _ALWAYS_HEADERS)
+    }
     for status, response in responses.items():
         if status.startswith(("4", "5")):
             # Every error answer has the one body, whatever the router declared.

@@ -61,6 +61,7 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         document = (await http.get(f"{API_PREFIX}/openapi.json")).json()
         api = DocumentedClient(http, document)
         await api.call("GET", "/health", 200)
+        await api.call("GET", "/health/live", 200)
         await api.call("GET", "/account", 200)
         await api.call("GET", "/market-prices/zones", 200)
         await api.call("GET", "/market-prices", 400)  # zone is required

@@ -254,6 +254,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             name=form.get("name", ""),
             environment=form.get("environment", ""),
             secret=settings_of(request).effective_secret_key,
+            ip=client_ip(request),
             now=utcnow(),
         )
     except service.FormRejected as exc:
@@ -281,7 +282,7 @@ async def revoke_confirm(
 @router.post("/settings/api/keys/{key_id}/revoke")
 async def revoke(request: Request, key_id: str, session: SessionDep, user: UserDep) -> Response:
     await read_form(request, user)
-    await service.revoke_own_key(session, user, key_id, utcnow())
+    await service.revoke_own_key(session, user, key_id, ip=client_ip(request), now=utcnow())
     return redirect("/settings/api?notice=revoked")
 
 

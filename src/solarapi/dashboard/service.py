@@ -17,6 +17,7 @@ from solarapi.accounts.passwords import PasswordChecksBusy
 from solarapi.accounts.service import check_login, create_account
 from solarapi.alerts import service as alerts_service
 from solarapi.alerts.rendering import AlertRecord
+from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
@@ -37,6 +38,10 @@ from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
 
 LOGIN_FAILED = "E-mail or password is incorrect."
+ACCOUNT_DISABLED = (
+    "This account is disabled, so it cannot log in. Ask the operator of this service to "
+    "enable it again."
+)
 # Without sending e-mail, a sign-up form cannot hide entirely whether an address is taken;
 # it says no more than that, after the same amount of work as a successful sign-up.
 SIGNUP_REFUSED = (
@@ -93,6 +98,16 @@ async def sign_up(
         # create_account hashed the password before finding the e-mail taken, so the
         # refusal costs the same time as a sign-up.
         raise FormRejected(SIGNUP_REFUSED) from None
+    await record_audit(
+        session,
+        AuditAction.ACCOUNT_CREATED,
+        actor=Actor.user(created.user.id),
+        account_id=created.account.id,
+        subject=created.user.email,
+        ip=ip,
+        now=now,
+        details={"plan": plan.value, "via": "dashboard sign-up"},
+    )
     return await start_session(session, user_id=created.user.id, secret=secret, now=now)
 
 
@@ -121,9 +136,42 @@ async def log_in(
             "Too many log-ins are being checked at this moment. Try again in a minute.", 503
         ) from None
     if user is None:
+        await _audit_failed_login(session, email=email, ip=ip, now=now, reason="wrong password")
         raise FormRejected(LOGIN_FAILED, 400)
+    account = await account_repository.get_account(session, user.account_id)
+    if account is None or account.disabled_at is not None:
+        # Said only after the right password: it tells nobody else that the address exists.
+        await _audit_failed_login(session, email=email, ip=ip, now=now, reason="disabled")
+        raise FormRejected(ACCOUNT_DISABLED, 403)
     await throttle.succeeded(attempt)
+    await record_audit(
+        session,
+        AuditAction.LOGIN_SUCCEEDED,
+        actor=Actor.user(user.id),
+        account_id=user.account_id,
+        subject=user.email,
+        ip=ip,
+        now=now,
+    )
     return await start_session(session, user_id=user.id, secret=secret, now=now)
+
+
+async def _audit_failed_login(
+    session: AsyncSession, *, email: str, ip: str, now: datetime, reason: str
+) -> None:
+    """A failed log-in names the account when the e-mail belongs to one (the operator sees
+    attempts on it); the address is kept as typed, whether or not it exists."""
+    known = await account_repository.find_user_by_email(session, email)
+    await record_audit(
+        session,
+        AuditAction.LOGIN_FAILED,
+        actor=Actor.anonymous() if known is None else Actor.user(known.id),
+        account_id=None if known is None else known.account_id,
+        subject=email.strip(),
+        ip=ip,
+        now=now,
+        details={"reason": reason},
+    )
 
 
 def _sentence(message: str) -> str:
@@ -153,6 +201,7 @@ async def issue_key(
     name: str,
     environment: str,
     secret: bytes,
+    ip: str,
     now: datetime,
 ) -> tuple[ApiKey, NewKey]:
     if not can_create_keys(user.plan):
@@ -162,11 +211,22 @@ async def issue_key(
     except ValueError:
         raise FormRejected("Choose live or test for the key's environment.") from None
     try:
-        return await create_key(
+        record, new = await create_key(
             session, account_id=user.account_id, name=name, environment=env, secret=secret, now=now
         )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message.replace("key name", "Key name"))) from None
+    await record_audit(
+        session,
+        AuditAction.KEY_CREATED,
+        actor=Actor.user(user.user_id),
+        account_id=user.account_id,
+        subject=record.id,
+        ip=ip,
+        now=now,
+        details={"environment": record.environment, "display": record.display},
+    )
+    return record, new
 
 
 async def find_own_key(session: AsyncSession, user: WebUser, key_id: str) -> ApiKey | None:
@@ -175,9 +235,23 @@ async def find_own_key(session: AsyncSession, user: WebUser, key_id: str) -> Api
 
 
 async def revoke_own_key(
-    session: AsyncSession, user: WebUser, key_id: str, now: datetime
+    session: AsyncSession, user: WebUser, key_id: str, *, ip: str, now: datetime
 ) -> ApiKey:
-    return await revoke_key(session, key_id=key_id, now=now, account_id=user.account_id)
+    found = await find_own_key(session, user, key_id)
+    was_active = found is not None and found.revoked_at is None
+    key = await revoke_key(session, key_id=key_id, now=now, account_id=user.account_id)
+    if was_active:
+        await record_audit(
+            session,
+            AuditAction.KEY_REVOKED,
+            actor=Actor.user(user.user_id),
+            account_id=user.account_id,
+            subject=key.id,
+            ip=ip,
+            now=now,
+            details={"environment": key.environment, "display": key.display},
+        )
+    return key
 
 
 # --- usage ------------------------------------------------------------------------------

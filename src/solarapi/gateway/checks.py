@@ -21,7 +21,7 @@ from solarapi.gateway.authentication import authenticate_request
 from solarapi.gateway.body import check_body
 from solarapi.gateway.direct import DIRECT
 from solarapi.gateway.exchange import Exchange
-from solarapi.gateway.health import HEALTH, health_answer
+from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
 from solarapi.gateway.query import parse_query
 from solarapi.gateway.routing import RouteMatch
 from solarapi.kit.direct import DIRECT_QUERY
@@ -59,6 +59,8 @@ class Checks:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return render_api_error(_routing_error(scope, found)), receive
         relative = found.template.removeprefix(API_PREFIX)
+        if relative == LIVE:
+            return live_answer(), receive
         if relative == HEALTH:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return await health_answer(exchange), receive
