@@ -65,6 +65,8 @@ class UploadResult:
     received: int
     inserted: int
     updated: int
+    start: datetime  # the first quarter-hour's start
+    end: datetime  # the last quarter-hour's end
 
     def to_api(self) -> dict[str, int]:
         return {"received": self.received, "inserted": self.inserted, "updated": self.updated}
@@ -244,7 +246,13 @@ async def upload_readings(
         )
     updated = await store_series(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
-    result = UploadResult(len(batch), len(batch) - updated, updated)
+    result = UploadResult(
+        len(batch),
+        len(batch) - updated,
+        updated,
+        datetime.fromtimestamp(lo_s, UTC),
+        datetime.fromtimestamp(hi_s, UTC),
+    )
     await record_event(
         session,
         account_id=system.account_id,
@@ -253,8 +261,8 @@ async def upload_readings(
         data={
             "system_id": system.id,
             **result.to_api(),
-            "from": format_timestamp(datetime.fromtimestamp(lo_s, UTC)),
-            "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
+            "from": format_timestamp(result.start),
+            "to": format_timestamp(result.end),
         },
     )
     return result
