@@ -14,6 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import AccountScope
 from solarapi.errors import ApiError, describe_validation_errors
+from solarapi.ingest import service as ingest_service
+from solarapi.ingest.schemas import TokenCreate
 from solarapi.kit.plans import Environment
 from solarapi.models.systems import ReadableSystem, System
 from solarapi.readings.csvfile import CsvRowError, store_file
@@ -193,3 +195,40 @@ async def upload_csv(
         return await store_file(session, target, io.StringIO(text, newline=""), now)
     except CsvRowError as exc:
         raise SystemFormRejected(_sentence(str(exc))) from None
+
+
+# --- ingest tokens ------------------------------------------------------------------------
+
+
+def _scope(account_id: str, system: ReadableSystem) -> AccountScope:
+    return AccountScope(account_id, Environment(system.environment))
+
+
+async def system_tokens(
+    session: AsyncSession, account_id: str, system: ReadableSystem
+) -> list[ingest_service.TokenView]:
+    return await ingest_service.list_tokens(session, _scope(account_id, system), system.id)
+
+
+async def issue_token(
+    session: AsyncSession,
+    account_id: str,
+    system: ReadableSystem,
+    name: str,
+    secret: bytes,
+    now: datetime,
+) -> ingest_service.CreatedToken:
+    """`POST /systems/{id}/ingest-tokens` for a signed-in person of any plan."""
+    try:
+        body = TokenCreate.model_validate({"name": name})
+        return await ingest_service.create_token(
+            session, _scope(account_id, system), system.id, body.name, secret, now
+        )
+    except ValidationError as exc:
+        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+
+
+async def revoke_token(
+    session: AsyncSession, account_id: str, system: ReadableSystem, token_id: str, now: datetime
+) -> None:
+    await ingest_service.revoke_token(session, _scope(account_id, system), system.id, token_id, now)

@@ -3,6 +3,7 @@ CSV upload. HTTP only; the rules are the API's (system_forms.py calls its servic
 
 from __future__ import annotations
 
+import secrets
 from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -14,12 +15,16 @@ from starlette.responses import Response
 
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
+from solarapi.dashboard.sessions import claim_form_nonce
 from solarapi.dashboard.system_forms import (
     SystemForm,
     SystemFormRejected,
     add_system,
     change_system,
+    issue_token,
     remove_system,
+    revoke_token,
+    system_tokens,
     upload_csv,
 )
 from solarapi.dashboard.web import (
@@ -37,6 +42,7 @@ from solarapi.kit.timefmt import parse_timestamp, utcnow
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES
 from solarapi.readings.upload import UploadResult
+from solarapi.state import settings_of
 
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
 
@@ -44,6 +50,9 @@ _NOTICES = {
     "created": "The system was added. Upload its readings below, or give its data logger an "
     "ingest token.",
     "updated": "Your changes were saved.",
+    "token-revoked": "The ingest token was revoked. Uploads with it are refused from now on.",
+    "token-already-created": "That form was already sent, so no second token was created. "
+    "The full token is shown only once; if you did not copy it, revoke it and create a new one.",
 }
 
 
@@ -195,6 +204,45 @@ async def upload_readings(
     return redirect(f"/systems/{system.id}?" + _uploaded_query(result, system.timezone))
 
 
+@router.post("/systems/{system_id}/ingest-tokens")
+async def create_token(
+    request: Request, system_id: str, session: SessionDep, user: UserDep
+) -> Response:
+    posted = await read_form(request, user)
+    system = await service.own_system(session, user, system_id)
+    nonce = posted.get("nonce", "")[:64]
+    if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
+        return redirect(f"/systems/{system.id}?notice=token-already-created#ingest-tokens")
+    try:
+        created = await issue_token(
+            session,
+            user.account_id,
+            system,
+            posted.get("name", ""),
+            settings_of(request).effective_secret_key,
+            utcnow(),
+        )
+    except SystemFormRejected as exc:
+        await session.rollback()
+        return await _system_view(request, session, user, system.id, token_error=exc.message)
+    return render(
+        request,
+        "ingest_token_created.html",
+        {"system": system, "view": created.view, "token": created.token},
+        user=user,
+    )
+
+
+@router.post("/systems/{system_id}/ingest-tokens/{token_id}/revoke")
+async def revoke_ingest_token(
+    request: Request, system_id: str, token_id: str, session: SessionDep, user: UserDep
+) -> Response:
+    await read_form(request, user)
+    system = await service.own_system(session, user, system_id)
+    await revoke_token(session, user.account_id, system, token_id, utcnow())
+    return redirect(f"/systems/{system.id}?notice=token-revoked#ingest-tokens")
+
+
 def _uploaded_query(result: UploadResult, timezone: str) -> str:
     """The system page showing what was uploaded: the counts, and a chart over the file's
     local days with a bucket size that keeps it readable."""
@@ -245,8 +293,10 @@ async def _system_view(
     system_id: str,
     *,
     upload_error: str | None = None,
+    token_error: str | None = None,
 ) -> Response:
     system = await service.own_system(session, user, system_id)
+    tokens = await system_tokens(session, user.account_id, system)
     now = utcnow()
     tz = ZoneInfo(system.timezone)
     params = request.query_params
@@ -287,6 +337,9 @@ async def _system_view(
             "chart": chart,
             "error": error,
             "upload_error": upload_error,
+            "tokens": tokens,
+            "token_error": token_error,
+            "nonce": secrets.token_urlsafe(16),
             "uploaded": _uploaded(params),
             "notice": _NOTICES.get(params.get("notice", "")),
             "presets": _presets(system.id, today),
@@ -297,7 +350,7 @@ async def _system_view(
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
         },
-        status_code=400 if error or upload_error else 200,
+        status_code=400 if error or upload_error or token_error else 200,
         user=user,
     )
 

@@ -7,7 +7,19 @@ from typing import Literal
 from ulid import ULID
 
 IdPrefix = Literal[
-    "sys", "dcl", "rpt", "key", "whk", "evt", "acct", "usr", "job", "req", "dlv", "ses"
+    "sys",
+    "dcl",
+    "rpt",
+    "key",
+    "whk",
+    "evt",
+    "acct",
+    "usr",
+    "job",
+    "req",
+    "dlv",
+    "ses",
+    "itk",
 ]
 
 

@@ -3,6 +3,7 @@
 from solarapi.models import (  # noqa: F401 - imported to register their tables
     dashboard,
     declarations,
+    ingest,
     jobs,
     prices,
     readings,

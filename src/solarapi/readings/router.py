@@ -19,7 +19,7 @@ from solarapi.kit.timefmt import utcnow
 from solarapi.kit.versioned import VersionedCache
 from solarapi.readings import service, upload
 from solarapi.readings.rendering import render
-from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
+from solarapi.readings.schemas import UPLOAD_SCHEMA, ReadingsOut, UploadResultOut
 from solarapi.systems.access import get_system
 
 router = APIRouter(tags=["Readings"])
@@ -96,21 +96,6 @@ async def get_readings(system_id: str, request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
-_UPLOAD_SCHEMA = {
-    "type": "object",
-    "required": ["readings"],
-    "additionalProperties": False,
-    "properties": {
-        "readings": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": upload.MAX_UPLOAD,
-            "items": ReadingItem.model_json_schema(),
-        }
-    },
-}
-
-
 @router.post(
     "/systems/{system_id}/readings",
     response_model=UploadResultOut,
@@ -123,7 +108,7 @@ _UPLOAD_SCHEMA = {
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": _UPLOAD_SCHEMA}},
+            "content": {"application/json": {"schema": UPLOAD_SCHEMA}},
         }
     },
 )
