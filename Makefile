@@ -23,6 +23,8 @@ run: install
 	$(VENV)/bin/solarapi migrate
 	$(VENV)/bin/solarapi demo
 	@echo "Dashboard: http://127.0.0.1:8000/  (log in with a demo e-mail above)"
+	@echo "Sign-ups start on the '$${SOLARAPI_SIGNUP_PLAN:-starter}' plan; to sign up as Pro: SOLARAPI_SIGNUP_PLAN=pro make run"
+	@echo "  (or change an account later: .venv/bin/solarapi accounts set-plan EMAIL pro)"
 	@echo "API docs:  http://127.0.0.1:8000/api/v1/docs"
 	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port 8000
 

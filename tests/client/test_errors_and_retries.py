@@ -19,6 +19,7 @@ from solarapi_client import (
     RateLimitError,
     RetryPolicy,
     ServiceUnavailableError,
+    SolarApiError,
     ValidationError,
 )
 from tests.client.conftest import Served
@@ -236,3 +237,17 @@ def test_the_key_is_never_in_a_clients_repr() -> None:
     assert key not in repr(async_)
     assert repr(async_).startswith("AsyncClient(")
     sync.close()
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["pk_live_…", "pk_live_" + "a" * 37, " pk_live_" + "a" * 38, "pk_prod_" + "a" * 38,
+     "pk_live_" + "a" * 37 + "é", "sk_live_" + "a" * 38],
+)  # fmt: skip
+def test_a_malformed_key_is_refused_at_construction_with_the_sdks_message(key: str) -> None:
+    for client_class in (Client, AsyncClient):
+        with pytest.raises(SolarApiError, match="malformed API key") as refused:
+            client_class(api_key=key, base_url="http://h")
+        assert key not in str(refused.value) or len(key) <= 9
+        if not key.isascii():
+            assert "placeholder" in str(refused.value)

@@ -209,3 +209,16 @@ async def test_a_bad_line_stores_nothing_and_is_named(app: FastAPI, pro: Tenant)
         record = await get_record(session, system_id)
     assert record is not None
     assert record.first_reading_at is None
+
+
+async def test_the_plan_page_gives_the_exact_step_to_change_plan(
+    app: FastAPI, starter: Tenant
+) -> None:
+    async with browser_for(app) as browser:
+        await log_in(browser, starter.email, starter.password)
+        page = text_of(await browser.get("/settings/plan"))
+        keys = text_of(await browser.get("/settings/api"))
+    assert f"solarapi accounts set-plan {starter.email} pro" in page
+    assert "SOLARAPI_SIGNUP_PLAN=pro make run" in page
+    assert "upload readings CSVs" in page  # what Starter does give
+    assert "solarapi accounts set-plan <your e-mail> pro" in keys

@@ -7,6 +7,7 @@ import email.utils
 import importlib.metadata
 import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -212,6 +213,28 @@ def requested_wait(status: int, headers: httpx.Headers, now: float) -> float | N
     return None
 
 
+_KEY_PATTERN = re.compile(r"pk_(live|test)_[0-9A-Za-z]{38}")
+
+
+def check_api_key(key: str) -> None:
+    """Refuse a key that cannot be one before any request: a placeholder pasted from a
+    quickstart (`pk_live_…`, whose ellipsis is not ASCII and would fail inside the HTTP
+    library), a truncated copy, stray quotes or spaces. Only a short prefix is quoted."""
+    if key.isascii() and _KEY_PATTERN.fullmatch(key):
+        return
+    shown = key[:8] + ("…" if len(key) > 8 else "")
+    hint = (
+        " (it holds characters other than ASCII letters and digits, such as the '…' of a "
+        "placeholder: paste the whole key shown once in the dashboard)"
+        if not key.isascii()
+        else ""
+    )
+    raise errors.SolarApiError(
+        f"malformed API key {shown!r}: keys look like pk_live_ or pk_test_ followed by 38 "
+        f"letters and digits, {len(key)} characters in all is not that{hint}"
+    )
+
+
 class Core:
     """Settings shared by both clients and the request/answer translation."""
 
@@ -226,6 +249,7 @@ class Core:
             raise errors.SolarApiError(
                 "no API key: pass api_key=... or set SOLARAPI_API_KEY (a pk_live_ or pk_test_ key)"
             )
+        check_api_key(key)
         self.api_key = key
         url = base_url or os.environ.get("SOLARAPI_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = url.rstrip("/")
