@@ -105,7 +105,7 @@ async def test_market_value_csv_and_pdf_match_the_market_value_endpoint(
     assert "Kraków roof" in text
     assert f"Page 1 of {len(pdf.pages)}" in text
     total = daily["meta"]["totals"]["value_eur"]
-    assert f"{total:,.3f}" in text  # the system's total value, as the API computes it
+    assert f"{total:,.2f}" in text  # the system's total value, as the API computes it, in cents
     render_first_page(pdf_response.content, "market-value-1d.png")
 
 

@@ -108,7 +108,7 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
     if len(systems) > 8:
         names += f" and {len(systems) - 8} more"
     facts = [
-        ("Account", f"{context.account_name} ({report.account_id})"),
+        ("Account", context.account_name),
         ("Environment", "live" if report.environment == "live" else "test (sandbox)"),
         ("Systems", f"{len(systems)}: {names}"),
         (
@@ -120,7 +120,6 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
     if report.type != "declarations":
         facts.append(("Interval", f"{context.interval.value} (one row per system and bucket)"))
     facts.append(("Generated at", utc_text(context.now)))
-    facts.append(("Report", report.id))
     return facts
 
 
