@@ -25,7 +25,6 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
-from solarapi import db
 from solarapi.auth import repository as auth_repository
 from solarapi.config import Settings
 from solarapi.db import (
@@ -34,6 +33,8 @@ from solarapi.db import (
     create_oneshot_engine,
     dispose_engine,
 )
+from solarapi.db import postgres as db_postgres
+from solarapi.db import sqlite as db_sqlite
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.versioned import VersionedCache
 from solarapi.migrate import upgrade
@@ -147,7 +148,7 @@ def test_the_version_changes_with_every_commit_of_any_connection(
 def test_on_sqlite_callers_who_ask_together_share_one_read(
     sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads = _Calls(monkeypatch, db, "_loop_reader")
+    reads = _Calls(monkeypatch, db_sqlite, "loop_reader")
 
     async def check() -> None:
         engine = create_engine(sqlite_file)
@@ -216,12 +217,12 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
     next: the read out may predate a commit the caller has already seen end. Here the read
     out is held (it waits for an advisory lock the test holds) across such a commit."""
     held = "SELECT pg_current_snapshot()::text FROM pg_advisory_xact_lock_shared(1717)"
-    monkeypatch.setattr(db, "_SNAPSHOT_SQL", held)
+    monkeypatch.setattr(db_postgres, "SNAPSHOT_SQL", held)
     engine = create_engine(postgres_settings)
     name = make_url(postgres_settings.database_url).database
     conn, writer = await admin_connection(name), await admin_connection(name)
     await writer.execute("CREATE TEMP TABLE written (n int)")
-    reads = _Calls(monkeypatch, db, "_pooled_pg")
+    reads = _Calls(monkeypatch, db_postgres, "pooled_connection")
     try:
         await conn.execute("SELECT pg_advisory_lock(1717)")
         first = asyncio.ensure_future(committed_version(engine))

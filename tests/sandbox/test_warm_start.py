@@ -43,3 +43,35 @@ def test_serve_app_warms_the_sandbox_model_unless_told_not_to(tmp_path: Path, wa
     imported, cached_months = result.stdout.split()
     assert imported == ("True" if warm == "true" else "False")
     assert (int(cached_months) > 0) == (warm == "true")
+
+
+_FREEZE_PROBE = """
+import gc
+from solarapi.app import serve_app
+before = gc.get_freeze_count()
+serve_app()
+print(before, gc.get_freeze_count())
+"""
+
+
+def test_serve_app_freezes_what_start_up_left_alive(tmp_path: Path) -> None:
+    """A worker's start-up objects are frozen, so full collections do not walk them while
+    requests wait (the p99 of uncached reads was the collector)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _FREEZE_PROBE],
+        env={
+            "SOLARAPI_DATA_DIR": str(tmp_path),
+            "SOLARAPI_SECRET_KEY": TEST_SECRET,
+            "SOLARAPI_JOB_RUNNER": "external",
+            "SOLARAPI_WARM_START": "false",
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    before, after = (int(n) for n in result.stdout.split())
+    assert before == 0
+    assert after > 10_000

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from solarapi.db import session_backend
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.webhooks import IdempotencyRecord
@@ -29,13 +30,12 @@ ABANDONED_AFTER = timedelta(minutes=10)
 
 
 async def _without_flush_wait(session: AsyncSession) -> None:
-    """On PostgreSQL, commit this bookkeeping without waiting for the WAL flush (one fsync
+    """Where the database allows it (PostgreSQL), commit this bookkeeping without waiting for the WAL flush (one fsync
     less per step). Safe because WAL is flushed in order: the request's own, synchronous
     commit — the one that matters — makes an earlier key row durable too. A crash can lose
     only a stored response (the key then reads as abandoned: 409, never a second run) or the
     key of a request that changed nothing."""
-    if session.get_bind().dialect.name == "postgresql":
-        await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
+    await session_backend(session).commit_without_flush_wait(session)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from solarapi.config import Settings
-from solarapi.db import create_oneshot_engine
+from solarapi.db import backend_of, create_oneshot_engine
 from solarapi.models import Base
 
 target_metadata = Base.metadata
@@ -18,7 +18,7 @@ def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=backend_of(connection.engine).batch_migrations,
         compare_type=True,
     )
     with context.begin_transaction():

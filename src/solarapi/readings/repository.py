@@ -1,7 +1,7 @@
 """SQL for readings and their rollups. Time keys are epoch seconds; arrays go in and out.
 
 What differs between the databases (range reads, bulk upserts) is behind
-`ReadingStore` (`readings.store`), chosen here once per dialect; the queries below are the
+`ReadingStore` (`readings.store`), chosen here by the session's database backend; the queries below are the
 same on both.
 """
 
@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import case, delete, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import POSTGRESQL, SQLITE, session_backend
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.base import UtcDateTime
 from solarapi.models.readings import Reading, ReadingDay
@@ -22,14 +23,14 @@ from solarapi.readings.store_postgres import PostgresReadingStore
 from solarapi.readings.store_sqlite import SqliteReadingStore
 
 _STORES: dict[str, ReadingStore] = {
-    "sqlite": SqliteReadingStore(),
-    "postgresql": PostgresReadingStore(),
+    SQLITE.name: SqliteReadingStore(),
+    POSTGRESQL.name: PostgresReadingStore(),
 }
 
 
 def reading_store(session: AsyncSession) -> ReadingStore:
     """The store of the session's database."""
-    return _STORES[session.get_bind().dialect.name]
+    return _STORES[session_backend(session).name]
 
 
 async def series_between(

@@ -1,7 +1,7 @@
 """The storage interface of readings: what the readings code asks of a database, in epoch
 seconds and numpy arrays. One implementation per database (`store_sqlite`, `store_postgres`),
-each using that database's fastest path; `repository.reading_store` picks it once per dialect.
-Nothing outside those two modules looks at the dialect.
+each using that database's fastest path; `repository.reading_store` picks the one of the
+session's database backend (`db.Backend`).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import DriverQuery
+from solarapi.db import DriverQuery, session_backend
 from solarapi.models.ingest import IngestToken
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
@@ -18,19 +18,17 @@ async def get(session: AsyncSession, system_id: str) -> System | None:
     return await session.scalar(select(System).where(System.id == system_id))
 
 
+_SYSTEMS = System.metadata.tables[System.__tablename__]
+
+
 async def lock(session: AsyncSession, system_id: str) -> None:
     """Take the system's lock for the rest of the transaction: the one lock that serialises
     every change made under a system (uploads and their rollups, declarations, edits,
     deletion), so a check and the write it guards cannot interleave with another's.
 
-    PostgreSQL: the system's row, FOR UPDATE. SQLite has no row locks; a no-op write starts
-    the transaction and takes the database's write lock now instead of at the first real
-    write, so a second writer waits on busy_timeout."""
-    if session.get_bind().dialect.name == "postgresql":
-        statement = "SELECT 1 FROM systems WHERE id = :id FOR UPDATE"
-    else:
-        statement = "UPDATE systems SET name = name WHERE id = :id"
-    await session.execute(text(statement), {"id": system_id})
+    PostgreSQL: the system's row, FOR UPDATE; SQLite: the database's write lock
+    (`Backend.lock_row`)."""
+    await session_backend(session).lock_row(session, _SYSTEMS, "id", system_id, touch="name")
 
 
 # Every column of a system, in table order: what a record is made of.

@@ -1,0 +1,94 @@
+"""What SQLite and PostgreSQL do differently, as one interface with two implementations.
+
+`engine.backend_of` gives the engine's `Backend`, chosen once when the engine is made; every
+caller above this package (repositories, stores, the gateway) asks it instead of looking at
+the dialect, so none of them branches on the database.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from solarapi.config import Settings
+
+# A version of the database (`committed_version`): (a number of the reader or engine that
+# read it, unique in the process; SQLite's `data_version` or PostgreSQL's snapshot).
+CommittedVersion = tuple[int, int | str]
+
+# Numbers of the readers and engines a version is read from, unique in the process.
+version_sources = itertools.count(1)
+
+
+class Backend(ABC):
+    """One database's way of doing the few things that differ between SQLite and PostgreSQL."""
+
+    name: str
+    # Alembic's batch mode (copy-and-move tables): SQLite cannot ALTER most of a table.
+    batch_migrations: bool
+
+    @abstractmethod
+    def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:
+        """The engine for `settings`: pooled for a serving process, or one connection per
+        use (`pooled=False`) for CLI commands and migrations."""
+
+    @abstractmethod
+    async def fetch_rows(
+        self, session: AsyncSession, sql: str, params: Sequence[Any]
+    ) -> Sequence[Any]:
+        """Rows of a read through the driver, `sql` in the driver's parameter style, seeing
+        what the session would see."""
+
+    @abstractmethod
+    async def lone_read(self, engine: AsyncEngine, sql: str) -> list[Any]:
+        """Rows of one statement outside any session."""
+
+    @abstractmethod
+    async def read_version(self, engine: Engine, engine_number: int) -> CommittedVersion | None:
+        """The database's `committed_version` now (None where it has none)."""
+
+    @abstractmethod
+    async def result_type_codes(
+        self, session: AsyncSession, sql: str, column_count: int
+    ) -> list[Any]:
+        """What the driver reports of each result column's type, as SQLAlchemy's result
+        processors take it (`DriverQuery`)."""
+
+    @abstractmethod
+    async def lock_row(
+        self, session: AsyncSession, table: Table, key: str, value: Any, *, touch: str
+    ) -> None:
+        """Hold the row of `table` whose column `key` is `value` for the rest of the session's
+        transaction, so a second writer that asks for it waits (`touch`: a column of the row
+        that is no key, for a database that can only lock by writing)."""
+
+    @abstractmethod
+    async def commit_without_flush_wait(self, session: AsyncSession) -> None:
+        """Let the session's transaction commit without waiting for its log to reach the disk
+        (where the database allows it): for bookkeeping a later synchronous commit makes
+        durable anyway."""
+
+    @abstractmethod
+    async def close_readers(self, engine: AsyncEngine) -> None:
+        """Close whatever the backend opened for the engine beside its pool."""
+
+
+async def driver_connection(session: AsyncSession) -> Any:
+    """The driver's own connection (aiosqlite or asyncpg) under the session's connection, so
+    inside whatever transaction the session has begun."""
+    connection = await session.connection()
+    raw = (await connection.get_raw_connection()).driver_connection
+    assert raw is not None
+    return raw
+
+
+def sync_engine_of(session: AsyncSession) -> Engine:
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)  # sessions here are bound to engines, not connections
+    return engine
