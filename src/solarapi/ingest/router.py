@@ -22,12 +22,8 @@ from solarapi.state import SettingsDep
 
 router = APIRouter(tags=["Ingest tokens"])
 
-# Where the gateway leaves the authenticated logger of a `POST /ingest/readings`.
-INGEST_CALLER = "ingest_caller"
-
-
 async def get_ingest_caller(request: Request) -> service.IngestCaller:
-    caller = request.scope.get("state", {}).get(INGEST_CALLER)
+    caller = request.scope.get("state", {}).get(service.INGEST_CALLER)
     if not isinstance(caller, service.IngestCaller):
         # Only the gateway authenticates tokens; reaching here without it is a wiring bug.
         raise Unauthorized("missing Authorization header")

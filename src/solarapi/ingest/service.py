@@ -27,6 +27,8 @@ ONLY_INGEST = (
     "(pk_live_… or pk_test_…) for everything else"
 )
 PER_MINUTE = 60
+# Where the gateway leaves the authenticated logger of a `POST /ingest/readings`.
+INGEST_CALLER = "ingest_caller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +132,11 @@ def token_hash(authorization: str | None, secret: bytes) -> str:
     return hash_token(token, secret)
 
 
-async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> IngestCaller:
-    """The logger behind a request by its token's hash; records `last_used_at` (in the
-    caller's transaction, which commits it whatever the upload does)."""
+async def find_caller(session: AsyncSession, hashed: str) -> IngestCaller:
+    """The logger behind a request by its token's hash (`token_hash`), or 401."""
     owner = await repository.find_by_hash(session, hashed)
     if owner is None or owner.revoked_at is not None:
         raise Unauthorized("invalid or revoked ingest token")
-    await repository.touch_last_used(session, owner.token_id, now)
     return IngestCaller(
         owner.token_id,
         owner.token_name,
@@ -145,6 +145,11 @@ async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Ing
         owner.account_id,
         owner.environment,
     )
+
+
+async def record_use(session: AsyncSession, caller: IngestCaller, now: datetime) -> None:
+    """`last_used_at` of a request the token's window allowed."""
+    await repository.touch_last_used(session, caller.token_id, now)
 
 
 async def upload(
