@@ -22,6 +22,7 @@ from solarapi.state import SettingsDep
 
 router = APIRouter(tags=["Ingest tokens"])
 
+
 async def get_ingest_caller(request: Request) -> service.IngestCaller:
     caller = request.scope.get("state", {}).get(service.INGEST_CALLER)
     if not isinstance(caller, service.IngestCaller):
