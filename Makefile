@@ -7,7 +7,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install run test quick lint typecheck unit bench clean
+.PHONY: install run test quick lint typecheck unit bench clean sdk-wheel
 
 install: $(VENV)/.installed
 
@@ -57,3 +57,11 @@ bench: install
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache
+
+# The Python SDK as a wheel (clients/python): installs with pip or uv, offline from the wheel
+# and a cache holding httpx and its dependencies.
+SDK_DIST ?= dist/sdk
+sdk-wheel: install
+	$(UV) build --offline --wheel --out-dir $(SDK_DIST) clients/python
+	@ls $(SDK_DIST)/solarapi_client-*.whl
+
