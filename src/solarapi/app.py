@@ -27,7 +27,7 @@ from solarapi.dashboard.web import http_error_page
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
 from solarapi.declarations.router import router as declarations_router
 from solarapi.errors import install_error_handlers
-from solarapi.gateway import ApiGateway, DirectDispatch, RouteTable
+from solarapi.gateway import ApiGateway, AppRoutes, DirectDispatch
 from solarapi.health.router import router as health_router
 from solarapi.health.service import HealthProbe
 from solarapi.idempotency.middleware import IdempotencyMiddleware
@@ -181,7 +181,6 @@ def _warm_sandbox() -> None:
 
 
 def _include_routers(app: FastAPI) -> None:
-    table = RouteTable()
     for router in (
         health_router,
         account_router,
@@ -194,10 +193,9 @@ def _include_routers(app: FastAPI) -> None:
         ingest_router,
     ):
         app.include_router(router, prefix=API_PREFIX)
-        table.add_router(router, API_PREFIX)
     app.include_router(dashboard_router)
-    table.add_router(dashboard_router, "")
-    app.state.route_table = table
+    # The gateway's routing table: derived from the app's routes, whatever adds them.
+    app.state.route_table = AppRoutes(app.router.routes)
 
 
 def _install_docs(app: FastAPI) -> None:
@@ -206,10 +204,6 @@ def _install_docs(app: FastAPI) -> None:
     # which refuses to render an OpenAPI 3.1 document.)
     assets = str(files("fastapi_swagger") / "resources")
     app.mount(f"{API_PREFIX}/docs/assets", StaticFiles(directory=assets), name="swagger-assets")
-    table: RouteTable = app.state.route_table
-    table.add(f"{API_PREFIX}/docs/assets/{{path:path}}", {"GET", "HEAD"})
-    table.add(f"{API_PREFIX}/openapi.json", {"GET"})
-    table.add(f"{API_PREFIX}/docs", {"GET"})
 
     @app.get(f"{API_PREFIX}/openapi.json", include_in_schema=False)
     async def openapi_document() -> Response:

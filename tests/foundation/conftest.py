@@ -75,11 +75,6 @@ def add_probe_routes(app: FastAPI) -> None:
             request, every[page.offset : page.offset + page.limit], len(every), page
         )
 
-    app.state.route_table.add(PROBE_ITEMS, {"GET"})
-    app.state.route_table.add(PROBE_BOOM, {"GET"})
-    app.state.route_table.add(PROBE_ECHO, {"POST"})
-    app.state.route_table.add(PROBE_RAISE, {"GET"})
-
 
 @pytest.fixture(scope="session")
 async def probe_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:

@@ -147,8 +147,9 @@ def test_route_table_sees_routers_included_into_routers() -> None:
     outer = APIRouter()
     outer.include_router(inner, prefix="/nested")
     outer.add_api_route("/top", endpoint, methods=["POST"])
-    table = RouteTable()
-    table.add_router(outer, API_PREFIX)
+    served = FastAPI()
+    served.include_router(outer, prefix=API_PREFIX)
+    table = RouteTable.from_routes(served.router.routes)
 
     found = table.match("/api/v1/nested/items/abc", "GET")
     assert (found.template, found.allowed) == ("/api/v1/nested/items/{item_id}", True)

@@ -254,8 +254,6 @@ async def flaky_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastA
             {"call": calls["n"]}, status_code=201, background=BackgroundTask(explode)
         )
 
-    application.state.route_table.add("/api/v1/flaky", {"POST"})
-    application.state.route_table.add("/api/v1/fails-after-answering", {"POST"})
     async with application.router.lifespan_context(application):
         yield application
 

@@ -1,0 +1,76 @@
+"""One request on its way through the gateway."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.types import Message, Scope, Send
+
+from solarapi.gateway.request_id import request_id
+from solarapi.kit import clientip
+from solarapi.kit.version import API_VERSION
+from solarapi.ratelimit.policy import anonymous_windows, rate_limit_headers
+
+_API_VERSION = API_VERSION.encode()
+
+
+@dataclasses.dataclass(slots=True)
+class Exchange:
+    """One request on its way through the gateway: what it adds to the response and what
+    its log line reports."""
+
+    scope: Scope
+    state: Any  # the app's State
+    downstream: Send
+    method: str  # as the client sent it: a HEAD runs the app as GET
+    headers: Headers
+    request_id: str
+    client_ip: str
+    started: float
+    # Added to the response's head: request id, API version, the rate-limit windows.
+    extra: list[tuple[bytes, bytes]]
+    route: str = "-"
+    status: int = 500
+    response_started: bool = False
+
+    @classmethod
+    def begin(cls, scope: Scope, send: Send) -> Exchange:
+        started = time.perf_counter()
+        state = scope["app"].state
+        headers = Headers(scope=scope)
+        rid = request_id(headers.get("x-request-id"))
+        scope.setdefault("state", {})["request_id"] = rid
+        return cls(
+            scope=scope,
+            state=state,
+            downstream=send,
+            method=scope["method"],
+            headers=headers,
+            request_id=rid,
+            client_ip=clientip.client_ip(scope, state.settings.trusted_networks),
+            started=started,
+            extra=[(b"x-request-id", rid.encode()), (b"api-version", _API_VERSION)],
+        )
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.response_started = True
+            self.status = message["status"]
+            message["headers"] = [*message.get("headers", []), *self.extra]
+        elif message["type"] == "http.response.body" and self.method == "HEAD":
+            # A HEAD response never has a body; the app ran GET (FastAPI's routes do not
+            # answer HEAD themselves), its body is dropped here.
+            message = {**message, "body": b""}
+        await self.downstream(message)
+
+    async def peek_anonymous(self) -> None:
+        """The client IP's window, for its headers only (dashboard pages, and errors raised
+        before any window was consulted)."""
+        state = self.state
+        decision = await state.limiter.peek(
+            f"ip:{self.client_ip}", anonymous_windows(state.settings), state.clock()
+        )
+        self.extra.extend(rate_limit_headers(decision))

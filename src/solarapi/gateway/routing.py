@@ -1,0 +1,197 @@
+"""The routing table: every route's path template, methods and query parameters, derived
+from the app's own routes, so the gateway answers 404/405 and names the route's template
+(for the plan scope table and the metrics) before the app runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+from starlette.convertors import Convertor
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route, compile_path
+
+from solarapi.auth.scopes import API_PREFIX
+from solarapi.kit.direct import is_direct
+
+DirectEndpoint = Callable[..., Awaitable[Response]]
+
+
+def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
+    """Every endpoint with its full path, through routers included into routers.
+
+    Recent FastAPI keeps an included router as one lazy entry (`original_router` plus an
+    include context carrying the prefix) instead of copying its routes, so a flat walk over
+    `router.routes` would miss them and the gateway would answer 404 for real endpoints.
+    """
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield prefix + route.path, route
+            continue
+        original = getattr(route, "original_router", None)
+        if isinstance(original, APIRouter):
+            context = getattr(route, "include_context", None)
+            yield from iter_routes(original.routes, prefix + str(getattr(context, "prefix", "")))
+
+
+def _served_paths(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, set[str], APIRoute | None]]:
+    """Every path the app serves with its methods: its endpoints (`iter_routes`), its plain
+    Starlette routes, and what is mounted (static files: GET and HEAD of any path below)."""
+    for route in routes:
+        if isinstance(route, Mount):
+            yield route.path + "/{path:path}", {"GET", "HEAD"}, None
+        elif isinstance(route, APIRoute) or getattr(route, "original_router", None) is not None:
+            for path, endpoint in iter_routes([route]):
+                yield path, set(endpoint.methods or ()), endpoint
+        elif isinstance(route, Route):
+            yield route.path, set(route.methods or ()), None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RouteMatch:
+    """`template` is set when the path exists; `allowed` is False when the method does not.
+    `endpoint` is set for a GET (or HEAD) of a `@direct` endpoint, with its path parameters
+    in `params`. `query` names the query parameters the route's method takes."""
+
+    template: str | None
+    allowed: bool
+    methods: frozenset[str]
+    endpoint: DirectEndpoint | None = None
+    params: dict[str, Any] | None = None
+    query: frozenset[str] = frozenset()
+
+    @property
+    def allow_header(self) -> str:
+        return ", ".join(sorted(self.methods))
+
+
+class RouteTable:
+    """Path templates and methods of every route of a list of routes (`from_routes`).
+
+    Routes are grouped by their first path segment so a lookup tries a handful of patterns,
+    not every route of the API.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
+        self._templates: dict[str, set[str]] = {}
+        # GET endpoints the gateway calls itself (`kit.direct`), with their path convertors.
+        self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
+        # (template, method) -> the query parameters it takes (`query.parse_query`).
+        self._query: dict[tuple[str, str], frozenset[str]] = {}
+
+    @classmethod
+    def from_routes(cls, routes: Iterable[BaseRoute]) -> RouteTable:
+        """The table of `routes` (an app's `router.routes`): the only way one is filled."""
+        table = cls()
+        for path, methods, endpoint in _served_paths(routes):
+            table._add(path, methods)
+            if endpoint is not None:
+                table._add_endpoint(path, methods, endpoint)
+        return table
+
+    @staticmethod
+    def _group(path: str) -> str:
+        # "/api/v1/systems/sys_1" -> "systems"; a parameter in that position -> "*".
+        relative = path[len(API_PREFIX) :] if path.startswith(API_PREFIX + "/") else path
+        first = relative.strip("/").split("/", 1)[0]
+        return "*" if "{" in first else first
+
+    def _add(self, template: str, methods: set[str]) -> None:
+        methods = {m.upper() for m in methods}
+        if "GET" in methods:
+            # HEAD is answered for every GET route (the gateway runs GET and drops the body).
+            methods.add("HEAD")
+        if template in self._templates:
+            self._templates[template].update(methods)
+            return
+        regex, _, _ = compile_path(template)
+        self._templates[template] = methods
+        self._groups.setdefault(self._group(template), []).append((regex, template, methods))
+
+    def _add_endpoint(self, path: str, methods: set[str], route: APIRoute) -> None:
+        names = _query_names(route)
+        for method in methods | ({"HEAD"} if "GET" in methods else set()):
+            self._query[(path, method)] = names
+        if is_direct(route.endpoint):
+            if methods != {"GET"}:
+                raise ValueError(f"@direct is for GET endpoints only: {path} {methods}")
+            self._direct[path] = (route.endpoint, compile_path(path)[2])
+
+    @property
+    def templates(self) -> dict[str, frozenset[str]]:
+        return {t: frozenset(m) for t, m in self._templates.items()}
+
+    def match(self, path: str, method: str) -> RouteMatch:
+        partial: tuple[str, set[str]] | None = None
+        for group in (self._group(path), "*"):
+            for regex, template, methods in self._groups.get(group, ()):
+                if matched := regex.match(path):
+                    if method in methods:
+                        return self._found(template, methods, method, matched)
+                    if partial is None:
+                        partial = (template, set(methods))
+                    else:
+                        partial[1].update(methods)
+        if partial is None:
+            return RouteMatch(None, False, frozenset())
+        return RouteMatch(partial[0], False, frozenset(partial[1]))
+
+    def _found(
+        self, template: str, methods: set[str], method: str, matched: re.Match[str]
+    ) -> RouteMatch:
+        query = self._query.get((template, method), frozenset())
+        direct = self._direct.get(template) if method in ("GET", "HEAD") else None
+        if direct is None:
+            return RouteMatch(template, True, frozenset(methods), query=query)
+        endpoint, convertors = direct
+        params = {
+            name: convertors[name].convert(value) for name, value in matched.groupdict().items()
+        }
+        return RouteMatch(template, True, frozenset(methods), endpoint, params, query)
+
+
+class AppRoutes:
+    """The routing table of an app, derived from its routes and derived again when a route
+    is added (as tests add theirs after the app is built): one routing truth, the app's.
+    The check is the length of the app's route list, so a request pays a `len`."""
+
+    def __init__(self, routes: list[BaseRoute]) -> None:
+        self._routes = routes
+        self._count = -1
+        self._table = RouteTable()
+
+    @property
+    def table(self) -> RouteTable:
+        if len(self._routes) != self._count:
+            self._count = len(self._routes)
+            self._table = RouteTable.from_routes(self._routes)
+        return self._table
+
+    @property
+    def templates(self) -> dict[str, frozenset[str]]:
+        return self.table.templates
+
+    def match(self, path: str, method: str) -> RouteMatch:
+        return self.table.match(path, method)
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters `route` takes: those FastAPI solves, and those a `@direct`
+    endpoint documents in its `openapi_extra` (it reads them from the request itself)."""
+    names = set(_solved_query_names(route.dependant))
+    for param in (route.openapi_extra or {}).get("parameters", []):
+        if param.get("in") == "query":
+            names.add(param["name"])
+    return frozenset(names)
+
+
+def _solved_query_names(dependant: Dependant) -> Iterator[str]:
+    yield from (param.alias for param in dependant.query_params)
+    for dependency in dependant.dependencies:
+        yield from _solved_query_names(dependency)
