@@ -390,7 +390,7 @@ async def test_a_new_account_gets_its_data_in(page: Page, server: Server, tmp_pa
     await expect(page.locator("#upload-result")).to_contain_text("Uploaded 4 readings")
     total = page.locator("#total-energy")
     await expect(total).to_have_attribute("data-energy-wh", "406.0")
-    await expect(page.locator("#production-chart svg")).to_be_visible()
+    await expect(page.locator("#production-chart svg.chart-wide")).to_be_visible()
 
     await page.fill("#create-token input[name=name]", "roof logger")
     await page.click("#create-token button[type=submit]")
