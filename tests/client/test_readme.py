@@ -55,6 +55,15 @@ def test_the_client_readme_runs_as_pasted(
     assert "Rooftop Haarlem" in out
 
 
+def test_the_client_quickstart_tolerates_an_account_without_systems(
+    served: Served, pro: Tenant
+) -> None:
+    quickstart = _blocks((ROOT / "clients" / "python" / "README.md").read_text(), "python")[0]
+    out = _run_python(quickstart, served, pro.live)  # a new account: no live systems
+    assert "pro live" in out
+    assert "no systems yet" in out
+
+
 def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:
     readme = (ROOT / "README.md").read_text()
     first = next(block for block in _blocks(readme, "sh") if "curl" in block)
