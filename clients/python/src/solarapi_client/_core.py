@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import importlib.metadata
+import logging
 import os
 import random
 import re
@@ -158,6 +159,20 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+log = logging.getLogger("solarapi_client")
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """A wait before sending a request again, as `RetryPolicy.on_wait` is told of it."""
+
+    status: int  # 429 or 503
+    seconds: float
+    attempt: int  # 1 for the first retry
+    method: str
+    url: str
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """When and how long to wait before sending a request again.
@@ -172,6 +187,9 @@ class RetryPolicy:
     initial_backoff: float = 0.5
     max_backoff: float = 8.0
     max_wait: float = 60.0
+    # Called before every wait on a 429 or 503 (each is also logged at INFO on the
+    # `solarapi_client` logger), e.g. to count throttling in your own metrics.
+    on_wait: Callable[[RetryWait], None] | None = None
 
     def backoff(self, attempt: int) -> float:
         base: float = min(self.max_backoff, self.initial_backoff * 2**attempt)
@@ -183,7 +201,22 @@ class RetryPolicy:
             return None
         asked = requested_wait(response.status_code, response.headers, time.time())
         wait = asked if asked is not None else self.backoff(attempt)
-        return wait if wait <= self.max_wait else None
+        if wait > self.max_wait:
+            return None
+        event = RetryWait(
+            response.status_code,
+            wait,
+            attempt + 1,
+            response.request.method,
+            str(response.request.url.copy_with(query=None)),
+        )
+        log.info(
+            "HTTP %d: waiting %.1f s before retry %d of %s %s",
+            event.status, event.seconds, event.attempt, event.method, event.url,
+        )  # fmt: skip
+        if self.on_wait is not None:
+            self.on_wait(event)
+        return wait
 
     def after_error(self, request: httpx.Request, exc: Exception, attempt: int) -> float | None:
         if attempt >= self.max_retries:
