@@ -23,6 +23,7 @@ from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
 from solarapi.logs import configure_logging
 from solarapi.metrics import prepare_multiprocess_dir
+from solarapi.performance.cli import register as weather_commands
 from solarapi.prices.cli import register as prices_commands
 from solarapi.readings.cli import register as readings_commands
 
@@ -326,7 +327,13 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="key_… id")]) -> No
     typer.echo(f"{key_id} revoked")
 
 
-for register in (readings_commands, prices_commands, declarations_commands, jobs_commands):
+for register in (
+    readings_commands,
+    prices_commands,
+    declarations_commands,
+    jobs_commands,
+    weather_commands,
+):
     register(app)
 
 

@@ -325,9 +325,16 @@ def _environment(request: Request) -> Environment:
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
     cards = await service.overview(session, user, environment, utcnow())
+    alerts = await service.open_alerts(session, user, environment)
     return render(
         request,
         "overview.html",
-        {"cards": cards, "environment": environment.value, "notice": _notice(request)},
+        {
+            "cards": cards,
+            "environment": environment.value,
+            "alerts": alerts,
+            "alert_titles": service.ALERT_TITLES,
+            "notice": _notice(request),
+        },
         user=user,
     )

@@ -247,6 +247,8 @@ def _uploaded_query(result: UploadResult, timezone: str) -> str:
     """The system page showing what was uploaded: the counts, and a chart over the file's
     local days with a bucket size that keeps it readable."""
     tz = ZoneInfo(timezone)
+    if result.start is None or result.end is None:  # store_file always sets them
+        raise ValueError("an upload without its span")
     first = result.start.astimezone(tz).date()
     last = (result.end - timedelta(seconds=1)).astimezone(tz).date()
     days = (last - first).days + 1
@@ -349,6 +351,10 @@ async def _system_view(
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
+            "alerts": await service.open_alerts(
+                session, user, Environment(system.environment), system.id
+            ),
+            "alert_titles": service.ALERT_TITLES,
         },
         status_code=400 if error or upload_error or token_error else 200,
         user=user,

@@ -19,6 +19,7 @@ IdPrefix = Literal[
     "req",
     "dlv",
     "ses",
+    "alr",
     "itk",
 ]
 

@@ -106,8 +106,9 @@ async def store_file(
         received += result.received
         inserted += result.inserted
         updated += result.updated
-        start = result.start if start is None else min(start, result.start)
-        end = result.end if end is None else max(end, result.end)
+        if result.start is not None and result.end is not None:
+            start = result.start if start is None else min(start, result.start)
+            end = result.end if end is None else max(end, result.end)
     if start is None or end is None:
         raise CsvRowError("the file holds no readings below its header line")
     return UploadResult(received, inserted, updated, start, end)
