@@ -1,7 +1,7 @@
 """`readings` partitioned by month on PostgreSQL (issue 34); SQLite keeps one table.
 
 Revision ID: 0016_readings_partitions
-Revises: 0012_alerts
+Revises: 0014_ingest_tokens
 Create Date: 2026-11-25
 
 The existing table becomes the partition of everything before next month (every stored
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from alembic import op
 
 revision = "0016_readings_partitions"
-down_revision = "0012_alerts"
+down_revision = "0014_ingest_tokens"
 branch_labels = None
 depends_on = None
 # Changes nothing on SQLite (one table there, by design).
