@@ -181,7 +181,9 @@ async def test_declarations_csv_and_pdf_list_status_and_history(
     pdf = pypdf.PdfReader(io.BytesIO(pdf_bytes))
     text = "\n".join(page.extract_text() for page in pdf.pages)
     assert "Declarations report" in text
-    assert declarations[0]["id"] in text
+    assert "dcl_" not in text  # numbered, with the customer's reference, not internal ids
+    assert "key_" not in text
+    assert "REF-2025-05-01" in text
     assert "approved" in text
     assert "History" in text
     assert "submitted → approved" in text
