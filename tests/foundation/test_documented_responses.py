@@ -166,6 +166,21 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         await api.call("GET", "/webhooks/{webhook_id}/deliveries", 200, hook_ids)
         await api.call("DELETE", "/webhooks/{webhook_id}", 204, hook_ids)
 
+        token = await api.call(
+            "POST", "/systems/{system_id}/ingest-tokens", 201, ids, json={"name": "logger"}
+        )
+        await api.call("POST", "/systems/{system_id}/ingest-tokens", 400, ids, json={"name": ""})
+        await api.call("GET", "/systems/{system_id}/ingest-tokens", 200, ids)
+        reading = {"timestamp": "2026-01-05T10:00:00Z", "energy_wh": 5.0}
+        await api.call(
+            "POST", "/ingest/readings", 200, json={"readings": [reading]},
+            headers={"Authorization": f"Bearer {token['token']}"},
+        )  # fmt: skip
+        await api.call("POST", "/ingest/readings", 401, json={"readings": [reading]})
+        token_ids = {**ids, "token_id": token["id"]}
+        await api.call("DELETE", "/systems/{system_id}/ingest-tokens/{token_id}", 204, token_ids)
+        await api.call("DELETE", "/systems/{system_id}/ingest-tokens/{token_id}", 404, token_ids)
+
         await api.call("DELETE", "/systems/{system_id}", 404, {"system_id": "sys_unknown"})
     async with client_for(app) as anonymous:
         await DocumentedClient(anonymous, document).call("GET", "/account", 401)

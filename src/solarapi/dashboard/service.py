@@ -51,7 +51,9 @@ SIGNUP_REFUSED = (
 STARTER_NO_KEYS = (
     "API access needs the Pro plan (read-only) or the Enterprise plan (full access). Your "
     "account is on the Starter plan, which includes the dashboard only, so it cannot create "
-    "API keys. Ask your operator to change the plan."
+    "API keys. Systems, readings uploads and ingest tokens for data loggers work on every "
+    "plan, here in the dashboard. To change the plan, the operator of this server runs "
+    "`solarapi accounts set-plan <your e-mail> pro` (or `enterprise`); see Settings → Plan."
 )
 
 

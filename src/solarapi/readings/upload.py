@@ -69,6 +69,10 @@ class UploadResult:
     received: int
     inserted: int
     updated: int
+    # The span of the upload: the first quarter-hour's start, the last one's end (None where
+    # a caller of this result type does not track it).
+    start: datetime | None = None
+    end: datetime | None = None
 
     def to_api(self) -> dict[str, int]:
         return {"received": self.received, "inserted": self.inserted, "updated": self.updated}
@@ -321,7 +325,13 @@ async def upload_readings(
         starts, energy, power = _validated(batch, system.capacity_kwp, now)
     updated = await _store_locked(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
-    result = UploadResult(len(batch), len(batch) - updated, updated)
+    result = UploadResult(
+        len(batch),
+        len(batch) - updated,
+        updated,
+        datetime.fromtimestamp(lo_s, UTC),
+        datetime.fromtimestamp(hi_s, UTC),
+    )
     await record_event(
         session,
         account_id=system.account_id,

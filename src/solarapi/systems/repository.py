@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, session_backend
 from solarapi.models.alerts import Alert
+from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
@@ -105,7 +106,7 @@ async def add(session: AsyncSession, system: System) -> None:
 async def delete_system(session: AsyncSession, system: System) -> None:
     # Explicit deletes instead of relying on ON DELETE CASCADE alone: the ORM session would
     # otherwise not know, and SQLite enforces foreign keys only with a per-connection pragma.
-    for table in (Reading, ReadingHour, ReadingDay, IrradianceReading, Alert):
+    for table in (Reading, ReadingHour, ReadingDay, IrradianceReading, Alert, IngestToken):
         await session.execute(delete(table).where(table.system_id == system.id))
     await session.delete(system)
     await session.flush()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -63,6 +63,7 @@ from solarapi_client.models import (
     Zone,
 )
 from solarapi_client.pagination import AsyncPager, Identified
+from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
 H = TypeVar("H", bound=Identified)
@@ -277,6 +278,19 @@ class AsyncReadings(_Resource):
         """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
         defaults are the last 24 hours in `1h` buckets."""
         return await self._client.send(ep.get_readings(system_id, start, end, interval))
+
+    async def get_range(
+        self, system_id: str, *, start: Timestamp, end: Timestamp, interval: Interval = "1h"
+    ) -> AsyncIterator[ReadingSeries]:
+        """As `Client.readings.get_range`: consecutive series of at most 9,000 buckets, each
+        ending on a bucket boundary, whose totals add up to the range's."""
+        cursor, stop = as_datetime(start, "start"), as_datetime(end, "end")
+        while cursor < stop:
+            series = await self.get(
+                system_id, start=cursor, end=piece_end(cursor, stop, interval), interval=interval
+            )
+            yield series
+            cursor = next_cursor(cursor, series.meta.to)
 
     async def upload(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -62,6 +62,7 @@ from solarapi_client.models import (
     Zone,
 )
 from solarapi_client.pagination import Identified, SyncPager
+from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -278,6 +279,20 @@ class Readings(_Resource):
         """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
         defaults are the last 24 hours in `1h` buckets."""
         return self._client.send(ep.get_readings(system_id, start, end, interval))
+
+    def get_range(
+        self, system_id: str, *, start: Timestamp, end: Timestamp, interval: Interval = "1h"
+    ) -> Iterator[ReadingSeries]:
+        """A range of any length, as consecutive series of at most 9,000 buckets each: every
+        piece ends on a bucket boundary (the next starts there), so no bucket is in two pieces
+        and the pieces' totals add up to the range's. Each piece is one request."""
+        cursor, stop = as_datetime(start, "start"), as_datetime(end, "end")
+        while cursor < stop:
+            series = self.get(
+                system_id, start=cursor, end=piece_end(cursor, stop, interval), interval=interval
+            )
+            yield series
+            cursor = next_cursor(cursor, series.meta.to)
 
     def upload(
         self,
