@@ -33,6 +33,7 @@ from solarapi.gateway import ApiGateway, AppRoutes, DirectDispatch
 from solarapi.health.router import router as health_router
 from solarapi.health.service import HealthProbe
 from solarapi.idempotency.middleware import IdempotencyMiddleware
+from solarapi.ingest.router import router as ingest_router
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.version import API_VERSION
@@ -199,6 +200,7 @@ def _include_routers(app: FastAPI) -> None:
         declarations_router,
         reports_router,
         webhooks_router,
+        ingest_router,
         alerts_router,
     ):
         app.include_router(router, prefix=API_PREFIX)

@@ -30,6 +30,7 @@ from solarapi.jobs.queue import enqueue
 from solarapi.jobs.repository import queue_stats
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.version import package_version
 from solarapi.metrics import recorder_for
 from solarapi.models.jobs import Job
 from solarapi.ratelimit.policy import key_windows
@@ -351,6 +352,16 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     assert after[latency] - before.get(latency, 0.0) == sent
     assert after[("solarapi_metrics_database_up", ())] == 1
     assert after[("solarapi_jobs_queued", (("kind", kind),))] == 1
+    # Known kinds with nothing queued are series at 0, not missing.
+    assert after[("solarapi_jobs_queued", (("kind", "report.generate"),))] == 0
+    assert after[("solarapi_jobs_running", (("kind", "webhook.deliver"),))] == 0
+    # process_* of every process (the supervisor and both workers), by pid.
+    pids = {dict(labels)["pid"] for name, labels in after if name == "process_start_time_seconds"}
+    assert len(pids) >= 3, pids
+    assert all(after[("process_resident_memory_bytes", (("pid", pid),))] > 0 for pid in pids)
+    (build,) = [labels for name, labels in after if name == "solarapi_build_info"]
+    assert dict(build)["version"] == package_version()
+    assert dict(build)["api_version"] == "1.0"
     age = after[("solarapi_jobs_oldest_queued_age_seconds", (("kind", kind),))]
     assert 1800 <= age < 1800 + 900
     # The API's port does not serve metrics.

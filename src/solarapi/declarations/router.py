@@ -17,6 +17,7 @@ from solarapi.declarations.schemas import (
     DeclarationUpdate,
     HistoryOut,
 )
+from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
@@ -60,6 +61,7 @@ def _location(declaration_id: str) -> str:
         "The period overlaps a draft, submitted or approved declaration" + _IDEMPOTENCY
     ),
 )
+@body_limit(SMALL_BODY)
 async def create_declaration(
     body: DeclarationCreate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -112,6 +114,7 @@ async def get_declaration(
     summary="Change a draft (energy_wh, period, reference)",
     responses=_conflict(f"{_NOT_A_DRAFT}, or the new period overlaps another declaration"),
 )
+@body_limit(SMALL_BODY)
 async def update_declaration(
     declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -136,6 +139,7 @@ async def delete_declaration(
     summary="Submit a draft to the issuing body (decided at once in the sandbox)",
     responses=_conflict(f"{_NOT_A_DRAFT}, or coverage is below 0.95{_IDEMPOTENCY}"),
 )
+@body_limit(SMALL_BODY)
 async def submit_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -153,6 +157,7 @@ async def submit_declaration(
         "The declaration is not submitted (the message names its status)" + _IDEMPOTENCY
     ),
 )
+@body_limit(SMALL_BODY)
 async def withdraw_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:

@@ -74,6 +74,14 @@ async def _owned_system(session: AsyncSession, caller: Caller, system_id: str) -
     )
 
 
+async def _locked_system(session: AsyncSession, system_id: str) -> System:
+    """The system under its lock, re-read (`systems.repository.lock_fresh`)."""
+    system = await systems_repository.lock_fresh(session, system_id)
+    if system is None:
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
+    return system
+
+
 async def get_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str
 ) -> DeclarationView:
@@ -262,7 +270,10 @@ async def _locked_reload(
 async def create_declaration(
     session: AsyncSession, caller: Caller, body: DeclarationCreate, now: datetime
 ) -> DeclarationView:
-    system = await _owned_system(session, caller, body.system_id)
+    await _owned_system(session, caller, body.system_id)
+    # Locked before anything is measured: the period's days follow the system's time zone,
+    # which a concurrent PATCH may be changing (the metering goes through the same rollups).
+    system = await _locked_system(session, body.system_id)
     validate_period(system, body.period_start, body.period_end, now)
     # A period without readings is a valid draft (coverage 0, energies null): the contract
     # gates submission on coverage, not creation.
@@ -271,7 +282,6 @@ async def create_declaration(
     energy_wh = metered if body.energy_wh is None else body.energy_wh
     validate_energy(energy_wh, metered, body.type)
 
-    await systems_repository.lock(session, system.id)
     await _check_overlap(
         session,
         system_id=system.id,
@@ -324,8 +334,8 @@ async def update_declaration(
     for name in ("period_start", "period_end"):
         if name in changes and changes[name] is None:
             raise ValidationFailed(f"{name}: may not be null")
-    system = await systems_repository.get(session, declaration.system_id)
-    assert system is not None  # the foreign key cascades
+    declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
+    system = await _locked_system(session, declaration.system_id)
     period_start: date = changes.get("period_start", declaration.period_start)
     period_end: date = changes.get("period_end", declaration.period_end)
     validate_period(system, period_start, period_end, now)
@@ -339,7 +349,6 @@ async def update_declaration(
         energy_wh = metered if declaration.energy_wh is None else declaration.energy_wh
     validate_energy(energy_wh, metered, declaration.type)
 
-    declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
     await _check_overlap(
         session,
         system_id=declaration.system_id,
@@ -381,8 +390,7 @@ async def submit_declaration(
 ) -> DeclarationView:
     declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.SUBMIT)
-    system = await systems_repository.get(session, declaration.system_id)
-    assert system is not None
+    system = await _locked_system(session, declaration.system_id)
     metering = await measure_period(
         session, system, declaration.period_start, declaration.period_end, now
     )

@@ -76,6 +76,7 @@ async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:
                     DELIVERY_JOB_KIND,
                     {"event_id": event.id, "endpoint_id": endpoint.id, "attempt": 1},
                     max_attempts=DELIVERY_JOB_MAX_ATTEMPTS,
+                    account_id=event.account_id,
                 )
             )
     return job_ids

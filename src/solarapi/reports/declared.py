@@ -140,9 +140,13 @@ def _add_declaration(
             "; ".join(_step_text(step) for step in transitions),
         ]
     )
+    # The PDF names a declaration by its number in the report and the customer's reference,
+    # not by the internal id (the CSV keeps the id).
+    number = len(listed.rows) + 1
     listed.rows.append(
         [
-            view["id"],
+            number,
+            view["reference"],
             system.name,
             view["type"].replace("_", " "),
             f"{view['period_start']} – {view['period_end']}",
@@ -155,11 +159,11 @@ def _add_declaration(
     for step in transitions:
         listed.history_rows.append(
             [
-                view["id"],
+                number,
                 step["at"].replace("T", " ").replace("Z", " UTC"),
                 step["action"],
                 f"{step['from'] or '—'} → {step['to']}",
-                step["actor"],
+                _actor(step["actor"]),
                 step["reason"],
             ]
         )
@@ -180,7 +184,8 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
         Table(
             "Declarations",
             [
-                "Declaration",
+                "No.",
+                "Reference",
                 "System",
                 "Type",
                 "Period (local days)",
@@ -195,7 +200,7 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
     content.tables.append(
         Table(
             "History",
-            ["Declaration", "At", "Action", "Status", "By", "Reason"],
+            ["No.", "At", "Action", "Status", "By", "Reason"],
             listed.history_rows,
         )
     )
@@ -209,6 +214,11 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
 
 def _overlaps(bounds: tuple[int, int], start_s: int, end_s: int) -> bool:
     return bounds[0] < end_s and bounds[1] > start_s
+
+
+def _actor(actor: str) -> str:
+    """Who acted, without an internal key id: "API key", "operator" or "sandbox"."""
+    return "API key" if actor.startswith("key_") else actor
 
 
 def _step_text(step: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from solarapi.auth.principal import Principal, PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.events.router import add_routes
 from solarapi.idempotency.middleware import replay_without
+from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, Pagination, page_response
 from solarapi.kit.timefmt import utcnow
@@ -66,6 +67,7 @@ def _location(endpoint_id: str) -> str:
     "URL must be https and must not be, or resolve to, a private, loopback, link-local or "
     "metadata address.",
 )
+@body_limit(SMALL_BODY)
 async def create_webhook(
     request: Request,
     config: ConfigDep,
@@ -106,6 +108,7 @@ async def get_webhook(webhook_id: str, principal: PrincipalDep, session: Session
     description="Changes `url`, `events`, `description` or `status` (`enabled` | `disabled`); "
     "re-enable an endpoint that a 410 response disabled with `status: enabled`.",
 )
+@body_limit(SMALL_BODY)
 async def update_webhook(
     config: ConfigDep,
     webhook_id: str,
@@ -139,6 +142,7 @@ async def delete_webhook(webhook_id: str, principal: PrincipalDep, session: Sess
     "(`Idempotency-Key`) answers without it). For 24 hours deliveries carry two "
     "signatures, one per secret, so receivers can switch without missing events.",
 )
+@body_limit(SMALL_BODY)
 async def rotate_webhook_secret(
     request: Request,
     config: ConfigDep,
