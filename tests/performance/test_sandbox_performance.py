@@ -50,12 +50,13 @@ async def test_simulated_pr_is_the_simulations_own(app: FastAPI, enterprise: Ten
     assert totals["insolation_wh_m2"] == round(insolation, 3)
     assert totals["performance_ratio"] == round(energy / 1000 / 8.4 / (insolation / 1000), 3)
     # What the simulation's losses imply for the temperature-corrected ratio: its system
-    # losses × the nominal inverter efficiency, less the beam's incidence-angle loss and the
-    # inverter's part-load curve (the sandbox models both; the expected-energy model neither),
-    # a few per cent together.
+    # losses × the nominal inverter efficiency, less what the sandbox models and the
+    # expectation does not — the beam's incidence-angle loss, the inverter's part-load curve
+    # and a roof mount's hotter cells (the expectation assumes open rack) — under 10 %
+    # together (5–6 % seen, depending on the system id's weather).
     implied = (1 - sandbox.SYSTEM_LOSSES_PCT / 100) * sandbox.INVERTER_EFFICIENCY
     corrected = totals["performance_ratio_temperature_corrected"]
-    assert implied * 0.94 <= corrected <= implied
+    assert implied * 0.90 <= corrected <= implied
     assert not np.isnan(totals["energy_performance_index"])
     assert 0.9 <= totals["energy_performance_index"] <= 1.05
     assert response.json()["data"][0]["quality"] == []
