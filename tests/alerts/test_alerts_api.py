@@ -441,3 +441,34 @@ async def test_the_sweep_job_opens_offline_alerts_and_runners_load_it(
     (alert,) = await alerts_of(app, enterprise.live, system_id=system["id"])
     assert alert["type"] == "system.offline"
     assert alert["evidence"]["last_reading_at"] == "2025-06-15T08:45:00Z"
+
+
+async def test_underperformance_uses_measured_irradiance_when_the_system_has_it(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    system = await create_system(app, enterprise.live)
+    first = datetime(2025, 6, 1, 0, 0, tzinfo=UTC)
+    starts = np.arange(int(first.timestamp()), int(first.timestamp()) + 9 * 86400, 900)
+    site = Site(HAARLEM["latitude"], HAARLEM["longitude"], 30.0, 180.0, 8.0, None)
+    daylight = sun_at(site, starts.astype(np.int64)).elevation_deg > 5
+    stamps = [datetime.fromtimestamp(int(s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ") for s in starts]
+    readings = [
+        {"timestamp": stamp, "energy_wh": 100.0 if day else 0.0}
+        for stamp, day in zip(stamps, daylight, strict=True)
+    ]
+    irradiance = [
+        {"timestamp": stamp, "poa_w_m2": 800.0}
+        for stamp, day in zip(stamps, daylight, strict=True)
+        if day
+    ]
+    await upload(app, enterprise.live, system["id"], readings)
+    async with client_for(app, enterprise.live) as client:
+        stored = await client.post(
+            f"/api/v1/systems/{system['id']}/irradiance", json={"readings": irradiance}
+        )
+    assert stored.status_code == 200, stored.text
+    changes = await evaluate(app, system["id"], first + timedelta(days=9))
+    (alert,) = [c.alert for c in changes if c.alert.type == "system.underperforming"]
+    assert alert.evidence["irradiance_source"] == "sensor"
+    assert float(alert.evidence["energy_performance_index"]) < 0.2
+    assert float(alert.evidence["coverage"]) >= 0.95

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from solarapi.alerts import detectors, repository
 from solarapi.alerts.detectors import AlertType, Finding, Observations, Verdict
 from solarapi.alerts.rendering import AlertRecord, render
-from solarapi.alerts.sky import QUARTER_S, Site, sun_at
+from solarapi.alerts.sky import QUARTER_S, FloatArray, IntArray, Site, sun_at
 from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound, ValidationFailed
 from solarapi.events.service import record_event
@@ -29,6 +29,9 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.text import excerpt
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
+from solarapi.performance import repository as performance_repository
+from solarapi.performance import service as performance_service
+from solarapi.performance.values import Source
 from solarapi.readings import repository as readings_repository
 from solarapi.systems import repository as systems_repository
 
@@ -166,15 +169,55 @@ async def evaluate_system(session: AsyncSession, system_id: str, now: datetime) 
     since_s = now_s - now_s % QUARTER_S - detectors.HISTORY_DAYS * 86400
     # The readings area's driver-level read: arrays straight from the rows, no ORM objects.
     rows = await readings_repository.readings_between(session, system.id, since_s, now_s)
+    expected_wh, source = await _measured_expectation(session, system, rows.starts, now)
     frozen = current.get(AlertType.UNDERPERFORMING)
     findings = detectors.evaluate(
         system.site,
-        Observations(rows.starts, rows.energy_wh, system.last_reading_s),
+        Observations(rows.starts, rows.energy_wh, system.last_reading_s, expected_wh, source),
         now_s,
         system.settings,
         frozen_baseline=_frozen_baseline(frozen),
     )
     return await _apply(session, system, findings, current, now)
+
+
+async def _measured_expectation(
+    session: AsyncSession, system: MonitoredSystem, starts: IntArray, now: datetime
+) -> tuple[FloatArray | None, str | None]:
+    """The performance model's expected energy per stored quarter-hour of the underperformance
+    window, when the system has measured irradiance (sensor or satellite) for at least
+    MIN_COVERAGE of them; else (None, None) and the rule uses the clear-sky envelope."""
+    now_s = int(now.timestamp())
+    lo = now_s - now_s % 86400 - (detectors.WINDOW_DAYS + 1) * 86400
+    in_window = starts >= lo
+    if not in_window.any():
+        return None, None
+    sensor, satellite = await performance_repository.both_between(session, system.id, lo, now_s)
+    if len(sensor) + len(satellite) < detectors.MIN_COVERAGE * np.count_nonzero(in_window) / 2:
+        return None, None  # cheap exit: far too little irradiance (nights count in `starts`)
+    record = await systems_repository.get_record(session, system.id)
+    if record is None:
+        return None, None
+    first, last = int(starts[in_window][0]), int(starts[-1]) + QUARTER_S
+    modelled = (await performance_service.quarter_hours(session, record, first, last, now)).modelled
+    measured = (modelled.source == Source.SENSOR) | (modelled.source == Source.SATELLITE)
+    expected = np.full(starts.size, np.nan)
+    position = np.searchsorted(modelled.starts, starts)
+    found = (position < modelled.starts.size) & in_window
+    found[found] = modelled.starts[position[found]] == starts[found]
+    expected[found] = np.where(
+        measured[position[found]], modelled.expected_wh[position[found]], np.nan
+    )
+    daylight = found.copy()
+    daylight[found] = (
+        sun_at(system.site, starts[found]).elevation_deg > detectors.DAYLIGHT_ELEVATION_DEG
+    )
+    if np.count_nonzero(daylight & ~np.isnan(expected)) < detectors.MIN_COVERAGE * max(
+        int(np.count_nonzero(daylight)), 1
+    ):
+        return None, None
+    sources = {Source(int(code)).label for code in np.unique(modelled.source[measured])}
+    return expected, sources.pop() if len(sources) == 1 else "mixed"
 
 
 def _frozen_baseline(alert: AlertRecord | None) -> float | None:
