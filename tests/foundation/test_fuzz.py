@@ -311,6 +311,9 @@ CROSS_FIELD_RULES: dict[tuple[str, str], str] = {
     ("GET", "/systems/{system_id}/readings"): "`from` before `to`, a bounded range",
     ("GET", "/systems/{system_id}/market-value"): "`from` before `to`, a bounded range",
     ("GET", "/market-prices"): "`from` before `to`, a bounded range",
+    ("GET", "/systems/{system_id}/performance"): "`from` before `to`, a bounded range",
+    ("GET", "/systems/{system_id}/irradiance"): "`from` before `to`, at most 31 days",
+    ("POST", "/systems/{system_id}/irradiance"): "no quarter-hour in the future, no repeat",
     ("POST", "/systems/{system_id}/readings"): "energy at most the system's capacity × 375, "
     "no reading in the future",
     ("POST", "/reports"): "`from` before `to`; `interval` not with declarations reports",
@@ -337,6 +340,11 @@ KNOWN_GOOD: dict[tuple[str, str], Callable[[World], dict[str, Any]]] = {
     ("GET", "/systems/{system_id}/readings"): lambda _: {"query": DAY},
     ("GET", "/systems/{system_id}/market-value"): lambda _: {"query": DAY},
     ("GET", "/market-prices"): lambda _: {"query": {"zone": "NL", **DAY}},
+    ("GET", "/systems/{system_id}/performance"): lambda _: {"query": DAY},
+    ("GET", "/systems/{system_id}/irradiance"): lambda _: {"query": DAY},
+    ("POST", "/systems/{system_id}/irradiance"): lambda _: {
+        "body": {"readings": [{"timestamp": "2025-05-03T00:00:00Z", "poa_w_m2": 612.5}]}
+    },
     ("POST", "/systems/{system_id}/readings"): lambda _: {
         "body": {"readings": [{"timestamp": "2025-05-03T00:00:00Z", "energy_wh": 12.5}]}
     },
