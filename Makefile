@@ -7,7 +7,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install run test quick lint typecheck unit bench clean sdk-wheel
+.PHONY: install run test quick lint typecheck unit bench clean dist sdk-wheel
 
 install: $(VENV)/.installed
 
@@ -51,6 +51,12 @@ test: lint typecheck unit
 quick: lint
 	SOLARAPI_TEST_DATABASES=sqlite $(VENV)/bin/pytest -n auto \
 		-m "not services and not browser and not slow" $(PYTEST_ARGS)
+
+# The service's wheel (migrations and dashboard templates/static inside) and the SDK's, in dist/.
+dist: | $(UV)
+	rm -rf dist
+	$(UV) build --wheel --out-dir dist .
+	$(UV) build --wheel --out-dir dist clients/python
 
 bench: install
 	@echo "see bench/README.md"

@@ -119,7 +119,7 @@ class SolarApi(FastAPI):
     middleware before the app's own: the gateway does their work (it turns anything that
     escapes into the `{error, code}` 500 or 503 and bounds bodies itself), so here it is the
     outermost layer and /health (which it answers) passes through nothing else: with its
-    cheaper probe, ~1,060 → ~120 µs of CPU per /health (bench/foundation/README.md).
+    cheaper probe, several times less CPU per /health (measured in bench/foundation/README.md).
     """
 
     def build_middleware_stack(self) -> ASGIApp:

@@ -61,6 +61,7 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         document = (await http.get(f"{API_PREFIX}/openapi.json")).json()
         api = DocumentedClient(http, document)
         await api.call("GET", "/health", 200)
+        await api.call("GET", "/health/live", 200)
         await api.call("GET", "/account", 200)
         await api.call("GET", "/market-prices/zones", 200)
         await api.call("GET", "/market-prices", 400)  # zone is required
@@ -83,6 +84,19 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
             "POST", "/systems/{system_id}/readings", 200, ids, json={"readings": [reading]}
         )
         await api.call("GET", "/systems/{system_id}/market-value", 200, ids, params=window)
+        sun = {"timestamp": "2025-05-01T10:00:00Z", "poa_w_m2": 700.0, "module_temp_c": 35.0}
+        await api.call(
+            "POST", "/systems/{system_id}/irradiance", 200, ids, json={"readings": [sun]}
+        )
+        await api.call(
+            "POST", "/systems/{system_id}/irradiance", 400, ids,
+            json={"readings": [{**sun, "poa_w_m2": 2000}]},
+        )  # fmt: skip
+        await api.call("GET", "/systems/{system_id}/irradiance", 200, ids, params=window)
+        await api.call("GET", "/systems/{system_id}/performance", 200, ids, params=window)
+        await api.call(
+            "GET", "/systems/{system_id}/performance", 400, ids, params={"interval": "1h"}
+        )
         await api.call("GET", "/readings/changes", 200, params={"limit": 5})
         await api.call("GET", "/readings/changes", 400, params={"cursor": "not-a-cursor"})
         await api.call("GET", "/portfolio/readings", 200, params=window)

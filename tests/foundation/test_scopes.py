@@ -23,6 +23,9 @@ _CONTRACT_PRO_EXACT = {
     "/systems/{system_id}/readings",
     "/systems/{system_id}/summary",
     "/systems/{system_id}/market-value",
+    # Section 12 (Pro): the performance read and its stored irradiance; uploads Enterprise.
+    "/systems/{system_id}/performance",
+    "/systems/{system_id}/irradiance",
     # Section 11 (2026-11-25)
     "/readings/changes",
     "/portfolio/readings",

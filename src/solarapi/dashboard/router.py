@@ -253,6 +253,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             name=form.get("name", ""),
             environment=form.get("environment", ""),
             secret=settings_of(request).effective_secret_key,
+            ip=client_ip(request),
             now=utcnow(),
         )
     except service.FormRejected as exc:
@@ -280,7 +281,7 @@ async def revoke_confirm(
 @router.post("/settings/api/keys/{key_id}/revoke")
 async def revoke(request: Request, key_id: str, session: SessionDep, user: UserDep) -> Response:
     await read_form(request, user)
-    await service.revoke_own_key(session, user, key_id, utcnow())
+    await service.revoke_own_key(session, user, key_id, ip=client_ip(request), now=utcnow())
     return redirect("/settings/api?notice=revoked")
 
 
@@ -324,8 +325,16 @@ def _environment(request: Request) -> Environment:
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
-    cards = await service.overview(session, user, environment, utcnow())
+    now = utcnow()
+    cards = await service.overview(session, user, environment, now)
     alerts = await service.open_alerts(session, user, environment)
+    # Live only: a sandbox fleet's totals would simulate each system's year to date (seconds
+    # on a cold model cache) for a page that shows simulated data anyway.
+    totals = (
+        await service.fleet_totals(session, user, environment, now)
+        if cards and environment is Environment.LIVE
+        else None
+    )
     return render(
         request,
         "overview.html",
@@ -334,6 +343,7 @@ async def overview_page(request: Request, session: SessionDep, user: UserDep) ->
             "environment": environment.value,
             "alerts": alerts,
             "alert_titles": service.ALERT_TITLES,
+            "fleet": totals,
             "notice": _notice(request),
         },
         user=user,

@@ -21,7 +21,7 @@ from solarapi.gateway.authentication import authenticate_request
 from solarapi.gateway.body import check_body
 from solarapi.gateway.direct import DIRECT
 from solarapi.gateway.exchange import Exchange
-from solarapi.gateway.health import HEALTH, health_answer
+from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
 from solarapi.gateway.query import parse_query
 from solarapi.gateway.routing import RouteMatch
 from solarapi.kit.direct import DIRECT_QUERY
@@ -59,12 +59,20 @@ class Checks:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return render_api_error(_routing_error(scope, found)), receive
         relative = found.template.removeprefix(API_PREFIX)
+        if relative == LIVE:
+            return live_answer(), receive
         if relative == HEALTH:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return await health_answer(exchange), receive
         if relative in PUBLIC or relative.startswith("/docs"):
             return self._refusal(await self._counted_anonymously(None)), receive
-        if relative == ingest.INGEST_ROUTE:
+        if len(exchange.headers.getlist("authorization")) > 1:
+            # Two keys: neither is used (either could act for the wrong account); the
+            # request counts in its address's anonymous window.
+            error = await self._counted_anonymously(
+                ValidationFailed("the request has more than one Authorization header; send one")
+            )
+        elif relative == ingest.INGEST_ROUTE:
             error = await self._ingest_token()
         else:
             error = await self._key_and_plan(relative)
@@ -74,9 +82,10 @@ class Checks:
         if error is None and problem is not None:
             error = ValidationFailed(problem)
         if error is None:
-            error, receive = check_body(
-                scope, exchange.headers, receive, state.settings.max_body_bytes
-            )
+            limit = state.settings.max_body_bytes
+            if found.body_limit is not None:
+                limit = min(limit, found.body_limit)
+            error, receive = check_body(scope, exchange.headers, receive, limit)
         if error is None and found.endpoint is not None:
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query

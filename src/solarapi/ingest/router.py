@@ -14,6 +14,7 @@ from solarapi.db import SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
+from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
@@ -44,6 +45,7 @@ IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
         "60 requests per minute of its own. It appears in this answer only."
     ),
 )
+@body_limit(SMALL_BODY)
 async def create_token(
     system_id: str,
     body: TokenCreate,
@@ -96,6 +98,7 @@ async def revoke_token(
         }
     },
 )
+@body_limit(UPLOAD_BODY)
 async def ingest_readings(
     request: Request, caller: IngestCallerDep, session: SessionDep
 ) -> Response:

@@ -20,6 +20,7 @@ IdPrefix = Literal[
     "dlv",
     "ses",
     "alr",
+    "aud",
     "itk",
 ]
 

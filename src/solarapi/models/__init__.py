@@ -2,6 +2,7 @@
 
 from solarapi.models import (  # noqa: F401 - imported to register their tables
     alerts,
+    audit,
     dashboard,
     declarations,
     ingest,

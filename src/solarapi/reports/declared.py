@@ -11,8 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
-from solarapi.declarations.views import declaration_to_api, transition_to_api
-from solarapi.models.declarations import Declaration
+from solarapi.declarations.views import DeclarationView
 from solarapi.models.systems import System
 from solarapi.reports.content import (
     TITLES,
@@ -62,7 +61,7 @@ async def declarations(
     for system in systems:
         for item in await _in_period(session, caller, context, system):
             transitions = [
-                transition_to_api(step)
+                step.render()
                 for step in await declaration_service.history(session, caller, item.id)
             ]
             _add_declaration(content, listed, system, item, transitions)
@@ -85,9 +84,9 @@ async def _in_period(
     caller: declaration_service.Caller,
     context: ReportContext,
     system: System,
-) -> list[Declaration]:
+) -> list[DeclarationView]:
     """The system's declarations whose period overlaps the report's, in period order."""
-    found: list[Declaration] = []
+    found: list[DeclarationView] = []
     offset = 0
     while True:
         page, total = await declaration_service.list_declarations(
@@ -117,10 +116,10 @@ def _add_declaration(
     content: ReportContent,
     listed: _Listed,
     system: System,
-    item: Declaration,
+    item: DeclarationView,
     transitions: list[dict[str, Any]],
 ) -> None:
-    view = declaration_to_api(item)
+    view = item.render()
     content.csv_rows.append(
         [
             view["id"],

@@ -33,6 +33,17 @@ async def lock(session: AsyncSession, system_id: str) -> None:
     await session_backend(session).lock_row(session, _SYSTEMS, "id", system_id, touch="name")
 
 
+async def lock_fresh(session: AsyncSession, system_id: str) -> System | None:
+    """Take the system's lock (`lock`), then read the system as it is now: every rule that
+    depends on it (the time zone its rollups follow, the capacity an upload is checked
+    against) must see the row the lock protects, not one read before it. `populate_existing`
+    overwrites an object the session read earlier, so a stale one cannot be handed back."""
+    await lock(session, system_id)
+    return await session.scalar(
+        select(System).where(System.id == system_id).execution_options(populate_existing=True)
+    )
+
+
 # Every column of a system, in table order: what a record is made of.
 SYSTEM_COLUMNS = tuple(System.__table__.columns)
 _BY_ID = DriverQuery(select(*SYSTEM_COLUMNS).where(System.id == bindparam("id")))

@@ -22,7 +22,7 @@ from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System, model_parameters
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
-from solarapi.systems.access import get_system
+from solarapi.systems.access import get_system, owned
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
 
@@ -295,7 +295,12 @@ async def update_system(
     session: AsyncSession, principal: Caller, system_id: str, body: SystemPatch, now: datetime
 ) -> System:
     changes = _patch_changes(body)
-    system = await get_system(session, principal, system_id)
+    # Under the system's lock from the start, like uploads and declarations: the time zone
+    # replaced here is the one the daily rollup is rebuilt from, and no upload can roll a
+    # day up with the old zone in between.
+    # (Ownership is checked before the lock: another tenant's row is never locked.)
+    await get_system(session, principal, system_id)
+    system = owned(await repository.lock_fresh(session, system_id), principal, system_id)
     if any(field.startswith("monitoring_") or field == "status" for field in changes):
         # New thresholds (or a system switched off) are judged at once, not at the next upload.
         await enqueue_alert_evaluation(session, system.id)

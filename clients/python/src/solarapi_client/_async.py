@@ -25,6 +25,7 @@ from solarapi_client._core import (
 from solarapi_client._endpoints import (
     MAX_PAGE_SIZE,
     Day,
+    IrradianceInput,
     LocationInput,
     OrientationInput,
     ReadingInput,
@@ -41,7 +42,10 @@ from solarapi_client.models import (
     Event,
     Health,
     Interval,
+    IrradianceList,
     MarketValueSeries,
+    PerformanceInterval,
+    PerformanceSeries,
     PriceInterval,
     PriceSeries,
     ReadingSeries,
@@ -91,6 +95,7 @@ class AsyncClient:
         self.account = AsyncAccountResource(self)
         self.systems = AsyncSystems(self)
         self.readings = AsyncReadings(self)
+        self.irradiance = AsyncIrradiance(self)
         self.market_prices = AsyncMarketPrices(self)
         self.market_value = AsyncMarketValue(self)
         self.declarations = AsyncDeclarations(self)
@@ -228,6 +233,37 @@ class AsyncSystems(_Resource):
 
     async def summary(self, system_id: str) -> Summary:
         return await self._client.send(ep.system_summary(system_id))
+
+    async def performance(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: PerformanceInterval | None = None,
+    ) -> PerformanceSeries:
+        """Expected against actual per bucket of the system's local calendar (`1d` default,
+        `1w`, `1M`): PR, temperature-corrected PR, EPI, quality flags; `meta.model` holds
+        every parameter of the model."""
+        return await self._client.send(ep.get_performance(system_id, start, end, interval))
+
+
+class AsyncIrradiance(_Resource):
+    async def upload(
+        self,
+        system_id: str,
+        readings: Iterable[IrradianceInput],
+        *,
+        idempotency_key: str | None = None,
+    ) -> UploadResult:
+        """Store 1–10,000 quarter-hours of plane-of-array irradiance (all or nothing)."""
+        return await self._client.send(ep.upload_irradiance(system_id, readings, idempotency_key))
+
+    async def get(
+        self, system_id: str, *, start: Timestamp | None = None, end: Timestamp | None = None
+    ) -> IrradianceList:
+        """Stored sensor and satellite quarter-hours of [start, end) (at most 31 days)."""
+        return await self._client.send(ep.get_irradiance(system_id, start, end))
 
 
 class AsyncReadings(_Resource):

@@ -24,6 +24,7 @@ from solarapi_client._core import (
 from solarapi_client._endpoints import (
     MAX_PAGE_SIZE,
     Day,
+    IrradianceInput,
     LocationInput,
     OrientationInput,
     ReadingInput,
@@ -40,7 +41,10 @@ from solarapi_client.models import (
     Event,
     Health,
     Interval,
+    IrradianceList,
     MarketValueSeries,
+    PerformanceInterval,
+    PerformanceSeries,
     PriceInterval,
     PriceSeries,
     ReadingSeries,
@@ -91,6 +95,7 @@ class Client:
         self.account = AccountResource(self)
         self.systems = Systems(self)
         self.readings = Readings(self)
+        self.irradiance = Irradiance(self)
         self.portfolio = Portfolio(self)
         self.market_prices = MarketPrices(self)
         self.market_value = MarketValue(self)
@@ -229,6 +234,37 @@ class Systems(_Resource):
 
     def summary(self, system_id: str) -> Summary:
         return self._client.send(ep.system_summary(system_id))
+
+    def performance(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: PerformanceInterval | None = None,
+    ) -> PerformanceSeries:
+        """Expected against actual per bucket of the system's local calendar (`1d` default,
+        `1w`, `1M`): PR, temperature-corrected PR, EPI, quality flags; `meta.model` holds
+        every parameter of the model."""
+        return self._client.send(ep.get_performance(system_id, start, end, interval))
+
+
+class Irradiance(_Resource):
+    def upload(
+        self,
+        system_id: str,
+        readings: Iterable[IrradianceInput],
+        *,
+        idempotency_key: str | None = None,
+    ) -> UploadResult:
+        """Store 1–10,000 quarter-hours of plane-of-array irradiance (all or nothing)."""
+        return self._client.send(ep.upload_irradiance(system_id, readings, idempotency_key))
+
+    def get(
+        self, system_id: str, *, start: Timestamp | None = None, end: Timestamp | None = None
+    ) -> IrradianceList:
+        """Stored sensor and satellite quarter-hours of [start, end) (at most 31 days)."""
+        return self._client.send(ep.get_irradiance(system_id, start, end))
 
 
 class Readings(_Resource):

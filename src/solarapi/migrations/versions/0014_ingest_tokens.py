@@ -1,7 +1,7 @@
 """Ingest tokens: per-system upload credentials for data loggers (issue 33).
 
 Revision ID: 0014_ingest_tokens
-Revises: 0012_alerts
+Revises: 0013_operations
 Create Date: 2026-11-25
 
 A token is stored as the HMAC of the token under the server secret (as API keys are); it
@@ -16,7 +16,7 @@ from alembic import op
 from solarapi.models.base import UtcDateTime
 
 revision = "0014_ingest_tokens"
-down_revision = "0012_alerts"
+down_revision = "0013_operations"
 branch_labels = None
 depends_on = None
 
