@@ -171,7 +171,10 @@ async def test_production_pdf_is_a_multi_page_document(app: FastAPI, enterprise:
     assert "sys_" not in "\n".join(page.extract_text() for page in pdf.pages)
     assert "Zonnepark Flevoland" in first_page
     assert "Dach Köln-Süd" in first_page  # a non-ASCII name survives
-    assert "2025-06-01 00:00 UTC to 2025-06-08 00:00 UTC" in first_page
+    # Amsterdam and Berlin keep the same clock: the period is in their local calendar, with UTC.
+    flowing = " ".join(first_page.split())
+    assert "(Europe/Amsterdam = Europe/Berlin)" in flowing
+    assert "2025-06-01 00:00 UTC to 2025-06-08 00:00 UTC" in flowing
     assert "Generated at" in first_page
     assert f"Page 1 of {pages}" in first_page
     last_page = pdf.pages[-1].extract_text()
