@@ -98,6 +98,7 @@ async def test_error_schema_and_headers_are_components(app: FastAPI) -> None:
         "payload_too_large",
         "unsupported_media_type",
         "unavailable",
+        "request_timeout",
     }
     assert set(doc["components"]["headers"]) >= COMMON_HEADERS
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

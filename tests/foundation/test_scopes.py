@@ -31,6 +31,9 @@ _CONTRACT_PRO_EXACT = {
     "/portfolio/readings",
     "/portfolio/summary",
     "/portfolio/market-value",
+    # Section 13 (2026-11-25): alerts are read on Pro.
+    "/alerts",
+    "/alerts/{alert_id}",
 }
 
 

@@ -161,7 +161,14 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
     now = datetime.now(UTC)
     this_month = month_start(now)
     far = month_start(now, 6)  # no partition yet: the default one takes it
-    await _execute(pg, _quarter_hours(this_month, 8, system_id), _quarter_hours(far, 3, system_id))
+    await _execute(
+        pg,
+        _quarter_hours(this_month, 8, system_id),
+        _quarter_hours(far, 3, system_id),
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}",
+    )
     assert (await _partitions(pg))["outside_every_month"] == 3
 
     engine = create_oneshot_engine(pg)
@@ -194,6 +201,14 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         assert "before_cut_over" in retired.dropped
         ((kept,),) = (await _execute(pg, "SELECT count(*) FROM readings"))[0]
         assert kept == 3  # the far month's rows are within retention; this month's are not
+        # The change feed's log of the dropped months went with them.
+        ((logged,),) = (
+            await _execute(
+                pg,
+                f"SELECT count(*) FROM reading_changes WHERE system_id = '{system_id}'",  # noqa: S608
+            )
+        )[0]
+        assert logged == 0
     finally:
         await engine.dispose()
 
@@ -329,6 +344,35 @@ async def test_an_upload_before_the_retention_horizon_is_refused_and_stores_noth
     assert "2026-09-01T00:00:00Z" in refused.json()["error"]
     assert kept.status_code == 200, kept.text
     assert listed.json()["meta"]["totals"]["samples"] == 1
+
+
+async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
+    await _upgrade(settings)
+    system_id = await _system_at_head(settings)
+    now = datetime.now(UTC)
+    old, recent = month_start(now, -3), month_start(now)
+    await _execute(
+        settings,
+        _quarter_hours(old, 5, system_id),
+        _quarter_hours(recent, 2, system_id),
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        f" WHERE system_id = '{system_id}'",
+    )
+    engine = create_oneshot_engine(settings)
+    try:
+        maker = sessionmaker_for(engine, settings)
+        assert (await maintain_partitions(maker, now, None)).purged_rows == 0
+        done = await maintain_partitions(maker, now, 2)
+    finally:
+        await engine.dispose()
+    assert done.purged_rows == 5
+    assert (done.created, done.dropped) == ((), ())
+    counts = await _execute(
+        settings, "SELECT count(*) FROM readings", "SELECT count(*) FROM reading_changes"
+    )
+    assert counts == [[(2,)], [(2,)]]
 
 
 def test_the_setting_takes_whole_months(tmp_path: Path) -> None:

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
-import pvlib
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -56,6 +54,11 @@ class Sun:
 
 
 def sun_at(site: Site, starts: IntArray) -> Sun:
+    # Function-level: pandas and pvlib are ~2.5 s of import that start-up, the API's request
+    # paths and the CLI never need (only the alert jobs run this).
+    import pandas as pd
+    import pvlib
+
     times = pd.DatetimeIndex(pd.to_datetime(starts + QUARTER_S // 2, unit="s", utc=True))
     position = pvlib.solarposition.ephemeris(times, site.latitude, site.longitude)
     zenith = position["zenith"].to_numpy(dtype=np.float64)
@@ -80,6 +83,11 @@ def clear_sky_energy_wh(site: Site, sun: Sun) -> FloatArray:
 
 
 def _clear_sky_energy_wh(site: Site, sun: Sun) -> FloatArray:
+    # Function-level: pandas and pvlib are ~2.5 s of import that start-up, the API's request
+    # paths and the CLI never need (only the alert jobs run this).
+    import pandas as pd
+    import pvlib
+
     day_of_year = pd.DatetimeIndex(
         pd.to_datetime(sun.starts, unit="s", utc=True)
     ).day_of_year.to_numpy()
@@ -121,6 +129,11 @@ def _clean(values: object) -> FloatArray:
 def _linke_turbidity(latitude: float, longitude: float) -> FloatArray:
     """The Linke turbidity per day of the year at a grid cell (pvlib's monthly climatology),
     read once per cell (~3 KB each, at most ~12 MB)."""
+    # Function-level: pandas and pvlib are ~2.5 s of import that start-up, the API's request
+    # paths and the CLI never need (only the alert jobs run this).
+    import pandas as pd
+    import pvlib
+
     times = pd.date_range("2023-01-01", periods=366, freq="D", tz="UTC")
     values = pvlib.clearsky.lookup_linke_turbidity(times, latitude, longitude)
     return np.asarray(values, dtype=np.float64)

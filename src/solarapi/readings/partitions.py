@@ -6,7 +6,7 @@ as it was before the cut-over as one partition, and a `DEFAULT` partition for an
 month holds. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months ahead
 and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months past it — a
 `DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table:
-its maintenance does nothing.
+retention deletes its rows past the horizon one by one.
 
 Retention covers raw quarter-hours only. Hourly and daily rollups (a quarter and a 96th of
 the rows) stay, so `1h`/`1d`/`1w`/`1M` answers stay whole past the horizon while `15m`/`30m`
@@ -73,13 +73,30 @@ class ReadingPartitions(Protocol):
     async def months(self, session: AsyncSession) -> list[datetime]: ...
 
 
+async def _forget_changes(session: AsyncSession, horizon: datetime) -> None:
+    """The change feed's log past the horizon goes with the readings: a client that starts the
+    feed afresh must not be handed readings that are no longer stored."""
+    await session.execute(
+        text("DELETE FROM reading_changes WHERE start_s < :horizon"),
+        {"horizon": int(horizon.timestamp())},
+    )
+
+
 class SingleTable:
-    """SQLite: one table, nothing to maintain."""
+    """SQLite: one table; retention deletes the raw quarter-hours past it row by row."""
 
     async def maintain(
         self, session: AsyncSession, now: datetime, retention_months: int | None
     ) -> Maintenance:
-        return Maintenance()
+        if retention_months is None:
+            return Maintenance()
+        horizon = month_start(now, -retention_months)
+        result = await session.execute(
+            text("DELETE FROM readings WHERE start_s < :horizon"),
+            {"horizon": int(horizon.timestamp())},
+        )
+        await _forget_changes(session, horizon)
+        return Maintenance(purged_rows=int(getattr(result, "rowcount", 0) or 0))
 
     async def months(self, session: AsyncSession) -> list[datetime]:
         return []
@@ -165,6 +182,7 @@ class MonthlyPartitions:
                     {"horizon": int(horizon.timestamp())},
                 )
                 purged += int(getattr(result, "rowcount", 0) or 0)
+            await _forget_changes(session, horizon)
         return Maintenance(tuple(created), tuple(dropped), moved, purged)
 
     async def _create(self, session: AsyncSession, start: datetime, end: datetime) -> int:
