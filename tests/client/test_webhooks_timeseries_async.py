@@ -126,7 +126,7 @@ def _surface(client: type) -> dict[str, dict[str, inspect.Signature]]:
 def test_the_async_client_has_the_same_surface() -> None:
     sync, async_ = _surface(Client), _surface(AsyncClient)
     assert set(sync) == set(async_)
-    assert len(sync) == 9
+    assert len(sync) == 11
     for resource, methods in sync.items():
         assert set(methods) == set(async_[resource]), resource
         for name, signature in methods.items():
@@ -137,6 +137,7 @@ def test_the_async_client_has_the_same_surface() -> None:
                 str(other.return_annotation)
                 .replace("AsyncPager", "Pager")
                 .replace("AsyncIterator", "Iterator")
+                .replace("AsyncChangeFeed", "ChangeFeed")
             )
             assert sync_returns == async_returns, (resource, name)
 
@@ -162,6 +163,16 @@ async def test_async_client_against_the_server(served: Served, enterprise: Tenan
             created[0].id, start="2025-05-01T10:00:00Z", end="2025-05-01T11:00:00Z"
         )
         assert [b.energy_wh for b in series.data] == [5.0]
+        fleet = await api.portfolio.readings(
+            start="2025-05-01T10:00:00Z", end="2025-05-01T11:00:00Z", interval="1h", page_size=2
+        )
+        assert sorted(s.system_id for s in fleet.data) == sorted(s.id for s in created)
+        assert fleet.meta.totals.energy_wh == 5.0
+        assert fleet.meta.totals.systems_with_data == 1
+        feed = api.readings.changes()
+        changes = [change async for change in feed]
+        assert [(c.system_id, c.energy_wh) for c in changes] == [(created[0].id, 5.0)]
+        assert feed.cursor is not None
         report = await api.reports.create(
             type="production", format="csv", system_ids=[created[0].id],
             start="2025-05-01T00:00:00Z", end="2025-05-02T00:00:00Z", interval="1d",

@@ -13,6 +13,7 @@ from typing import TypeVar
 import httpx
 
 from solarapi_client import _endpoints as ep
+from solarapi_client import fleet
 from solarapi_client._core import (
     DEFAULT_TIMEOUT,
     NOT_GIVEN,
@@ -66,6 +67,7 @@ from solarapi_client.pagination import AsyncPager, Identified
 from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
+F = TypeVar("F")
 H = TypeVar("H", bound=Identified)
 
 
@@ -96,6 +98,7 @@ class AsyncClient:
         self.systems = AsyncSystems(self)
         self.readings = AsyncReadings(self)
         self.irradiance = AsyncIrradiance(self)
+        self.portfolio = AsyncPortfolio(self)
         self.market_prices = AsyncMarketPrices(self)
         self.market_value = AsyncMarketValue(self)
         self.declarations = AsyncDeclarations(self)
@@ -301,6 +304,83 @@ class AsyncReadings(_Resource):
     ) -> UploadResult:
         """Store 1–10,000 quarter-hour readings at once (all or nothing)."""
         return await self._client.send(ep.upload_readings(system_id, readings, idempotency_key))
+
+    def changes(
+        self, *, cursor: str | None = None, limit: int | None = None
+    ) -> fleet.AsyncChangeFeed:
+        """Every reading inserted or replaced after `cursor` (None: from the first stored
+        one), in commit order, following the feed until it has no more. The returned
+        iterator's `cursor` is the position to persist once you have applied the rows."""
+        return fleet.AsyncChangeFeed(
+            lambda position: self._client.send(
+                fleet.changes(position, limit or fleet.MAX_CHANGES_PAGE)
+            ),
+            self._client._sleep,
+            cursor,
+        )
+
+
+class AsyncPortfolio(_Resource):
+    """A fleet in one request per 1,000 systems: every page is fetched and merged."""
+
+    async def readings(
+        self,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetReadings:
+        """Every matching system's readings (`to_dataframe()`: indexed by system_id, start)."""
+        return await self._every_page(
+            lambda page: fleet.fleet_readings(
+                page, page_size, start, end, interval, system_ids, status, market_zone
+            )
+        )
+
+    async def summary(
+        self,
+        *,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetSummary:
+        """Every matching system's summary and the fleet's totals."""
+        return await self._every_page(
+            lambda page: fleet.fleet_summary(page, page_size, system_ids, status, market_zone)
+        )
+
+    async def market_value(
+        self,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetValue:
+        """Every matching system's market value, with per-zone and fleet totals."""
+        return await self._every_page(
+            lambda page: fleet.fleet_market_value(
+                page, page_size, start, end, interval, system_ids, status, market_zone
+            )
+        )
+
+    async def _every_page(self, calls: Callable[[int], Call[fleet.FleetPage[F]]]) -> F:
+        number = 1
+        page = await self._client.send(calls(number))
+        body = page.body
+        while page.pagination.has_more:
+            number += 1
+            page = await self._client.send(calls(number))
+            body = fleet.merge(body, page.body)
+        return body
 
 
 class AsyncMarketPrices(_Resource):

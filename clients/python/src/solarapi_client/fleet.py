@@ -8,7 +8,7 @@ system anyway). `to_dataframe()` indexes rows by (system_id, start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
@@ -287,6 +287,35 @@ class ChangeFeed:
             else:
                 # Newer changes are committed but wait behind an upload still in progress.
                 self.wait(delay)
+                delay = min(delay * 2, 2.0)
+
+
+@dataclass
+class AsyncChangeFeed:
+    """`ChangeFeed` for the async client: `async for change in feed`, then persist
+    `feed.cursor`."""
+
+    fetch: Callable[[str | None], Awaitable[ChangePage]]
+    wait: Callable[[float], Awaitable[None]]
+    cursor: str | None = None
+    pages: int = field(default=0)
+
+    async def __aiter__(self) -> AsyncIterator[Change]:
+        delay = 0.05
+        while True:
+            page = await self.fetch(self.cursor)
+            self.pages += 1
+            for change in page.data:
+                yield change
+            # Persist only after the page's rows were handed out.
+            self.cursor = page.next_cursor
+            if not page.has_more:
+                return
+            if page.data:
+                delay = 0.05
+            else:
+                # Newer changes are committed but wait behind an upload still in progress.
+                await self.wait(delay)
                 delay = min(delay * 2, 2.0)
 
 
