@@ -39,6 +39,7 @@ from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
 from solarapi.kit.version import API_VERSION, package_version
 from solarapi.logs import configure_logging
 from solarapi.metrics import prepare_multiprocess_dir
+from solarapi.performance.cli import register as weather_commands
 from solarapi.prices.cli import register as prices_commands
 from solarapi.readings.cli import register as readings_commands
 
@@ -489,6 +490,7 @@ for register in (
     prices_commands,
     declarations_commands,
     jobs_commands,
+    weather_commands,
     audit_commands,
 ):
     register(app)

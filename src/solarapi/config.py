@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # renderer's process, before it answers (~1.7 s of CPU), so the first sandbox request and
     # the first report do not wait seconds for them. Off: both load on first use.
     warm_start: bool = True
+    # Unset: keep every raw quarter-hour. N: the daily job drops whole months of raw readings
+    # older than N months (PostgreSQL partitions; rollups are kept). docs/scaling.md.
+    readings_retention_months: int | None = Field(default=None, ge=1)
     # Connections kept per process (plus 10 overflow). Below the number of requests in
     # flight, overflow connections are opened and closed all the time, and each new
     # PostgreSQL session is a process fork on the server.

@@ -19,6 +19,7 @@ from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
+from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
 from solarapi.models.reports import ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
 from solarapi.reports.service import CONTENT_TYPES, REPORT_TYPES
@@ -167,6 +168,16 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     # Given empty, a 400 from the gateway (`parse_query`), like every parameter.
     "system_id": {"type": "string", "minLength": 1, "maxLength": 40},
 }
+_PORTFOLIO_PARAMETERS: dict[str, dict[str, Any]] = {
+    "limit": {"type": "integer", "minimum": 1, "maximum": 1_000, "default": 100},
+    "status": _enum(get_args(SystemStatus)),
+    "system_ids": {
+        "type": "string",
+        "pattern": "^[^,\\u0000]+(,[^,\\u0000]+)*$",
+        "description": "Comma-separated system ids, 1–1,000, each at most once (a repeated "
+        "id → 400; an id that is not yours → 404 naming it)",
+    },
+}
 _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
     ("/systems", "status"): _enum(get_args(SystemStatus)),
@@ -175,6 +186,29 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/reports", "status"): _enum(ReportStatus),
     ("/reports", "type"): _enum(REPORT_TYPES),
     ("/events", "type"): _enum(EVENT_TYPES),
+    ("/readings/changes", "cursor"): {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_-]{55}$",
+        "description": "`next_cursor` of an earlier answer to this key's account and "
+        "environment, at most 30 days old (else 400)",
+    },
+    ("/readings/changes", "limit"): {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10_000,
+        "default": 1_000,
+        "description": "1–10,000 (default 1,000); with `Accept: application/x-ndjson` "
+        "1–100,000 (default 100,000)",
+    },
+    **{
+        (f"/portfolio/{name}", parameter): schema
+        for name in ("readings", "summary", "market-value")
+        for parameter, schema in _PORTFOLIO_PARAMETERS.items()
+    },
+    ("/portfolio/readings", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
+    ("/portfolio/market-value", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
+    ("/alerts", "status"): _enum(ALERT_STATUSES),
+    ("/alerts", "type"): _enum(ALERT_TYPES),
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from solarapi_client import Client
 from tests.client.conftest import Served, server_env
@@ -40,7 +42,7 @@ def test_the_client_readme_runs_as_pasted(
     )
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
     client.readings.upload(system.id, [{"timestamp": hour, "energy_wh": 321.5}])
-    quickstart, as_async, writes, errors, webhooks = _blocks(
+    quickstart, as_async, writes, _fleet, errors, webhooks = _blocks(
         (ROOT / "clients" / "python" / "README.md").read_text(), "python"
     )
     # The blocks after the quickstart continue its session: run them before its close().
@@ -53,6 +55,59 @@ def test_the_client_readme_runs_as_pasted(
     assert "not_found 404" in out
     out = _run_python(as_async, served, enterprise.live)
     assert "Rooftop Haarlem" in out
+
+
+def test_the_change_feed_example_keeps_an_exact_copy(
+    served: Served, enterprise: Tenant, client: Client, tmp_path: Path
+) -> None:
+    """The README's local copy: run twice around more uploads (new and replaced readings),
+    the SQLite file then holds exactly what the API stores."""
+    systems = [
+        client.systems.create(
+            name=f"Copied roof {i}",
+            capacity_kwp=4.0,
+            location={"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
+        )
+        for i in range(2)
+    ]
+    day = datetime(2025, 6, 3, tzinfo=UTC)
+
+    def upload(system_id: str, first: int, count: int, energy: float) -> None:
+        items = [
+            {"timestamp": day + timedelta(minutes=15 * (first + i)), "energy_wh": energy + i}
+            for i in range(count)
+        ]
+        client.readings.upload(system_id, items)
+
+    upload(systems[0].id, 0, 40, 10.0)
+    [_, _, _, fleet_block, _, _] = _blocks(
+        (ROOT / "clients" / "python" / "README.md").read_text(), "python"
+    )
+    script = fleet_block.replace('"fleet.sqlite3"', repr(str(tmp_path / "fleet.sqlite3")))
+    out = _run_python(script, served, enterprise.live)
+    assert "copy holds 40 readings" in out
+    upload(systems[1].id, 10, 30, 5.0)
+    upload(systems[0].id, 20, 30, 99.0)  # 20 replaced, 10 new
+    out = _run_python(script, served, enterprise.live)
+    assert "copy holds 80 readings" in out
+    with sqlite3.connect(tmp_path / "fleet.sqlite3") as db:
+        copy = {
+            (system_id, datetime.fromisoformat(stamp), energy)
+            for system_id, stamp, energy in db.execute(
+                "SELECT system_id, timestamp, energy_wh FROM readings"
+            )
+        }
+    stored = set()
+    for system in systems:
+        series = client.readings.get(
+            system.id, start=day, end=day + timedelta(days=1), interval="15m"
+        )
+        stored |= {
+            (system.id, bucket.start, bucket.energy_wh)
+            for bucket in series.data
+            if bucket.energy_wh is not None
+        }
+    assert copy == stored
 
 
 def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:

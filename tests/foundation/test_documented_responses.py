@@ -84,6 +84,13 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
             "POST", "/systems/{system_id}/readings", 200, ids, json={"readings": [reading]}
         )
         await api.call("GET", "/systems/{system_id}/market-value", 200, ids, params=window)
+        await api.call("GET", "/readings/changes", 200, params={"limit": 5})
+        await api.call("GET", "/readings/changes", 400, params={"cursor": "not-a-cursor"})
+        await api.call("GET", "/portfolio/readings", 200, params=window)
+        await api.call("GET", "/portfolio/readings", 400, params={"limit": "0"})
+        await api.call("GET", "/portfolio/readings", 404, params={"system_ids": "sys_unknown"})
+        await api.call("GET", "/portfolio/summary", 200)
+        await api.call("GET", "/portfolio/market-value", 200, params=window)
         zoneless = await api.call("POST", "/systems", 201, json={
             "name": "No zone", "capacity_kwp": 4.2,
             "location": {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
@@ -131,6 +138,8 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         await api.call("DELETE", "/reports/{report_id}", 204, ids_report)
 
         await api.call("GET", "/events", 200)
+        await api.call("GET", "/alerts", 200)
+        await api.call("GET", "/alerts/{alert_id}", 404, {"alert_id": "alr_unknown"})
         hook = await api.call(
             "POST", "/webhooks", 201, json={"url": WEBHOOK_URL, "events": ["system.created"]}
         )

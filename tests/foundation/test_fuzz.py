@@ -38,9 +38,11 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from solarapi.alerts.service import evaluate_system
 from solarapi.config import Settings
 from solarapi.jobs.runner import run_pending
 from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.timefmt import utcnow
 from solarapi.migrate import upgrade
 from solarapi.reports.service import JOB_KIND as REPORT_JOB
 from tests.conftest import TEST_SECRET
@@ -188,6 +190,11 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     f"{API}/webhooks", json={"url": WEBHOOK_URL, "events": ["system.created"]}
                 )
                 assert hook.status_code == 201, hook.text
+                # Its readings stopped long ago: the evaluation opens an offline alert.
+                async with app.state.sessionmaker() as session, session.begin():
+                    await evaluate_system(session, system_id, utcnow())
+                alerts = await http.get(f"{API}/alerts")
+                assert alerts.json()["data"], alerts.text
             worlds[env] = (
                 key,
                 {
@@ -195,6 +202,7 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     "declaration_id": declaration.json()["id"],
                     "report_id": report.json()["id"],
                     "webhook_id": hook.json()["id"],
+                    "alert_id": alerts.json()["data"][0]["id"],
                 },
             )
         # The reports are generated here, so downloading one answers 200. The server runs no
@@ -311,11 +319,21 @@ CROSS_FIELD_RULES: dict[tuple[str, str], str] = {
     "ending before today",
     ("POST", "/webhooks"): "the URL must not resolve to a private address (depends on DNS)",
     ("PATCH", "/webhooks/{webhook_id}"): "the URL must not resolve to a private address",
+    ("GET", "/readings/changes"): "a cursor must carry this server's signature",
+    ("GET", "/portfolio/readings"): "`from` before `to`, bounded ranges and pages; "
+    "`system_ids` without repeats, at most 1,000",
+    ("GET", "/portfolio/summary"): "`system_ids` without repeats, at most 1,000",
+    ("GET", "/portfolio/market-value"): "`from` before `to`, bounded ranges and pages; "
+    "`system_ids` without repeats, at most 1,000",
 }
 
 # For those rules, random requests seldom meet them: one valid request each, so the operation
 # is seen succeeding (and its answer checked) too.
 KNOWN_GOOD: dict[tuple[str, str], Callable[[World], dict[str, Any]]] = {
+    ("GET", "/readings/changes"): lambda _: {"query": {"limit": 10}},
+    ("GET", "/portfolio/readings"): lambda _: {"query": DAY},
+    ("GET", "/portfolio/summary"): lambda _: {"query": {"limit": 10}},
+    ("GET", "/portfolio/market-value"): lambda _: {"query": DAY},
     ("GET", "/systems/{system_id}/readings"): lambda _: {"query": DAY},
     ("GET", "/systems/{system_id}/market-value"): lambda _: {"query": DAY},
     ("GET", "/market-prices"): lambda _: {"query": {"zone": "NL", **DAY}},

@@ -147,7 +147,13 @@ async def test_document_says_exactly_what_the_api_accepts(app: FastAPI) -> None:
     zone = query(("get", "/market-prices"), "zone")
     assert zone["required"] is True
     assert "NL" in zone["schema"]["enum"]
-    assert query(("get", "/market-prices"), "interval")["schema"]["enum"] == ["15m", "1h", "1d"]
+    assert query(("get", "/market-prices"), "interval")["schema"]["enum"] == [
+        "15m",
+        "1h",
+        "1d",
+        "1w",
+        "1M",
+    ]
     readings = query(("get", "/systems/{system_id}/readings"), "interval")
     assert readings["schema"]["enum"] == ["15m", "30m", "1h", "1d", "1w", "1M"]
     assert query(("get", "/systems/{system_id}/readings"), "from")["schema"]["format"] == (

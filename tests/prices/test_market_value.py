@@ -133,6 +133,43 @@ async def test_value_equals_energy_times_price_per_quarter_hour(
     assert daily["meta"]["system_id"] == system_id
     assert daily["meta"]["market_zone"] == "FR"
     assert daily["meta"]["source"] == "csv"
+    # The trader's figures (2026-11-25), computed independently per quarter-hour.
+    baseload = sum(price_at(i) for i in range(96)) / 96
+    negative = [i for i in range(96) if price_at(i) < 0 and production_wh(i) is not None]
+    capture = total_value / total_energy * 1e6
+    for body in (hourly, daily):
+        totals = body["meta"]["totals"]
+        assert totals["priced_energy_wh"] == pytest.approx(total_energy)
+        assert totals["capture_price_eur_per_mwh"] == totals["price_eur_per_mwh"]
+        assert totals["baseload_price_eur_per_mwh"] == pytest.approx(baseload, abs=1e-3)
+        assert totals["capture_rate"] == pytest.approx(capture / baseload, abs=1e-4)
+        assert totals["negative_price_energy_wh"] == pytest.approx(
+            sum(production_wh(i) for i in negative)  # type: ignore[misc]
+        )
+        assert totals["negative_price_value_eur"] == pytest.approx(
+            sum(value[i] for i in negative),
+            abs=1e-4,  # type: ignore[misc]
+        )
+    async with client_for(app, enterprise.live) as client:
+        for interval in ("1h", "1d", "1w", "1M"):
+            prices = await client.get(
+                "/api/v1/market-prices", params={"zone": "FR", "interval": interval, **params}
+            )
+            assert prices.status_code == 200, prices.text
+            price_totals = prices.json()["meta"]["totals"]
+            if interval in ("1h", "1d"):  # the day exactly: the baseload of the value
+                assert price_totals == {
+                    "mean_price_eur_per_mwh": totals["baseload_price_eur_per_mwh"],
+                    "min_price_eur_per_mwh": -28.0,
+                    "max_price_eur_per_mwh": 84.5,
+                    "priced_quarter_hours": 96,
+                    "negative_quarter_hours": 12,
+                }
+            else:  # the widened week or month holds the same priced quarter-hours
+                assert price_totals["priced_quarter_hours"] == 96
+                assert price_totals["mean_price_eur_per_mwh"] == pytest.approx(baseload, abs=1e-3)
+                [bucket] = prices.json()["data"]
+                assert bucket["price_eur_per_mwh"] == pytest.approx(baseload, abs=1e-3)
     assert (daily["meta"]["from"], daily["meta"]["to"]) == (
         "2025-06-30T22:00:00Z",
         "2025-07-01T22:00:00Z",
@@ -159,6 +196,12 @@ async def test_value_is_null_where_the_price_is(app: FastAPI, enterprise: Tenant
         "energy_wh": 500.0,
         "value_eur": None,
         "price_eur_per_mwh": None,
+        "priced_energy_wh": 0.0,
+        "capture_price_eur_per_mwh": None,
+        "baseload_price_eur_per_mwh": None,
+        "capture_rate": None,
+        "negative_price_energy_wh": 0.0,
+        "negative_price_value_eur": 0.0,
     }
 
 

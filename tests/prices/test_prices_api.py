@@ -79,6 +79,15 @@ async def test_hourly_document_through_the_api(app: FastAPI, pro: Tenant) -> Non
         "end": "2025-06-14T23:00:00Z",
         "price_eur_per_mwh": 82.1,
     }
+    totals = body["meta"].pop("totals")
+    hourly = [bucket["price_eur_per_mwh"] for bucket in body["data"]]
+    assert totals["priced_quarter_hours"] == 96
+    assert totals["mean_price_eur_per_mwh"] == pytest.approx(sum(hourly) / 24, abs=1e-3)
+    assert (totals["min_price_eur_per_mwh"], totals["max_price_eur_per_mwh"]) == (
+        min(hourly),
+        max(hourly),
+    )
+    assert totals["negative_quarter_hours"] == 4 * sum(price < 0 for price in hourly)
     assert body["meta"] == {
         "zone": "NL",
         "interval": "1h",
@@ -279,7 +288,7 @@ async def test_no_price_is_null_and_negative_prices_stay(app: FastAPI, pro: Tena
     [
         ({}, "zone is required"),
         ({"zone": "XX"}, "zone must be one of NL, BE"),
-        ({"zone": "NL", "interval": "30m"}, "interval must be one of 15m, 1h, 1d; got '30m'"),
+        ({"zone": "NL", "interval": "30m"}, "interval must be one of 15m, 1h, 1d, 1w, 1M; got '30m'"),
         ({"zone": "NL", "from": "2025-06-01T00:00:00"}, "from: '2025-06-01T00:00:00' has no time zone"),
         ({"zone": "NL", "from": "2025-06-02T00:00:00Z", "to": "2025-06-01T00:00:00Z"}, "'from' must be before 'to'"),
         ({"zone": "NL", "interval": "15m", "from": "2025-01-01T00:00:00Z", "to": "2025-12-31T00:00:00Z"},

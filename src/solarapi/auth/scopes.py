@@ -20,8 +20,16 @@ PRO_READABLE: frozenset[str] = frozenset(
         "/systems/{system_id}/readings",
         "/systems/{system_id}/summary",
         "/systems/{system_id}/market-value",
+        "/systems/{system_id}/performance",
+        "/systems/{system_id}/irradiance",
         "/market-prices",
         "/market-prices/zones",
+        "/readings/changes",
+        "/portfolio/readings",
+        "/portfolio/summary",
+        "/portfolio/market-value",
+        "/alerts",
+        "/alerts/{alert_id}",
     }
 )
 

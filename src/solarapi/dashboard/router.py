@@ -327,10 +327,16 @@ def _environment(request: Request) -> Environment:
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
     cards = await service.overview(session, user, environment, utcnow())
+    alerts = await service.open_alerts(session, user, environment)
     return render(
         request,
         "overview.html",
-        {"cards": cards, "environment": environment.value},
+        {
+            "cards": cards,
+            "environment": environment.value,
+            "alerts": alerts,
+            "alert_titles": service.ALERT_TITLES,
+        },
         user=user,
     )
 
@@ -386,6 +392,10 @@ async def system_page(
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
+            "alerts": await service.open_alerts(
+                session, user, Environment(system.environment), system.id
+            ),
+            "alert_titles": service.ALERT_TITLES,
         },
         status_code=400 if error else 200,
         user=user,

@@ -14,6 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
 from solarapi.accounts.service import check_login, create_account
+from solarapi.alerts import service as alerts_service
+from solarapi.alerts.rendering import AlertRecord
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
@@ -299,6 +301,40 @@ async def overview(
     ):
         cards.append(await _card(session, system, now))
     return cards
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAlert:
+    alert: AlertRecord
+    system_name: str
+
+
+ALERT_TITLES = {
+    "system.offline": "Offline",
+    "system.zero_production": "No production in daylight",
+    "system.underperforming": "Underperforming",
+}
+
+
+async def open_alerts(
+    session: AsyncSession, user: WebUser, environment: Environment, system_id: str | None = None
+) -> list[OpenAlert]:
+    """The account's open alerts of one environment (of one system when given), newest first,
+    with their system's name."""
+    alerts = await alerts_service.open_alerts_of_account(
+        session, user.account_id, environment.value
+    )
+    names = {
+        system.id: system.name
+        for system in await systems_repository.list_for_account(
+            session, user.account_id, environment.value
+        )
+    }
+    return [
+        OpenAlert(alert, names.get(alert.system_id, alert.system_id))
+        for alert in alerts
+        if system_id is None or alert.system_id == system_id
+    ]
 
 
 async def _card(session: AsyncSession, system: ReadableSystem, now: datetime) -> SystemCard:

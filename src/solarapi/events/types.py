@@ -15,6 +15,8 @@ EVENT_TYPES: tuple[str, ...] = (
     "system.updated",
     "system.deleted",
     "readings.uploaded",
+    "alert.opened",
+    "alert.resolved",
 )
 EVENT_TYPE_SET: frozenset[str] = frozenset(EVENT_TYPES)
 

@@ -104,12 +104,15 @@ async def enqueue(
     *,
     run_at: datetime | None = None,
     max_attempts: int = 5,
+    job_id: str | None = None,
 ) -> str:
-    """Queue a job of `kind` in the caller's transaction; returns the job id."""
+    """Queue a job of `kind` in the caller's transaction; returns the job id. A given
+    `job_id` makes the job unique: queueing it again fails with the database's
+    IntegrityError (how several runners schedule one periodic job between them)."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     now = utcnow()
-    job_id = new_id("job")
+    job_id = job_id or new_id("job")
     await repository.insert_job(
         session,
         job_id=job_id,

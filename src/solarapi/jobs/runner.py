@@ -46,7 +46,12 @@ from solarapi.kit.timefmt import utcnow
 log = logging.getLogger("solarapi.jobs")
 
 # Modules whose import registers job handlers. Optional ones may not exist yet in a checkout.
-HANDLER_MODULES = ("solarapi.reports.jobs", "solarapi.webhooks.jobs")
+HANDLER_MODULES = (
+    "solarapi.reports.jobs",
+    "solarapi.webhooks.jobs",
+    "solarapi.readings.jobs",
+    "solarapi.alerts.jobs",
+)
 
 ABANDONED_ERROR = (
     "the worker running the last attempt stopped renewing its lease (it crashed or was killed)"

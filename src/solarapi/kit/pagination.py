@@ -67,6 +67,22 @@ async def page_params(
     )
 
 
+def parse_page(
+    page: str | None, limit: str | None, *, default_limit: int, max_limit: int
+) -> PageParams:
+    """`page` and `limit` of a list whose pages are not the usual 1–100 (the portfolio)."""
+    return PageParams(
+        page=_parse_positive("page", page, 1, MAX_PAGE),
+        limit=_parse_positive("limit", limit, default_limit, max_limit),
+    )
+
+
+def link_header(request: Request, params: PageParams, total: int) -> str:
+    """The RFC 8288 `Link` header of a page of a list of `total` items."""
+    total_pages = (total + params.limit - 1) // params.limit if total else 0
+    return _link_header(request, params, total_pages)
+
+
 # async: FastAPI runs a plain `def` dependency in its thread pool, a thread hand-over per request.
 PageDep = Annotated[PageParams, Depends(page_params)]
 

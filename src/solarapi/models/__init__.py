@@ -1,9 +1,11 @@
 """SQLAlchemy tables, one module per area. Importing this package registers them all."""
 
 from solarapi.models import (  # noqa: F401 - imported to register their tables
+    alerts,
     audit,
     dashboard,
     declarations,
+    irradiance,
     jobs,
     prices,
     readings,

@@ -8,7 +8,7 @@ SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.models.base import Base
@@ -22,7 +22,8 @@ class Reading(Base):
     """One metered quarter-hour: energy produced in [start_s, start_s + 900)."""
 
     __tablename__ = "readings"
-    __table_args__ = (_CLUSTERED,)
+    # PostgreSQL: by month of `start_s` (readings.partitions; SQLite ignores it).
+    __table_args__ = ({**_CLUSTERED, "postgresql_partition_by": "RANGE (start_s)"},)
 
     system_id: Mapped[str] = mapped_column(
         String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
@@ -61,3 +62,31 @@ class ReadingDay(Base):
     energy_wh: Mapped[float] = mapped_column(Float)
     samples: Mapped[int] = mapped_column(Integer)
     power_max_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ReadingChange(Base):
+    """The change feed's log (`GET /readings/changes`): one row per stored reading, rewritten
+    in the same transaction as the reading whenever it is inserted or replaced, with a new
+    `seq` (a sequence value, on SQLite the table's AUTOINCREMENT rowid) and, on PostgreSQL,
+    the writer's transaction id `txid` (`pg_current_xact_id()`; 0 on SQLite, whose writers
+    are serialised so that commit order is `seq` order). The feed reads in (`txid`, `seq`)
+    order and, on PostgreSQL, only rows below its snapshot's xmin horizon
+    (docs/changes.md explains why that never skips a change). Deleted with its system."""
+
+    __tablename__ = "reading_changes"
+    __table_args__ = (
+        UniqueConstraint("system_id", "start_s", name="uq_reading_changes_system_start"),
+        Index("ix_reading_changes_feed", "account_id", "environment", "txid", "seq"),
+        {"sqlite_autoincrement": True},
+    )
+
+    seq: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    system_id: Mapped[str] = mapped_column(String(40), ForeignKey("systems.id", ondelete="CASCADE"))
+    start_s: Mapped[int] = mapped_column(BigInteger)
+    account_id: Mapped[str] = mapped_column(String(40))
+    environment: Mapped[str] = mapped_column(String(4))
+    txid: Mapped[int] = mapped_column(BigInteger)
+    energy_wh: Mapped[float] = mapped_column(Float)
+    power_w: Mapped[float | None] = mapped_column(Float, nullable=True)

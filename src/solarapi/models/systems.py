@@ -5,12 +5,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import CheckConstraint, Date, Float, ForeignKey, Index, String
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.models.base import Base, UtcDateTime
 
 SYSTEM_STATUSES = ("active", "inactive", "decommissioned")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelParameters:
+    """The performance model's per-system parameters (`model` in the API): PVWatts' power
+    temperature coefficient (%/°C), system losses (%) and the nominal inverter efficiency (a
+    fraction). The defaults are the contract's; a system's `model_*` columns override them."""
+
+    gamma_pdc_pct_per_c: float = -0.37
+    losses_pct: float = 14.0
+    inverter_efficiency: float = 0.96
+
+
+DEFAULT_MODEL = ModelParameters()
 
 
 class System(Base):
@@ -21,6 +45,13 @@ class System(Base):
         CheckConstraint("environment IN ('live', 'test')", name="environment"),
         CheckConstraint("status IN ('active', 'inactive', 'decommissioned')", name="status"),
         CheckConstraint("data_source IN ('metered', 'simulated')", name="data_source"),
+        CheckConstraint(
+            "monitoring_offline_after_hours BETWEEN 1 AND 168", name="monitoring_offline_hours"
+        ),
+        CheckConstraint(
+            "monitoring_underperformance_threshold BETWEEN 0.1 AND 1.0",
+            name="monitoring_threshold",
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -45,6 +76,18 @@ class System(Base):
     last_reading_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The performance model's per-system overrides (`model` in the API); NULL = the default.
+    model_gamma_pdc_pct_per_c: Mapped[float | None] = mapped_column(Float, nullable=True)
+    model_losses_pct: Mapped[float | None] = mapped_column(Float, nullable=True)
+    model_inverter_efficiency: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Whether tilt/azimuth are the contract's defaults rather than given by the owner: the
+    # performance endpoint says so in `meta.model`.
+    tilt_defaulted: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
+    azimuth_defaulted: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
+    # The alert rules' settings (`monitoring` in the API; alerts/ reads them).
+    monitoring_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    monitoring_offline_after_hours: Mapped[int] = mapped_column(Integer, default=4)
+    monitoring_underperformance_threshold: Mapped[float] = mapped_column(Float, default=0.8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +116,44 @@ class SystemRecord:
     last_reading_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    model_gamma_pdc_pct_per_c: float | None = None
+    model_losses_pct: float | None = None
+    model_inverter_efficiency: float | None = None
+    tilt_defaulted: bool = False
+    azimuth_defaulted: bool = False
+    monitoring_enabled: bool = True
+    monitoring_offline_after_hours: int = 4
+    monitoring_underperformance_threshold: float = 0.8
+
+
+def model_parameters(system: System | SystemRecord) -> ModelParameters:
+    """The system's model parameters: its overrides, else the defaults."""
+    return ModelParameters(
+        gamma_pdc_pct_per_c=_or(
+            system.model_gamma_pdc_pct_per_c, DEFAULT_MODEL.gamma_pdc_pct_per_c
+        ),
+        losses_pct=_or(system.model_losses_pct, DEFAULT_MODEL.losses_pct),
+        inverter_efficiency=_or(
+            system.model_inverter_efficiency, DEFAULT_MODEL.inverter_efficiency
+        ),
+    )
+
+
+def model_overrides(system: System | SystemRecord) -> tuple[str, ...]:
+    """Names of the parameters the system overrides."""
+    return tuple(
+        name
+        for name, value in (
+            ("gamma_pdc_pct_per_c", system.model_gamma_pdc_pct_per_c),
+            ("losses_pct", system.model_losses_pct),
+            ("inverter_efficiency", system.model_inverter_efficiency),
+        )
+        if value is not None
+    )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 # What code that only reads a system takes: the frozen record, or the ORM object where the

@@ -36,7 +36,9 @@ async def list_zones(principal: PrincipalDep) -> Response:
     summary="Day-ahead prices of a zone, per bucket",
     description="Time-weighted mean of the prices covering each bucket; a bucket finer than "
     "the published resolution carries the covering price; `null` where no price is known. "
-    "`1d` buckets follow the zone's local calendar. Sandbox keys get simulated prices.",
+    "`1d`, `1w` and `1M` buckets follow the zone's local calendar. `meta.totals`: the "
+    "baseload (time-weighted mean), minimum and maximum price and the counts of priced and "
+    "negative quarter-hours of the widened range. Sandbox keys get simulated prices.",
 )
 async def get_market_prices(
     principal: PrincipalDep,
@@ -44,7 +46,7 @@ async def get_market_prices(
     zone: Annotated[str | None, Query(description="Zone code, e.g. NL")] = None,
     from_: FromParam = None,
     to: ToParam = None,
-    interval: Annotated[str | None, Query(description="15m, 1h (default) or 1d")] = None,
+    interval: Annotated[str | None, Query(description="15m, 1h (default), 1d, 1w or 1M")] = None,
 ) -> Response:
     body = await service.market_prices(
         session,

@@ -32,9 +32,20 @@ class PriceBucket(BaseModel):
     )
 
 
+class PriceTotals(BaseModel):
+    mean_price_eur_per_mwh: float | None = Field(
+        description="Time-weighted mean over the priced quarter-hours of the widened range "
+        "(the baseload price); null without a price"
+    )
+    min_price_eur_per_mwh: float | None
+    max_price_eur_per_mwh: float | None
+    priced_quarter_hours: int
+    negative_quarter_hours: int
+
+
 class PriceMeta(BaseModel):
     zone: str
-    interval: Literal["15m", "1h", "1d"]
+    interval: Literal["15m", "1h", "1d", "1w", "1M"]
     from_: str = Field(alias="from")
     to: str
     currency: Literal["EUR"]
@@ -43,6 +54,7 @@ class PriceMeta(BaseModel):
         description="Where the prices come from: the source covering most of the range "
         "(live), `simulated` (sandbox); null when the range has no price"
     )
+    totals: PriceTotals
 
 
 class PriceSeries(BaseModel):
@@ -69,6 +81,20 @@ class ValueTotals(BaseModel):
     energy_wh: float | None
     value_eur: float | None
     price_eur_per_mwh: float | None = Field(description="Volume-weighted over the range")
+    priced_energy_wh: float = Field(description="Production in quarter-hours with a price")
+    capture_price_eur_per_mwh: float | None = Field(
+        description="value_eur ÷ priced_energy_wh × 10⁶: the production-weighted price"
+    )
+    baseload_price_eur_per_mwh: float | None = Field(
+        description="The zone's time-weighted mean price over the priced quarter-hours"
+    )
+    capture_rate: float | None = Field(
+        description="capture ÷ baseload; null when the baseload price is ≤ 0 or unknown"
+    )
+    negative_price_energy_wh: float = Field(
+        description="Production in quarter-hours whose price is below zero"
+    )
+    negative_price_value_eur: float = Field(description="Its value (≤ 0)")
 
 
 class ValueMeta(BaseModel):

@@ -43,7 +43,13 @@ from solarapi.prices.rows import (
     resolution_spans,
 )
 
-PRICE_INTERVALS: tuple[Interval, ...] = (Interval.MIN15, Interval.HOUR, Interval.DAY)
+PRICE_INTERVALS: tuple[Interval, ...] = (
+    Interval.MIN15,
+    Interval.HOUR,
+    Interval.DAY,
+    Interval.WEEK,
+    Interval.MONTH,
+)
 
 
 def find_zone(code: str | None) -> Zone:
@@ -249,5 +255,26 @@ async def market_prices(
             "currency": zone.currency,
             "unit": "MWh",
             "source": source,
+            "totals": price_totals(quarters),
         },
+    }
+
+
+def baseload_price(quarters: FloatArray) -> float | None:
+    """The time-weighted mean of the priced quarter-hours (the *baseload* price), unrounded;
+    None without a price."""
+    priced = ~np.isnan(quarters)
+    return float(quarters[priced].mean()) if priced.any() else None
+
+
+def price_totals(quarters: FloatArray) -> dict[str, Any]:
+    """`meta.totals` of `/market-prices` over the quarter-hours of the widened range."""
+    priced = quarters[~np.isnan(quarters)]
+    mean = baseload_price(quarters)
+    return {
+        "mean_price_eur_per_mwh": None if mean is None else round(mean, 3),
+        "min_price_eur_per_mwh": round(float(priced.min()), 3) if len(priced) else None,
+        "max_price_eur_per_mwh": round(float(priced.max()), 3) if len(priced) else None,
+        "priced_quarter_hours": len(priced),
+        "negative_quarter_hours": int((priced < 0).sum()),
     }

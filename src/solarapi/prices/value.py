@@ -7,6 +7,7 @@ count as negative value; multiplying a day's energy by its mean price would not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -21,14 +22,21 @@ from solarapi.kit.grid import (
     QUARTER_S,
     FloatArray,
     IntArray,
+    Interval,
     iso_strings,
     parse_interval,
     parse_range,
     widen_range,
 )
 from solarapi.kit.plans import Environment
-from solarapi.kit.zones import ZONES
-from solarapi.prices.service import bucket_means, quarter_hour_prices, rounded_or_none
+from solarapi.kit.zones import ZONES, Zone
+from solarapi.models.systems import ReadableSystem
+from solarapi.prices.service import (
+    baseload_price,
+    bucket_means,
+    quarter_hour_prices,
+    rounded_or_none,
+)
 from solarapi.readings.service import quarter_hours
 from solarapi.systems.access import read_system
 
@@ -73,6 +81,41 @@ async def market_value(
             f"System {system.id} has market_zone '{system.market_zone}', which has no prices; "
             "choose one of GET /market-prices/zones"
         )
+    return (await value_of(session, system, zone, start, end, interval, now)).body
+
+
+@dataclass(frozen=True, slots=True)
+class ValueSums:
+    """A system's unrounded sums over its widened range (quarter-hours), for fleet totals."""
+
+    energy_wh: float | None  # None: no reading
+    priced_energy_wh: float
+    value_eur: float | None  # None: no quarter-hour with both energy and price
+    negative_price_energy_wh: float
+    negative_price_value_eur: float
+    starts: IntArray  # the range's quarter-hours and their prices (the zone's baseload)
+    prices: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class SystemValue:
+    """`GET /systems/{id}/market-value`'s body (`body`) and its sums."""
+
+    body: dict[str, Any]
+    sums: ValueSums
+
+
+async def value_of(
+    session: AsyncSession,
+    system: ReadableSystem,
+    zone: Zone,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> SystemValue:
+    """The market value of a system with a zone, as its endpoint answers it (the portfolio
+    calls this for each of its systems)."""
     time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
     edges = time_range.edges()
     first, last = int(edges[0]), int(edges[-1])
@@ -89,8 +132,8 @@ async def market_value(
     prices, source = await quarter_hour_prices(
         session, Environment(system.environment), zone, first, last
     )
-    data, totals = _valued_buckets(energy, prices, edges)
-    return {
+    data, totals, sums = _valued_buckets(energy, prices, edges)
+    body = {
         "data": data,
         "meta": {
             "system_id": system.id,
@@ -104,11 +147,12 @@ async def market_value(
             "totals": totals,
         },
     }
+    return SystemValue(body, sums)
 
 
 def _valued_buckets(
     energy: FloatArray, prices: FloatArray, edges: IntArray
-) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+) -> tuple[list[dict[str, Any]], dict[str, float | None], ValueSums]:
     """Quarter-hours of energy × price: the buckets between `edges`, and the totals."""
     first = int(edges[0])
     value = energy / WH_PER_MWH * prices  # NaN where either is missing
@@ -144,15 +188,41 @@ def _valued_buckets(
     total_energy = float(np.nansum(energy)) if (~np.isnan(energy)).any() else None
     total_value = float(value[valued].sum()) if valued.any() else None
     total_priced = float(energy[valued].sum())
-    total_price = (
-        total_value / total_priced * WH_PER_MWH
-        if total_value is not None and total_priced > 0
+    negative = valued & (prices < 0)
+    sums = ValueSums(
+        energy_wh=total_energy,
+        priced_energy_wh=total_priced,
+        value_eur=total_value,
+        negative_price_energy_wh=float(energy[negative].sum()),
+        negative_price_value_eur=float(value[negative].sum()),
+        starts=np.arange(int(edges[0]), int(edges[-1]), QUARTER_S, dtype=np.int64),
+        prices=prices,
+    )
+    return data, value_totals(sums, baseload_price(prices)), sums
+
+
+def value_totals(sums: ValueSums, baseload: float | None) -> dict[str, float | None]:
+    """`meta.totals` of a market value: the contract's section 6 figures, from raw sums."""
+    capture = (
+        sums.value_eur / sums.priced_energy_wh * WH_PER_MWH
+        if sums.value_eur is not None and sums.priced_energy_wh > 0
         else None
     )
-    return data, {
-        "energy_wh": _round(total_energy, 3),
-        "value_eur": _round(total_value, 4),
-        "price_eur_per_mwh": _round(total_price, 3),
+    rate = (
+        capture / baseload
+        if capture is not None and baseload is not None and baseload > 0
+        else None
+    )
+    return {
+        "energy_wh": _round(sums.energy_wh, 3),
+        "value_eur": _round(sums.value_eur, 4),
+        "price_eur_per_mwh": _round(capture, 3),
+        "priced_energy_wh": round(sums.priced_energy_wh, 3),
+        "capture_price_eur_per_mwh": _round(capture, 3),
+        "baseload_price_eur_per_mwh": _round(baseload, 3),
+        "capture_rate": _round(rate, 4),
+        "negative_price_energy_wh": round(sums.negative_price_energy_wh, 3),
+        "negative_price_value_eur": round(sums.negative_price_value_eur, 4),
     }
 
 

@@ -57,26 +57,7 @@ class Readings:
 def render(readings: Readings) -> bytes:
     """The JSON body: `data` (one object per bucket, gaps as `null` with `samples: 0`) and
     `meta`."""
-    buckets = readings.buckets
     frame = _frame(readings.time_range)
-    data = b""
-    if frame.count:
-        # Per bucket: energy, average power, maximum power, rounded to 3 decimals.
-        values = np.round(
-            np.stack(
-                (buckets.energy_wh, buckets.energy_wh / frame.hours, buckets.power_max_w), axis=1
-            ),
-            3,
-        )
-        numbers = orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
-        samples = orjson.dumps(buckets.samples, option=_NUMPY)[1:-1].split(b",")
-        parts = frame.parts.copy()
-        parts[1::8] = numbers[0::3]
-        parts[3::8] = numbers[1::3]
-        parts[5::8] = numbers[2::3]
-        parts[7::8] = samples
-        data = b"".join(parts)
-    totals = _totals(buckets, frame)
     meta = orjson.dumps(
         {
             "system_id": readings.system_id,
@@ -84,15 +65,55 @@ def render(readings: Readings) -> bytes:
             "timezone": readings.timezone,
             "from": frame.first,
             "to": frame.last,
-            "totals": {
-                "energy_wh": totals.energy_wh,
-                "power_max_w": totals.power_max_w,
-                "samples": totals.samples,
-                "expected_samples": totals.expected_samples,
-            },
+            "totals": _totals_dict(readings.buckets, frame),
         }
     )
-    return b'{"data":[' + data + b'],"meta":' + meta + b"}"
+    return b'{"data":[' + _data(readings.buckets, frame) + b'],"meta":' + meta + b"}"
+
+
+def render_fleet_item(readings: Readings) -> bytes:
+    """One system of `GET /portfolio/readings`: the same buckets and totals as `render`
+    writes for the system, with its id, zone and widened range beside them."""
+    frame = _frame(readings.time_range)
+    head = orjson.dumps(
+        {
+            "system_id": readings.system_id,
+            "timezone": readings.timezone,
+            "from": frame.first,
+            "to": frame.last,
+        }
+    )
+    totals = orjson.dumps(_totals_dict(readings.buckets, frame))
+    data = _data(readings.buckets, frame)
+    return head[:-1] + b',"data":[' + data + b'],"totals":' + totals + b"}"
+
+
+def _data(buckets: Buckets, frame: _Frame) -> bytes:
+    if not frame.count:
+        return b""
+    # Per bucket: energy, average power, maximum power, rounded to 3 decimals.
+    values = np.round(
+        np.stack((buckets.energy_wh, buckets.energy_wh / frame.hours, buckets.power_max_w), axis=1),
+        3,
+    )
+    numbers = orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
+    samples = orjson.dumps(buckets.samples, option=_NUMPY)[1:-1].split(b",")
+    parts = frame.parts.copy()
+    parts[1::8] = numbers[0::3]
+    parts[3::8] = numbers[1::3]
+    parts[5::8] = numbers[2::3]
+    parts[7::8] = samples
+    return b"".join(parts)
+
+
+def _totals_dict(buckets: Buckets, frame: _Frame) -> dict[str, Any]:
+    totals = _totals(buckets, frame)
+    return {
+        "energy_wh": totals.energy_wh,
+        "power_max_w": totals.power_max_w,
+        "samples": totals.samples,
+        "expected_samples": totals.expected_samples,
+    }
 
 
 def _totals(buckets: Buckets, frame: _Frame) -> Totals:

@@ -18,7 +18,7 @@ from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.base import UtcDateTime
 from solarapi.models.readings import Reading, ReadingDay
 from solarapi.models.systems import System
-from solarapi.readings.store import DAYS, RAW, ReadingStore, Rows, Series, Upsert
+from solarapi.readings.store import DAYS, RAW, ChangeOwner, ReadingStore, Rows, Series, Upsert
 from solarapi.readings.store_postgres import PostgresReadingStore
 from solarapi.readings.store_sqlite import SqliteReadingStore
 
@@ -63,15 +63,16 @@ async def existing_starts(session: AsyncSession, system_id: str, starts: IntArra
     return starts[np.isin(starts, stored)]
 
 
-async def latest_reading(session: AsyncSession, system_id: str) -> tuple[int, float | None] | None:
-    row = (
-        await session.execute(
-            select(Reading.start_s, Reading.power_w)
-            .where(Reading.system_id == system_id)
-            .order_by(Reading.start_s.desc())
-            .limit(1)
-        )
-    ).first()
+async def latest_reading(
+    session: AsyncSession, system_id: str, not_before_s: int | None = None
+) -> tuple[int, float | None] | None:
+    """The latest quarter-hour (start, power). `not_before_s` (the system's stored last reading)
+    bounds the time key, so on PostgreSQL only the partition holding it is read, not every
+    month's index."""
+    query = select(Reading.start_s, Reading.power_w).where(Reading.system_id == system_id)
+    if not_before_s is not None:
+        query = query.where(Reading.start_s >= not_before_s)
+    row = (await session.execute(query.order_by(Reading.start_s.desc()).limit(1))).first()
     return None if row is None else (int(row[0]), row[1])
 
 
@@ -100,18 +101,23 @@ _ROLLUP_TYPES = ("bigint", "double precision", "integer", "double precision")
 async def upsert_readings(
     session: AsyncSession,
     system_id: str,
+    account_id: str,
+    environment: str,
     starts: IntArray,
     energy_wh: FloatArray,
     power_w: FloatArray,
     *,
     all_new: bool = False,
 ) -> None:
-    """Insert or replace readings (power NaN = not reported = NULL). `all_new` (the caller
+    """Insert or replace readings (power NaN = not reported = NULL), and enter each in the
+    change feed's log (`GET /readings/changes`) in the same transaction. `all_new` (the caller
     holds the system's lock and knows none exists) inserts without the conflict check:
     10,000 rows took 101 instead of 122 ms on PostgreSQL."""
     upsert = Upsert("readings", _READINGS, _READING_TYPES, "" if all_new else None)
     values = [starts.tolist(), energy_wh.tolist(), _nullable(power_w)]
-    await reading_store(session).upsert(session, upsert, system_id, values)
+    store = reading_store(session)
+    await store.upsert(session, upsert, system_id, values)
+    await store.log_changes(session, ChangeOwner(system_id, account_id, environment), values)
 
 
 async def extend_reading_span(

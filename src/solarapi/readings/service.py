@@ -83,16 +83,7 @@ async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _Simulat
     start_s = max(start_s, simulated_since(system))
     if end_s <= start_s:
         return None
-    params = model.PvParams(
-        system_id=system.id,
-        latitude=system.latitude,
-        longitude=system.longitude,
-        timezone=system.timezone,
-        capacity_kwp=system.capacity_kwp,
-        inverter_capacity_kw=system.inverter_capacity_kw,
-        tilt_deg=system.tilt_deg,
-        azimuth_deg=system.azimuth_deg,
-    )
+    params = model.PvParams.of(system)
     start, end = datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
     if model.is_cached(params, start, end):
         series: _SimulatedSeries = model.simulate(params, start, end)
@@ -196,7 +187,7 @@ async def read_readings(
     source = _source(interval)
     if interval.is_calendar:
         system = await read_system(session, principal, system_id)
-        time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+        time_range = time_range_of(system, start, end, interval)
         rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
     else:
         time_range = widen_range(start, end, interval, _UTC)
@@ -206,6 +197,29 @@ async def read_readings(
         system = owned(found, principal, system_id)
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
+    return _bucketed(system, time_range, rows)
+
+
+def time_range_of(
+    system: ReadableSystem, start: datetime, end: datetime, interval: Interval
+) -> TimeRange:
+    """[start, end) widened to `system`'s grid for `interval`, as `read_readings` widens it
+    (ValidationFailed over 10,000 buckets)."""
+    tz = ZoneInfo(system.timezone) if interval.is_calendar else _UTC
+    return widen_range(start, end, interval, tz)
+
+
+async def readings_in(
+    session: AsyncSession, system: ReadableSystem, time_range: TimeRange, now: datetime
+) -> Readings:
+    """`read_readings` for a system in hand and its widened range (`time_range_of`): the
+    same rows, buckets and totals (the portfolio endpoints)."""
+    if system.data_source == "simulated":
+        rows = await _simulated_rows(system, time_range, now)
+    else:
+        rows = await reading_store(session).rows(
+            session, _source(time_range.interval), system.id, time_range.start_s, time_range.end_s
+        )
     return _bucketed(system, time_range, rows)
 
 
@@ -268,7 +282,10 @@ async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) 
         return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
     days = await repository.days_between(session, system.id, year_s, tomorrow_s)
     lifetime = await repository.days_between(session, system.id, 0, 2**62)
-    latest = await repository.latest_reading(session, system.id)
+    last = system.last_reading_at
+    latest = await repository.latest_reading(
+        session, system.id, None if last is None else int(last.timestamp())
+    )
 
     def within(start: int) -> float | None:
         keep = days.starts >= start
@@ -297,6 +314,8 @@ async def _simulated_summary(
 ) -> dict[str, Any]:
     # A simulated system "produces" from its installation (or creation) day on.
     installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
+    # Nothing is simulated before 2000 (`simulated_since`); year 1 east of UTC has no instant.
+    installed = max(installed, date(1999, 12, 31))
     life_s = min(local_midnight(installed, tz), year_s)
     end_s = _ended_before(now)
     if end_s <= life_s:

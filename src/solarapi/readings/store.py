@@ -101,6 +101,15 @@ class Upsert:
         return f"ON CONFLICT (system_id, {key}) DO UPDATE SET {updates}" if updates else ""
 
 
+@dataclass(frozen=True, slots=True)
+class ChangeOwner:
+    """Whose readings a change-log write is about."""
+
+    system_id: str
+    account_id: str
+    environment: str
+
+
 class ReadingStore(Protocol):
     """Range reads and bulk writes of readings and their rollups."""
 
@@ -122,6 +131,14 @@ class ReadingStore(Protocol):
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
     ) -> None:
         """Write `values` (one list per column of `upsert.columns`) for the system."""
+        ...
+
+    async def log_changes(
+        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+    ) -> None:
+        """Enter readings just written (`values`: starts, energies, powers) in the change
+        feed's log at a new position each, in the caller's transaction (after the readings'
+        own write): on PostgreSQL with the writer's transaction id."""
         ...
 
 

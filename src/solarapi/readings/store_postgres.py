@@ -24,7 +24,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery
 from solarapi.models.systems import System, SystemRecord
-from solarapi.readings.store import NUMPY_TYPES, Rows, Series, Upsert, in_time_order
+from solarapi.readings.store import (
+    NUMPY_TYPES,
+    ChangeOwner,
+    Rows,
+    Series,
+    Upsert,
+    in_time_order,
+)
 from solarapi.systems.repository import SYSTEM_COLUMNS, record
 
 _CHUNK = 10_000
@@ -123,3 +130,33 @@ class PostgresReadingStore:
             for i, column in enumerate(values):
                 params[f"c{i}"] = column[lo : lo + _CHUNK]
             await session.execute(statement, params)
+
+    async def log_changes(
+        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+    ) -> None:
+        # A replaced reading's row moves to a new position: a new `seq` and this
+        # transaction's id (the feed reads below its snapshot's xmin, docs/changes.md).
+        for lo in range(0, len(values[0]), _CHUNK):
+            await session.execute(
+                _LOG_CHANGES,
+                {
+                    "system_id": change.system_id,
+                    "account_id": change.account_id,
+                    "environment": change.environment,
+                    "starts": values[0][lo : lo + _CHUNK],
+                    "energy": values[1][lo : lo + _CHUNK],
+                    "power": values[2][lo : lo + _CHUNK],
+                },
+            )
+
+
+_LOG_CHANGES = text(
+    "INSERT INTO reading_changes "
+    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
+    "SELECT :system_id, u.s, :account_id, :environment, pg_current_xact_id()::text::bigint, "
+    "u.e, u.p FROM unnest(CAST(:starts AS bigint[]), CAST(:energy AS double precision[]), "
+    "CAST(:power AS double precision[])) AS u(s, e, p) "
+    "ON CONFLICT (system_id, start_s) DO UPDATE SET "
+    "seq = nextval(pg_get_serial_sequence('reading_changes', 'seq')), txid = excluded.txid, "
+    "energy_wh = excluded.energy_wh, power_w = excluded.power_w"
+)

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
 from solarapi.models.systems import SystemRecord
-from solarapi.readings.store import NUMPY_TYPES, Rows, Series, Upsert
+from solarapi.readings.store import NUMPY_TYPES, ChangeOwner, Rows, Series, Upsert
 from solarapi.systems.repository import get_record
 
 
@@ -71,3 +71,32 @@ class SqliteReadingStore:
         # zip builds the row tuples in C; repeat() is endless, so not strict.
         rows = list(zip(itertools.repeat(system_id), *values, strict=False))
         await connection.exec_driver_sql(sql, rows)
+
+    async def log_changes(
+        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+    ) -> None:
+        # REPLACE deletes a replaced reading's row and inserts it anew, so it takes the next
+        # AUTOINCREMENT rowid (never reused): SQLite has one writer at a time, so `seq` order
+        # is commit order.
+        if not values[0]:
+            return
+        connection = await session.connection()
+        rows = list(
+            zip(
+                itertools.repeat(change.system_id),
+                values[0],
+                itertools.repeat(change.account_id),
+                itertools.repeat(change.environment),
+                values[1],
+                values[2],
+                strict=False,
+            )
+        )
+        await connection.exec_driver_sql(_LOG_CHANGES, rows)
+
+
+_LOG_CHANGES = (
+    "INSERT OR REPLACE INTO reading_changes "
+    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
+    "VALUES (?, ?, ?, ?, 0, ?, ?)"
+)

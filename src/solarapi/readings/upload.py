@@ -14,6 +14,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.jobs.kinds import enqueue_alert_evaluation
 from solarapi.kit.grid import (
     QUARTER_S,
     Buckets,
@@ -29,6 +30,7 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.readings import repository
+from solarapi.readings.partitions import retention_horizon
 from solarapi.readings.store import Rows
 from solarapi.systems import repository as systems_repository
 
@@ -237,6 +239,15 @@ async def upload_readings(
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
     starts, energy, power = _validated(batch, system.capacity_kwp, now)
+    horizon = retention_horizon(session, now)
+    if horizon is not None and int(starts.min()) < horizon.timestamp():
+        index = int(np.flatnonzero(starts < horizon.timestamp())[0])
+        raise ReadingRejected(
+            index,
+            "timestamp",
+            f"raw readings before {format_timestamp(horizon)} are not kept "
+            "(SOLARAPI_READINGS_RETENTION_MONTHS); upload only later quarter-hours",
+        )
     if system.data_source == "simulated":
         raise Conflict(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
@@ -257,6 +268,7 @@ async def upload_readings(
             "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
         },
     )
+    await enqueue_alert_evaluation(session, system.id)
     return result
 
 
@@ -275,7 +287,14 @@ async def store_series(
     await systems_repository.lock(session, system.id)
     existing = await repository.existing_starts(session, system.id, starts)
     await repository.upsert_readings(
-        session, system.id, starts, energy_wh, power_w, all_new=not len(existing)
+        session,
+        system.id,
+        system.account_id,
+        system.environment,
+        starts,
+        energy_wh,
+        power_w,
+        all_new=not len(existing),
     )
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     if len(existing):

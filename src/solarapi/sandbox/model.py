@@ -36,11 +36,17 @@ import pandas as pd
 import pvlib
 
 from solarapi.kit.grid import QUARTER_S
+from solarapi.models.systems import ReadableSystem
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
 from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
 from solarapi.sandbox.grid import gather_months, grid_range, utc_months
-from solarapi.sandbox.weather import median_for_mean, weather_at
+from solarapi.sandbox.weather import (
+    air_temperature,
+    mean_clear_sky_index,
+    median_for_mean,
+    weather_at,
+)
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
@@ -90,6 +96,19 @@ class PvParams:
     tilt_deg: float
     azimuth_deg: float
 
+    @classmethod
+    def of(cls, system: ReadableSystem) -> PvParams:
+        return cls(
+            system_id=system.id,
+            latitude=system.latitude,
+            longitude=system.longitude,
+            timezone=system.timezone,
+            capacity_kwp=system.capacity_kwp,
+            inverter_capacity_kw=system.inverter_capacity_kw,
+            tilt_deg=system.tilt_deg,
+            azimuth_deg=system.azimuth_deg,
+        )
+
 
 @dataclass(frozen=True)
 class SimulatedSeries:
@@ -103,7 +122,28 @@ class SimulatedSeries:
         return int(self.starts.size)
 
 
-_months: BoundedCache[tuple[PvParams, int, int], FloatArray] = BoundedCache(MAX_CACHED_MONTHS)
+@dataclass(frozen=True, slots=True)
+class SimulatedConditions:
+    """What the simulation saw, per quarter-hour starting at `starts`: the mean plane-of-array
+    irradiance and air temperature behind its readings. The performance model reads these as
+    the simulated system's `sensor` irradiance, so a simulated PR is the simulation's own."""
+
+    starts: IntArray
+    poa_w_m2: FloatArray
+    temp_air_c: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class _Month:
+    """One cached UTC month of one system: per quarter-hour AC energy, mean POA irradiance and
+    mean air temperature (read-only arrays, shared by every caller)."""
+
+    energy_wh: FloatArray
+    poa_w_m2: FloatArray
+    temp_air_c: FloatArray
+
+
+_months: BoundedCache[tuple[PvParams, int, int], _Month] = BoundedCache(MAX_CACHED_MONTHS)
 
 
 def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSeries:
@@ -119,9 +159,23 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
         return SimulatedSeries(starts, empty, empty.copy())
 
     energy_wh = gather_months(
-        start_s, end_s, lambda year, month, lo, hi: _month_energy(params, year, month, lo, hi)
+        start_s, end_s, lambda year, month, lo, hi: _month(params, year, month, lo, hi).energy_wh
     )
     return SimulatedSeries(starts, energy_wh, energy_wh * (3600 / QUARTER_S))
+
+
+def simulated_conditions(params: PvParams, start: datetime, end: datetime) -> SimulatedConditions:
+    """The irradiance and air temperature behind `simulate(params, start, end)`, from the same
+    cached months (so asking for both models each month once)."""
+    start_s, end_s = grid_range(start, end)
+    starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    poa = gather_months(
+        start_s, end_s, lambda year, month, lo, hi: _month(params, year, month, lo, hi).poa_w_m2
+    )
+    temp = gather_months(
+        start_s, end_s, lambda year, month, lo, hi: _month(params, year, month, lo, hi).temp_air_c
+    )
+    return SimulatedConditions(starts, poa, temp)
 
 
 def is_cached(params: PvParams, start: datetime, end: datetime) -> bool:
@@ -138,37 +192,59 @@ def clear_cache() -> None:
     _months.clear()
 
 
-def _month_energy(
-    params: PvParams, year: int, month: int, month_start_s: int, month_end_s: int
-) -> FloatArray:
+def _month(params: PvParams, year: int, month: int, month_start_s: int, month_end_s: int) -> _Month:
     key = (params, year, month)
     cached = _months.get(key)
     if cached is not None:
         return cached
     starts = np.arange(month_start_s, month_end_s, QUARTER_S, dtype=np.int64)
-    energy = quarter_hour_energy(params, starts)
-    energy.flags.writeable = False  # shared by every caller through the cache
-    _months.put(key, energy)
-    return energy
+    computed = _quarter_hours(params, starts)
+    for values in (computed.energy_wh, computed.poa_w_m2, computed.temp_air_c):
+        values.flags.writeable = False  # shared by every caller through the cache
+    _months.put(key, computed)
+    return computed
 
 
 def quarter_hour_energy(params: PvParams, starts: IntArray) -> FloatArray:
     """AC energy (Wh) of each quarter-hour starting at `starts` (epoch seconds), uncached."""
+    return _quarter_hours(params, starts).energy_wh
+
+
+def _quarter_hours(params: PvParams, starts: IntArray) -> _Month:
     samples = (starts[:, None] + SAMPLE_OFFSETS_S[None, :]).ravel()
-    power = ac_power(params, samples)
-    energy: FloatArray = power.reshape(-1, SAMPLE_OFFSETS_S.size).mean(axis=1) * (QUARTER_S / 3600)
-    return energy
+    state = _samples(params, samples)
+
+    def mean(values: FloatArray) -> FloatArray:
+        result: FloatArray = values.reshape(-1, SAMPLE_OFFSETS_S.size).mean(axis=1)
+        return result
+
+    return _Month(
+        energy_wh=mean(state.ac_w) * (QUARTER_S / 3600),
+        poa_w_m2=mean(state.poa_w_m2),
+        temp_air_c=mean(state.temp_air_c),
+    )
 
 
 def ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
     """Instantaneous AC power (W) at each sample time, weather included."""
+    return _samples(params, utc_seconds).ac_w
+
+
+@dataclass(frozen=True, slots=True)
+class _SampleState:
+    ac_w: FloatArray
+    poa_w_m2: FloatArray
+    temp_air_c: FloatArray
+
+
+def _samples(params: PvParams, utc_seconds: IntArray) -> _SampleState:
     # pvlib divides by cos(zenith) and the like below the horizon; those samples are cleaned
     # to 0 W afterwards, so the warnings are noise (and the test suite turns warnings to errors).
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return _ac_power(params, utc_seconds)
 
 
-def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
+def _ac_power(params: PvParams, utc_seconds: IntArray) -> _SampleState:
     times = pd.DatetimeIndex(pd.to_datetime(utc_seconds, unit="s", utc=True)).as_unit("ns")
     local_seconds = (
         times.tz_convert(params.timezone).tz_localize(None).as_unit("s").asi8.astype(np.int64)
@@ -252,7 +328,7 @@ def _ac_power(params: PvParams, utc_seconds: IntArray) -> FloatArray:
         # PVWatts rates the inverter by its DC input: AC limit = η_nom × pdc0.
         dc_rating_w = params.inverter_capacity_kw * 1000.0 / INVERTER_EFFICIENCY
         ac = _clean(pvlib.inverter.pvwatts(dc, dc_rating_w, INVERTER_EFFICIENCY))
-    return np.maximum(ac, 0.0)
+    return _SampleState(np.maximum(ac, 0.0), poa_global, np.asarray(weather.temp_air_c))
 
 
 def _clean(values: object) -> FloatArray:
@@ -289,21 +365,34 @@ _CLIMATE_YEAR = 2023  # any common year: only the month lengths and the sun's pa
 @functools.lru_cache(maxsize=512)
 def _climatology(latitude: float, longitude: float) -> FloatArray | None:
     """The median of the daily clear-sky index for each day of the year (366 values) that
-    reproduces the nearest reference site's monthly climate normals, or None (no site near).
+    reproduces the nearest reference site's monthly climate normals, or None (no site near):
+    the logit-normal median of `_site_mean_by_day`."""
+    mean = _site_mean_by_day(latitude, longitude)
+    if mean is None:
+        return None
+    median = median_for_mean(mean)
+    median.flags.writeable = False
+    return median
+
+
+@functools.lru_cache(maxsize=512)
+def _site_mean_by_day(latitude: float, longitude: float) -> FloatArray | None:
+    """The mean daily clear-sky index for each day of the year (366 values) that reproduces
+    the nearest reference site's monthly climate normals, or None (no site near).
 
     Per month: target mean index = the normal's mean daily irradiation ÷ this model's own
     clear-sky irradiation at the place (Ineichen, Linke turbidity, altitude: the chain above);
-    interpolated between mid-months, then turned into the logit-normal's median.
+    interpolated between mid-months.
     """
     site = reference_site(latitude, longitude)
     if site is None:
         return None
     # Night hours divide by cos(zenith) inside pvlib; they are cleaned to 0 W (see ac_power).
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _site_median_by_day(latitude, longitude, site.ghi_kwh_m2_day)
+        return _site_index_by_day(latitude, longitude, site.ghi_kwh_m2_day)
 
 
-def _site_median_by_day(
+def _site_index_by_day(
     latitude: float, longitude: float, normal_kwh_m2_day: tuple[float, ...]
 ) -> FloatArray:
     times = pd.date_range(
@@ -330,7 +419,95 @@ def _site_median_by_day(
     days_in_month = np.bincount(months, minlength=13)[1:] / 24
     clear_daily = np.bincount(months, weights=hourly_kwh, minlength=13)[1:] / days_in_month
     target = np.asarray(normal_kwh_m2_day, dtype=np.float64) / clear_daily
-    by_day = np.interp(np.arange(1, 367), _MID_MONTH_DAY, target, period=365.25)
-    median = median_for_mean(by_day)
-    median.flags.writeable = False
-    return median
+    by_day: FloatArray = np.interp(np.arange(1, 367), _MID_MONTH_DAY, target, period=365.25)
+    by_day.flags.writeable = False
+    return by_day
+
+
+# --- the typical year and the clear sky, for the performance model ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sky:
+    """The sky over a site at given instants, as the sandbox's model sees it: the sun's
+    position (degrees), the extraterrestrial normal irradiance and relative airmass (what
+    Hay–Davies needs), the Ineichen clear sky, and the site's typical-year sky (clear sky ×
+    the climatological mean clear-sky index of the day, split by Erbs) with its typical air
+    temperature. `climate` names the reference site whose normals the typical year follows
+    (None: the coarse latitude climatology)."""
+
+    zenith: FloatArray
+    apparent_zenith: FloatArray
+    azimuth: FloatArray
+    dni_extra: FloatArray
+    airmass_relative: FloatArray
+    clear_ghi: FloatArray
+    clear_dni: FloatArray
+    clear_dhi: FloatArray
+    typical_ghi: FloatArray
+    typical_dni: FloatArray
+    typical_dhi: FloatArray
+    typical_temp_air_c: FloatArray
+    climate: str | None
+
+
+def sky(latitude: float, longitude: float, utc_seconds: IntArray) -> Sky:
+    """The `Sky` at each instant (epoch seconds): the same solar position, clear-sky model and
+    climate normals that drive the simulated systems (one source of truth for both)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _sky(latitude, longitude, utc_seconds)
+
+
+def _sky(latitude: float, longitude: float, utc_seconds: IntArray) -> Sky:
+    times = pd.DatetimeIndex(pd.to_datetime(utc_seconds, unit="s", utc=True)).as_unit("ns")
+    altitude = _altitude(latitude, longitude)
+    solar = pvlib.solarposition.get_solarposition(
+        times, latitude, longitude, altitude=altitude, method="ephemeris"
+    )
+    apparent_zenith = solar["apparent_zenith"].to_numpy()
+    zenith = solar["zenith"].to_numpy()
+    airmass_relative = pvlib.atmosphere.get_relative_airmass(apparent_zenith)
+    airmass_absolute = pvlib.atmosphere.get_absolute_airmass(
+        airmass_relative, pvlib.atmosphere.alt2pres(altitude)
+    )
+    day_of_year = times.day_of_year.to_numpy()
+    dni_extra = np.asarray(pvlib.irradiance.get_extra_radiation(day_of_year), dtype=np.float64)
+    clear = pvlib.clearsky.ineichen(
+        apparent_zenith,
+        airmass_absolute,
+        _linke_turbidity(latitude, longitude)[day_of_year - 1],
+        altitude=altitude,
+        dni_extra=dni_extra,
+    )
+    clear_ghi = _clean(clear["ghi"])
+    site_mean = _site_mean_by_day(latitude, longitude)
+    mean_index = (
+        mean_clear_sky_index(latitude, day_of_year.astype(np.int64))
+        if site_mean is None
+        else site_mean[day_of_year - 1]
+    )
+    horizontal_extra = dni_extra * np.clip(np.cos(np.radians(zenith)), 0.0, None)
+    typical_ghi = np.where(
+        clear_ghi > 0,
+        np.maximum(clear_ghi * mean_index, OVERCAST_CLEARNESS * horizontal_extra),
+        0.0,
+    )
+    split = pvlib.irradiance.erbs(typical_ghi, zenith, day_of_year)
+    site = reference_site(latitude, longitude)
+    return Sky(
+        zenith=zenith,
+        apparent_zenith=apparent_zenith,
+        azimuth=solar["azimuth"].to_numpy(),
+        dni_extra=dni_extra,
+        airmass_relative=_clean(airmass_relative),
+        clear_ghi=clear_ghi,
+        clear_dni=_clean(clear["dni"]),
+        clear_dhi=_clean(clear["dhi"]),
+        typical_ghi=typical_ghi,
+        typical_dni=_clean(split["dni"]),
+        typical_dhi=_clean(split["dhi"]),
+        typical_temp_air_c=air_temperature(
+            latitude, longitude, utc_seconds, day_of_year.astype(np.int64), mean_index, 0.0
+        ),
+        climate=None if site is None else site.name,
+    )

@@ -219,17 +219,38 @@ def weather_at(
         noise[mask] = intraday_noise(seed_key, int(ordinal_day))[step[mask]]
     index = np.clip(day_index[inverse] + spread[inverse] * noise, INSTANT_LOW, INSTANT_HIGH)
 
-    # Air temperature: latitude mean, seasonal swing, a diurnal cycle peaking at 15:00 solar
-    # time that is wider on clear days, and the day's anomaly (bright summer days are warmer).
+    temp_air = air_temperature(
+        latitude,
+        longitude,
+        utc_seconds,
+        day_of_year[inverse],
+        day_index[inverse],
+        day_anomaly[inverse],
+    )
+    return Weather(clear_sky_index=index, temp_air_c=temp_air)
+
+
+def air_temperature(
+    latitude: float,
+    longitude: float,
+    utc_seconds: IntArray,
+    day_of_year: IntArray,
+    day_index: FloatArray,
+    day_anomaly: FloatArray | float,
+) -> FloatArray:
+    """Air temperature (°C) per sample: latitude mean, seasonal swing, a diurnal cycle peaking
+    at 15:00 solar time that is wider on clear days (`day_index`, the day's clear-sky index),
+    and the day's anomaly (bright summer days are warmer). With the mean index and no anomaly
+    it is the site's typical temperature, which the performance model's `typical` source uses."""
     lat = abs(latitude)
     annual_c = 30.0 - 0.38 * lat
     seasonal_c = max(1.0, 0.2 * lat - 2.0)
     warmest_day = 201 if latitude >= 0 else 19
-    season = np.cos(2 * np.pi * (day_of_year[inverse] - warmest_day) / 365.25)
+    season = np.cos(2 * np.pi * (day_of_year - warmest_day) / 365.25)
     solar_hour = np.mod(utc_seconds / 3600.0 + longitude / 15.0, 24.0)
-    diurnal = (1.5 + 4.5 * day_index[inverse]) * np.cos(2 * np.pi * (solar_hour - 15.0) / 24.0)
-    temp_air = annual_c + seasonal_c * season + diurnal + 2.0 * day_anomaly[inverse]
-    return Weather(clear_sky_index=index, temp_air_c=temp_air)
+    diurnal = (1.5 + 4.5 * day_index) * np.cos(2 * np.pi * (solar_hour - 15.0) / 24.0)
+    result: FloatArray = annual_c + seasonal_c * season + diurnal + 2.0 * np.asarray(day_anomaly)
+    return result
 
 
 def _day_of_year(ordinal: int) -> int:

@@ -9,6 +9,8 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, session_backend
+from solarapi.models.alerts import Alert
+from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
 
@@ -92,7 +94,31 @@ async def add(session: AsyncSession, system: System) -> None:
 async def delete_system(session: AsyncSession, system: System) -> None:
     # Explicit deletes instead of relying on ON DELETE CASCADE alone: the ORM session would
     # otherwise not know, and SQLite enforces foreign keys only with a per-connection pragma.
-    for table in (Reading, ReadingHour, ReadingDay):
+    for table in (Reading, ReadingHour, ReadingDay, IrradianceReading, Alert):
         await session.execute(delete(table).where(table.system_id == system.id))
     await session.delete(system)
     await session.flush()
+
+
+async def matching_records(
+    session: AsyncSession,
+    *,
+    account_id: str,
+    environment: str,
+    status: str | None,
+    market_zone: str | None,
+    system_ids: Sequence[str] | None,
+) -> list[SystemRecord]:
+    """Every system of the environment that matches the filters, as records, ordered by
+    `created_at`, `id`: one query (the portfolio endpoints)."""
+    conditions = [System.account_id == account_id, System.environment == environment]
+    if status is not None:
+        conditions.append(System.status == status)
+    if market_zone is not None:
+        conditions.append(System.market_zone == market_zone)
+    if system_ids is not None:
+        conditions.append(System.id.in_(system_ids))
+    rows = await session.execute(
+        select(*SYSTEM_COLUMNS).where(*conditions).order_by(System.created_at, System.id)
+    )
+    return [record(row) for row in rows]

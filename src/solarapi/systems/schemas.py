@@ -26,6 +26,32 @@ Azimuth = Annotated[float, Field(strict=True, ge=0, le=360, allow_inf_nan=False)
 CapacityKwp = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+# The performance model's overrides (section 12): bounds of real crystalline and thin-film
+# modules and of real systems; an efficiency is a fraction, so 96 (a percentage) is refused.
+Gamma = Annotated[float, Field(strict=True, ge=-1.0, le=0.0, allow_inf_nan=False)]
+LossesPct = Annotated[float, Field(strict=True, ge=0, le=50, allow_inf_nan=False)]
+InverterEfficiency = Annotated[float, Field(strict=True, gt=0.5, le=1.0, allow_inf_nan=False)]
+OfflineAfterHours = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=1,
+        le=168,
+        description="Daylight hours (sun above 5° at the site) without a new reading before "
+        "`system.offline` opens; for loggers that upload once a day, 24 or more",
+    ),
+]
+UnderperformanceThreshold = Annotated[
+    float,
+    Field(
+        strict=True,
+        ge=0.1,
+        le=1.0,
+        allow_inf_nan=False,
+        description="`system.underperforming` opens when the 7-day energy performance index "
+        "stays below this",
+    ),
+]
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 TIMEZONE_DESCRIPTION = (
@@ -113,6 +139,34 @@ class OrientationIn(BaseModel):
     azimuth_deg: Annotated[Azimuth | None, Field(description="Compass degrees, 180 = south")] = None
 
 
+class ModelIn(BaseModel):
+    """Performance-model overrides; a field left out (or `null`) uses the default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gamma_pdc_pct_per_c: Annotated[
+        Gamma | None,
+        Field(description="Power temperature coefficient, %/°C, −1 … 0 (default −0.37)"),
+    ] = None
+    losses_pct: Annotated[
+        LossesPct | None, Field(description="System losses, %, 0 … 50 (default 14)")
+    ] = None
+    inverter_efficiency: Annotated[
+        InverterEfficiency | None,
+        Field(description="Nominal inverter efficiency as a fraction, 0.5 … 1 (default 0.96)"),
+    ] = None
+
+
+class MonitoringIn(BaseModel):
+    """The alert rules' settings of one system; a field left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: Annotated[bool | None, Field(strict=True)] = None
+    offline_after_hours: OfflineAfterHours | None = None
+    underperformance_threshold: UnderperformanceThreshold | None = None
+
+
 class SystemCreate(BaseModel):
     """A new system. Orientation defaults to tilt 30° facing the equator."""
 
@@ -126,10 +180,12 @@ class SystemCreate(BaseModel):
     market_zone: str | None = None
     installed_on: date | None = None
     status: Status = "active"
+    model: ModelIn | None = None
     data_source: DataSource | None = Field(
         default=None,
         description="Sandbox only: `simulated` (default) or `metered`; live systems are metered",
     )
+    monitoring: MonitoringIn | None = None
 
     _name = field_validator("name")(check_name)
     _zone = field_validator("market_zone")(check_market_zone)
@@ -149,6 +205,10 @@ class SystemPatch(BaseModel):
     market_zone: str | None = None
     installed_on: date | None = None
     status: Status | None = None
+    model: Annotated[
+        ModelIn | None, Field(description="Performance-model overrides; `null` resets all")
+    ] = None
+    monitoring: MonitoringIn | None = None
     # Accepted only to be refused with a clear message (it cannot change after creation).
     data_source: DataSource | None = Field(default=None, description="Cannot be changed")
 
@@ -169,6 +229,18 @@ class OrientationOut(BaseModel):
     azimuth_deg: float
 
 
+class ModelOut(BaseModel):
+    gamma_pdc_pct_per_c: float
+    losses_pct: float
+    inverter_efficiency: float
+
+
+class MonitoringOut(BaseModel):
+    enabled: bool
+    offline_after_hours: Annotated[int, Field(ge=1, le=168)]
+    underperformance_threshold: Annotated[float, Field(ge=0.1, le=1.0)]
+
+
 class SystemOut(BaseModel):
     id: str
     name: str
@@ -181,10 +253,12 @@ class SystemOut(BaseModel):
     orientation: OrientationOut
     market_zone: str | None
     installed_on: str | None
+    model: ModelOut
     first_reading_at: str | None
     last_reading_at: str | None
     created_at: str
     updated_at: str
+    monitoring: MonitoringOut
 
 
 class SystemList(BaseModel):

@@ -12,20 +12,23 @@ from solarapi.auth.principal import Principal
 from solarapi.declarations import service as declarations
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.jobs.kinds import enqueue_alert_evaluation
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System
+from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System, model_parameters
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system
-from solarapi.systems.schemas import SystemCreate, SystemPatch
+from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
 
 DEFAULT_TILT_DEG = 30.0
+DEFAULT_OFFLINE_AFTER_HOURS = 4
+DEFAULT_UNDERPERFORMANCE_THRESHOLD = 0.8
 
 
 def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[str, Any]:
@@ -48,11 +51,34 @@ def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[s
         "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
         "market_zone": system.market_zone,
         "installed_on": system.installed_on.isoformat() if system.installed_on else None,
+        "model": _model_to_api(system),
         "first_reading_at": first_reading_at,
         "last_reading_at": last_reading_at,
         "created_at": format_timestamp(system.created_at),
         "updated_at": format_timestamp(system.updated_at),
+        "monitoring": {
+            "enabled": system.monitoring_enabled,
+            "offline_after_hours": system.monitoring_offline_after_hours,
+            "underperformance_threshold": system.monitoring_underperformance_threshold,
+        },
     }
+
+
+def _model_to_api(system: ReadableSystem) -> dict[str, float]:
+    parameters = model_parameters(system)
+    return {
+        "gamma_pdc_pct_per_c": parameters.gamma_pdc_pct_per_c,
+        "losses_pct": parameters.losses_pct,
+        "inverter_efficiency": parameters.inverter_efficiency,
+    }
+
+
+# A system's `model` fields and the columns that hold them.
+MODEL_COLUMNS = {
+    "gamma_pdc_pct_per_c": "model_gamma_pdc_pct_per_c",
+    "losses_pct": "model_losses_pct",
+    "inverter_efficiency": "model_inverter_efficiency",
+}
 
 
 def default_azimuth(latitude: float) -> float:
@@ -124,6 +150,14 @@ async def create_system(
         status=body.status,
         created_at=now,
     )
+    system.tilt_defaulted = tilt is None
+    system.azimuth_defaulted = azimuth is None
+    if body.model is not None:
+        for field, column in MODEL_COLUMNS.items():
+            setattr(system, column, getattr(body.model, field))
+    if body.monitoring is not None:
+        for field, value in _monitoring_changes(body.monitoring).items():
+            setattr(system, field, value)
     await add_system(session, system)
     return system
 
@@ -177,6 +211,9 @@ def new_system(
         last_reading_at=None,
         created_at=created_at,
         updated_at=created_at,
+        monitoring_enabled=True,
+        monitoring_offline_after_hours=DEFAULT_OFFLINE_AFTER_HOURS,
+        monitoring_underperformance_threshold=DEFAULT_UNDERPERFORMANCE_THRESHOLD,
     )
 
 
@@ -213,6 +250,10 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
             if field not in optional:
                 _not_null(getattr(body, field), field)
             changes[field] = getattr(body, field)
+    if "monitoring" in given:
+        _not_null(body.monitoring, "monitoring")
+        assert body.monitoring is not None
+        changes.update(_monitoring_changes(body.monitoring))
     for group in ("location", "orientation"):
         if group not in given:
             continue
@@ -223,6 +264,30 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
             if field != "country":
                 _not_null(value, f"{group}.{field}")
             changes[field] = value
+            if group == "orientation":
+                changes[f"{field.removesuffix('_deg')}_defaulted"] = False
+    if "model" in given:
+        # `null` resets every override; a field given as `null` resets that one.
+        model = body.model
+        for field, column in MODEL_COLUMNS.items():
+            if model is None or field in model.model_fields_set:
+                changes[column] = None if model is None else getattr(model, field)
+    return changes
+
+
+_MONITORING_COLUMNS = {
+    "enabled": "monitoring_enabled",
+    "offline_after_hours": "monitoring_offline_after_hours",
+    "underperformance_threshold": "monitoring_underperformance_threshold",
+}
+
+
+def _monitoring_changes(body: MonitoringIn) -> dict[str, object]:
+    changes: dict[str, object] = {}
+    for field in sorted(body.model_fields_set):
+        value = getattr(body, field)
+        _not_null(value, f"monitoring.{field}")
+        changes[_MONITORING_COLUMNS[field]] = value
     return changes
 
 
@@ -231,6 +296,9 @@ async def update_system(
 ) -> System:
     changes = _patch_changes(body)
     system = await get_system(session, principal, system_id)
+    if any(field.startswith("monitoring_") or field == "status" for field in changes):
+        # New thresholds (or a system switched off) are judged at once, not at the next upload.
+        await enqueue_alert_evaluation(session, system.id)
     old_timezone = system.timezone
     for field, value in changes.items():
         setattr(system, field, value)

@@ -3,7 +3,7 @@ metered system, the simulated history for a simulated one."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from solarapi.kit.grid import QUARTER_S, local_midnight
@@ -15,12 +15,15 @@ from solarapi.models.systems import ReadableSystem
 # years of quarter-hours. A system's installation day moves its start later
 # (`simulated_since`).
 SIMULATION_START_S = 946_684_800  # 2000-01-01T00:00:00Z
+_BEFORE_SIMULATION = date(1999, 12, 31)
 
 
 def simulated_since(system: ReadableSystem) -> int:
     """Where a simulated system's readings start (epoch s): the local midnight of its
     `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
-    if system.installed_on is None:
+    if system.installed_on is None or system.installed_on < _BEFORE_SIMULATION:
+        # (any local midnight of that day lies before the start; and year 1 in a zone east
+        # of UTC has no UTC instant at all)
         return SIMULATION_START_S
     return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
 

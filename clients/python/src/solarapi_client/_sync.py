@@ -11,6 +11,7 @@ from typing import TypeVar
 import httpx
 
 from solarapi_client import _endpoints as ep
+from solarapi_client import fleet
 from solarapi_client._core import (
     DEFAULT_TIMEOUT,
     NOT_GIVEN,
@@ -59,6 +60,7 @@ from solarapi_client.models import (
 from solarapi_client.pagination import Identified, SyncPager
 
 T = TypeVar("T")
+F = TypeVar("F")
 H = TypeVar("H", bound=Identified)
 
 
@@ -88,6 +90,7 @@ class Client:
         self.account = AccountResource(self)
         self.systems = Systems(self)
         self.readings = Readings(self)
+        self.portfolio = Portfolio(self)
         self.market_prices = MarketPrices(self)
         self.market_value = MarketValue(self)
         self.declarations = Declarations(self)
@@ -249,6 +252,81 @@ class Readings(_Resource):
     ) -> UploadResult:
         """Store 1–10,000 quarter-hour readings at once (all or nothing)."""
         return self._client.send(ep.upload_readings(system_id, readings, idempotency_key))
+
+    def changes(self, *, cursor: str | None = None, limit: int | None = None) -> fleet.ChangeFeed:
+        """Every reading inserted or replaced after `cursor` (None: from the first stored
+        one), in commit order, following the feed until it has no more. The returned
+        iterator's `cursor` is the position to persist once you have applied the rows."""
+        return fleet.ChangeFeed(
+            lambda position: self._client.send(
+                fleet.changes(position, limit or fleet.MAX_CHANGES_PAGE)
+            ),
+            self._client._sleep,
+            cursor,
+        )
+
+
+class Portfolio(_Resource):
+    """A fleet in one request per 1,000 systems: every page is fetched and merged."""
+
+    def readings(
+        self,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetReadings:
+        """Every matching system's readings (`to_dataframe()`: indexed by system_id, start)."""
+        return self._every_page(
+            lambda page: fleet.fleet_readings(
+                page, page_size, start, end, interval, system_ids, status, market_zone
+            )
+        )
+
+    def summary(
+        self,
+        *,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetSummary:
+        """Every matching system's summary and the fleet's totals."""
+        return self._every_page(
+            lambda page: fleet.fleet_summary(page, page_size, system_ids, status, market_zone)
+        )
+
+    def market_value(
+        self,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: Interval | None = None,
+        system_ids: Sequence[str] | None = None,
+        status: SystemStatus | None = None,
+        market_zone: str | None = None,
+        page_size: int = fleet.MAX_FLEET_PAGE,
+    ) -> fleet.FleetValue:
+        """Every matching system's market value, with per-zone and fleet totals."""
+        return self._every_page(
+            lambda page: fleet.fleet_market_value(
+                page, page_size, start, end, interval, system_ids, status, market_zone
+            )
+        )
+
+    def _every_page(self, calls: Callable[[int], Call[fleet.FleetPage[F]]]) -> F:
+        number = 1
+        page = self._client.send(calls(number))
+        body = page.body
+        while page.pagination.has_more:
+            number += 1
+            page = self._client.send(calls(number))
+            body = fleet.merge(body, page.body)
+        return body
 
 
 class MarketPrices(_Resource):

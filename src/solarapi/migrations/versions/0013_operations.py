@@ -1,7 +1,7 @@
 """Account administration and the audit trail (issue 32).
 
 Revision ID: 0013_operations
-Revises: 0008_draft_without_readings
+Revises: 0012_alerts
 Create Date: 2026-11-25
 
 `accounts.disabled_at`: set by `solarapi accounts disable`; a disabled account's keys are
@@ -17,7 +17,7 @@ from alembic import op
 from solarapi.models.base import UtcDateTime
 
 revision = "0013_operations"
-down_revision = "0008_draft_without_readings"
+down_revision = "0012_alerts"
 branch_labels = None
 depends_on = None
 

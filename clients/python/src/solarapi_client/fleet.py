@@ -1,0 +1,317 @@
+"""Fleet reads: the portfolio endpoints' models, their calls, and the change feed's iterator.
+
+The portfolio is paged over systems; `client.portfolio.*` follows the pages and returns one
+object for the whole fleet (`meta` from the first page: its totals cover every matching
+system anyway). `to_dataframe()` indexes rows by (system_id, start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import httpx
+
+from solarapi_client._core import Call, one, query
+from solarapi_client._decode import decode
+from solarapi_client.models import (
+    Interval,
+    Pagination,
+    ReadingBucket,
+    ReadingTotals,
+    Summary,
+    SystemStatus,
+    ValueBucket,
+)
+
+if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
+    import pandas as pd
+
+Timestamp = datetime | str
+MAX_FLEET_PAGE = 1_000
+MAX_CHANGES_PAGE = 10_000
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemReadings:
+    system_id: str
+    timezone: str
+    from_: datetime
+    to: datetime
+    data: list[ReadingBucket]
+    totals: ReadingTotals
+
+
+@dataclass(frozen=True)
+class FleetReadingsTotals:
+    energy_wh: float | None
+    samples: int
+    expected_samples: int
+    systems: int
+    systems_with_data: int
+
+
+@dataclass(frozen=True)
+class FleetReadingsMeta:
+    interval: Interval
+    from_: datetime
+    to: datetime
+    totals: FleetReadingsTotals
+
+
+@dataclass(frozen=True)
+class FleetReadings:
+    data: list[SystemReadings]
+    meta: FleetReadingsMeta
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per system and bucket, indexed by (system_id, start) (UTC)."""
+        return _frame([(item.system_id, item.data) for item in self.data], ReadingBucket)
+
+
+@dataclass(frozen=True)
+class SystemSummary(Summary):
+    system_id: str = ""
+
+
+@dataclass(frozen=True)
+class FleetSummaryTotals:
+    energy_today_wh: float | None
+    energy_month_wh: float | None
+    energy_year_wh: float | None
+    energy_lifetime_wh: float | None
+    capacity_kwp: float
+    systems: int
+    systems_reporting_today: int
+    specific_yield_today_kwh_kwp: float | None
+
+
+@dataclass(frozen=True)
+class FleetSummaryMeta:
+    totals: FleetSummaryTotals
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    data: list[SystemSummary]
+    meta: FleetSummaryMeta
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per system, indexed by system_id."""
+        pandas = _pandas()
+        frame = pandas.DataFrame.from_records([dataclasses.asdict(item) for item in self.data])
+        return cast("pd.DataFrame", frame.set_index("system_id") if len(frame) else frame)
+
+
+@dataclass(frozen=True)
+class ValueTotals:
+    energy_wh: float | None
+    value_eur: float | None
+    price_eur_per_mwh: float | None = None
+    priced_energy_wh: float | None = None
+    capture_price_eur_per_mwh: float | None = None
+    baseload_price_eur_per_mwh: float | None = None
+    capture_rate: float | None = None
+    negative_price_energy_wh: float | None = None
+    negative_price_value_eur: float | None = None
+
+
+@dataclass(frozen=True)
+class SystemValue:
+    system_id: str
+    market_zone: str | None
+    timezone: str
+    from_: datetime
+    to: datetime
+    currency: str | None
+    source: str | None
+    data: list[ValueBucket]
+    totals: ValueTotals
+
+
+@dataclass(frozen=True)
+class ZoneValue(ValueTotals):
+    zone: str = ""
+    systems: int = 0
+
+
+@dataclass(frozen=True)
+class FleetValueMeta:
+    interval: Interval
+    from_: datetime
+    to: datetime
+    currency: str
+    zones: list[ZoneValue]
+    totals: ZoneValue
+
+
+@dataclass(frozen=True)
+class FleetValue:
+    data: list[SystemValue]
+    meta: FleetValueMeta
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per system and bucket, indexed by (system_id, start) (UTC)."""
+        return _frame([(item.system_id, item.data) for item in self.data], ValueBucket)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One quarter-hour reading inserted or replaced: apply it over any earlier one for the
+    same (system_id, timestamp)."""
+
+    system_id: str
+    timestamp: datetime
+    energy_wh: float
+    power_w: float | None
+
+
+@dataclass(frozen=True)
+class ChangePage:
+    data: list[Change]
+    next_cursor: str
+    has_more: bool
+
+
+# --- pages ----------------------------------------------------------------------------------
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class FleetPage(Generic[P]):
+    body: P
+    pagination: Pagination
+
+
+def _fleet_page(cls: type[P]) -> Callable[[httpx.Response], FleetPage[P]]:
+    def parse(response: httpx.Response) -> FleetPage[P]:
+        body = response.json()
+        return FleetPage(decode(cls, body), decode(Pagination, body["pagination"]))
+
+    return parse
+
+
+def _filters(
+    system_ids: Sequence[str] | None, status: SystemStatus | None, market_zone: str | None
+) -> dict[str, str]:
+    ids = None if system_ids is None else ",".join(system_ids)
+    return query(system_ids=ids, status=status, market_zone=market_zone)
+
+
+def fleet_readings(
+    page: int,
+    limit: int,
+    start: Timestamp | None,
+    end: Timestamp | None,
+    interval: Interval | None,
+    system_ids: Sequence[str] | None,
+    status: SystemStatus | None,
+    market_zone: str | None,
+) -> Call[FleetPage[FleetReadings]]:
+    params = {
+        **query(page=page, limit=limit, from_=start, to=end, interval=interval),
+        **_filters(system_ids, status, market_zone),
+    }
+    return Call("GET", "/portfolio/readings", _fleet_page(FleetReadings), params)
+
+
+def fleet_summary(
+    page: int,
+    limit: int,
+    system_ids: Sequence[str] | None,
+    status: SystemStatus | None,
+    market_zone: str | None,
+) -> Call[FleetPage[FleetSummary]]:
+    params = {**query(page=page, limit=limit), **_filters(system_ids, status, market_zone)}
+    return Call("GET", "/portfolio/summary", _fleet_page(FleetSummary), params)
+
+
+def fleet_market_value(
+    page: int,
+    limit: int,
+    start: Timestamp | None,
+    end: Timestamp | None,
+    interval: Interval | None,
+    system_ids: Sequence[str] | None,
+    status: SystemStatus | None,
+    market_zone: str | None,
+) -> Call[FleetPage[FleetValue]]:
+    params = {
+        **query(page=page, limit=limit, from_=start, to=end, interval=interval),
+        **_filters(system_ids, status, market_zone),
+    }
+    return Call("GET", "/portfolio/market-value", _fleet_page(FleetValue), params)
+
+
+def changes(cursor: str | None, limit: int | None) -> Call[ChangePage]:
+    return Call("GET", "/readings/changes", one(ChangePage), query(cursor=cursor, limit=limit))
+
+
+def merge(first: Any, more: Any) -> Any:
+    return dataclasses.replace(first, data=[*first.data, *more.data])
+
+
+# --- the change feed ------------------------------------------------------------------------
+
+
+@dataclass
+class ChangeFeed:
+    """Iterate to get every change after `cursor`, page by page, until the feed has no more;
+    `cursor` then holds the position to persist and pass next time. Rows come in commit
+    order: apply each over any earlier row of the same (system_id, timestamp)."""
+
+    fetch: Callable[[str | None], ChangePage]
+    wait: Callable[[float], None]
+    cursor: str | None = None
+    pages: int = field(default=0)
+
+    def __iter__(self) -> Iterator[Change]:
+        delay = 0.05
+        while True:
+            page = self.fetch(self.cursor)
+            self.pages += 1
+            yield from page.data
+            # Persist only after the page's rows were handed out.
+            self.cursor = page.next_cursor
+            if not page.has_more:
+                return
+            if page.data:
+                delay = 0.05
+            else:
+                # Newer changes are committed but wait behind an upload still in progress.
+                self.wait(delay)
+                delay = min(delay * 2, 2.0)
+
+
+# --- frames ---------------------------------------------------------------------------------
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - exercised only without pandas
+        raise ImportError("DataFrames need pandas: pip install 'solarapi-client[pandas]'") from exc
+    return pd
+
+
+def _frame(series: list[tuple[str, list[Any]]], bucket: type) -> pd.DataFrame:
+    pandas = _pandas()
+    columns = ["system_id", *(f.name for f in dataclasses.fields(bucket))]
+    rows = [
+        {"system_id": system_id, **dataclasses.asdict(item)}
+        for system_id, items in series
+        for item in items
+    ]
+    frame = pandas.DataFrame.from_records(rows, columns=columns)
+    frame["start"] = pandas.to_datetime(frame["start"], utc=True)
+    frame["end"] = pandas.to_datetime(frame["end"], utc=True)
+    for column in columns[3:]:
+        frame[column] = pandas.to_numeric(frame[column])
+    return cast("pd.DataFrame", frame.set_index(["system_id", "start"]))

@@ -1,0 +1,81 @@
+"""The change feed's cursor: an opaque, signed position in the log.
+
+A cursor is the position (`txid`, `seq`) of the last change a client received and the time
+it was issued, signed with HMAC-SHA256 under the server secret over those bytes *and* the
+account and environment it was issued to — which the cursor itself does not carry. So a
+cursor cannot be forged or edited, one of another account or environment fails its check
+(and tells nothing of that tenant), and it expires after `MAX_AGE`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import struct
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from solarapi.errors import ValidationFailed
+
+MAX_AGE = timedelta(days=30)
+_VERSION = 1
+_PAYLOAD = struct.Struct(">Bqqq")  # version, txid, seq, issued (epoch seconds)
+_MAC_BYTES = 16
+_TOKEN_CHARS = 64  # base64 of 41 bytes is 55 characters; anything much longer is not ours
+_START_AGAIN = "start again without a cursor"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Position:
+    """Where a client is in the log: every change at or before (`txid`, `seq`) was
+    delivered. (0, 0) is before the first change."""
+
+    txid: int
+    seq: int
+
+
+START = Position(0, 0)
+
+
+def _mac(secret: bytes, account_id: str, environment: str, payload: bytes) -> bytes:
+    binding = f"changes|{account_id}|{environment}|".encode()
+    return hmac.new(secret, binding + payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def encode(
+    position: Position, *, secret: bytes, account_id: str, environment: str, now: datetime
+) -> str:
+    payload = _PAYLOAD.pack(_VERSION, position.txid, position.seq, int(now.timestamp()))
+    mac = _mac(secret, account_id, environment, payload)
+    return base64.urlsafe_b64encode(payload + mac).rstrip(b"=").decode()
+
+
+def decode(
+    token: str, *, secret: bytes, account_id: str, environment: str, now: datetime
+) -> Position:
+    """The position of a cursor issued to this account and environment; ValidationFailed
+    (400) for anything else: malformed, altered, another tenant's, or expired."""
+    if len(token) > _TOKEN_CHARS:
+        raise ValidationFailed(f"cursor is not a cursor of this feed; {_START_AGAIN}")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}") from None
+    if len(raw) != _PAYLOAD.size + _MAC_BYTES:
+        raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}")
+    payload, mac = raw[: _PAYLOAD.size], raw[_PAYLOAD.size :]
+    if not hmac.compare_digest(mac, _mac(secret, account_id, environment, payload)):
+        raise ValidationFailed(
+            "cursor was not issued to this key's account and environment, or was altered; "
+            + _START_AGAIN
+        )
+    version, txid, seq, issued = _PAYLOAD.unpack(payload)
+    if version != _VERSION or txid < 0 or seq < 0:
+        raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}")
+    if now.timestamp() - issued > MAX_AGE.total_seconds():
+        raise ValidationFailed(
+            f"cursor has expired (cursors are valid for {MAX_AGE.days} days); {_START_AGAIN}"
+        )
+    return Position(txid, seq)

@@ -1,0 +1,86 @@
+"""Rules of the change feed: which rows of the log a page may deliver, and where the next
+page starts.
+
+Why this never skips a change (docs/changes.md has the long form): rows are delivered in
+(`txid`, `seq`) order, and only rows whose writer's transaction id is below the horizon of
+the snapshot they were read in (PostgreSQL: its xmin; SQLite: no limit, its writers are
+serialised and take `seq` values in commit order). Every transaction below a snapshot's
+xmin has ended, and every later one gets a larger id, so once a reader has seen the rows
+below a horizon no row can ever appear there again: a row written later has a larger
+`txid` than any delivered one, so it sorts after the cursor. A row rewritten later (a
+replaced reading) moves to the writer's new position, so it is delivered again there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.changes import cursor, repository
+from solarapi.changes.cursor import Position
+from solarapi.errors import ValidationFailed
+from solarapi.kit.text import excerpt
+
+DEFAULT_LIMIT = 1_000
+MAX_LIMIT = 10_000
+MAX_STREAM_LIMIT = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    """A page of the feed: `rows` are (system_id, start_s, energy_wh, power_w) in commit
+    order; `next_cursor` the signed position after them; `has_more` whether changes after
+    it are already committed (some may be held back until an older transaction ends)."""
+
+    rows: list[tuple[str, int, float, float | None]]
+    next_cursor: str
+    has_more: bool
+
+
+def parse_limit(raw: str | None, *, stream: bool) -> int:
+    upper = MAX_STREAM_LIMIT if stream else MAX_LIMIT
+    if raw is None:
+        return upper if stream else DEFAULT_LIMIT
+    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 7 else 0
+    if not 1 <= value <= upper:
+        raise ValidationFailed(
+            f"limit must be an integer between 1 and {upper:,}"
+            + ("" if stream else " (up to 100,000 with Accept: application/x-ndjson)")
+            + f"; got '{excerpt(raw)}'"
+        )
+    return value
+
+
+async def read_changes(
+    session: AsyncSession,
+    principal: Principal,
+    token: str | None,
+    limit: int,
+    *,
+    secret: bytes,
+    now: datetime,
+) -> ChangePage:
+    """`GET /readings/changes`: the caller's environment's changes after `token` (None:
+    from the first stored reading). ValidationFailed for a cursor that is not valid here."""
+    account_id, environment = principal.account_id, str(principal.environment)
+    after = cursor.START
+    if token is not None:
+        after = cursor.decode(
+            token, secret=secret, account_id=account_id, environment=environment, now=now
+        )
+    # One row more than the page: whether anything follows it.
+    log = await repository.rows_after(session, account_id, environment, after, limit + 1)
+    rows: list[tuple[str, int, float, float | None]] = []
+    last = after
+    for system_id, start_s, energy_wh, power_w, txid, seq, *_ in log.rows:
+        if txid >= log.horizon or len(rows) == limit:
+            break
+        rows.append((system_id, start_s, energy_wh, power_w))
+        last = Position(txid, seq)
+    next_cursor = cursor.encode(
+        last, secret=secret, account_id=account_id, environment=environment, now=now
+    )
+    return ChangePage(rows, next_cursor, has_more=len(log.rows) > len(rows))

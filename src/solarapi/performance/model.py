@@ -1,0 +1,269 @@
+"""The expected-energy model: what a system should have produced, per quarter-hour, from the
+irradiance it saw (pure functions of typed values; no database, no HTTP).
+
+The chain, all pvlib (docs/performance.md has the formulas and how to recompute a number):
+1. plane-of-array irradiance: `sensor` POA as measured; `satellite` GHI/DNI/DHI transposed
+   with Hay–Davies (albedo 0.2); `typical` the site's typical-year sky from the sandbox's
+   climate normals (`sandbox.model.sky`, one source of truth), transposed the same way;
+2. cell temperature: `module_temp_c + 3 °C × POA/1000` when the module temperature was
+   measured (SAPM's open-rack ΔT), else SAPM open rack (glass/polymer) from the air
+   temperature (measured, else the site's typical) and wind 1 m/s;
+3. PVWatts DC: `capacity × POA/1000 × (1 + γ (T_cell − 25))`, then the system losses;
+4. AC: × the nominal inverter efficiency, limited to `inverter_capacity_kw` when the system
+   has one. (A flat efficiency, not PVWatts' part-load curve: anyone can recompute it.)
+
+Each quarter-hour is evaluated at its midpoint, since its irradiance is a quarter-hour mean.
+The geometry and the clear/typical sky of a site depend on nothing but the place and the
+time, so they are cached per system geometry and UTC month (`_months`); what depends on
+uploaded data is a few array operations per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pvlib
+
+from solarapi.kit.grid import QUARTER_S, FloatArray
+from solarapi.models.systems import ModelParameters
+from solarapi.performance.values import (
+    ALBEDO,
+    CLEAR_SKY_MARGIN,
+    MODULE_DELTA_T_C,
+    SAPM_A,
+    SAPM_B,
+    WIND_SPEED_M_S,
+    Irradiance,
+    Modelled,
+    Plant,
+    Source,
+)
+from solarapi.sandbox import model as sandbox
+from solarapi.sandbox.cache import BoundedCache
+from solarapi.sandbox.climate import reference_site
+from solarapi.sandbox.grid import gather_months, utc_months
+
+# A month of one plant's geometry is ~9 arrays × 3,000 floats ≈ 220 KB: 240 months ≈ 50 MB.
+MAX_CACHED_MONTHS = 240
+
+
+@dataclass(frozen=True, slots=True)
+class _Geometry:
+    """The place-and-time part of a month: POA of the clear and the typical sky, the typical
+    air temperature, and what transposing a satellite quarter-hour needs."""
+
+    apparent_zenith: FloatArray
+    azimuth: FloatArray
+    dni_extra: FloatArray
+    clear_poa: FloatArray
+    # The most a panel can see: the clear sky's POA, or with the sun behind or beside the
+    # panel, a sky as bright as the clear sky's horizontal global (overcast light is diffuse
+    # and reaches a panel the beam does not).
+    bound_poa: FloatArray
+    typical_poa: FloatArray
+    typical_temp_air_c: FloatArray
+
+
+_months: BoundedCache[tuple[float, float, float, float, int], _Geometry] = BoundedCache(
+    MAX_CACHED_MONTHS
+)
+
+
+def climate_of(plant: Plant) -> str | None:
+    """The reference site whose normals the `typical` sky follows (None: latitude climatology)."""
+    site = reference_site(plant.latitude, plant.longitude)
+    return None if site is None else site.name
+
+
+def is_cached(plant: Plant, start_s: int, end_s: int) -> bool:
+    """Whether modelling [start_s, end_s) needs no new geometry (callers skip the thread hop)."""
+    return all(_months.peek((*_place(plant), lo)) for lo, _, _, _ in utc_months(start_s, end_s))
+
+
+def clear_cache() -> None:
+    """Forget the cached geometry (benchmarks measure cold runs with it)."""
+    _months.clear()
+
+
+def model(plant: Plant, parameters: ModelParameters, inputs: Irradiance) -> Modelled:
+    """Expected energy of every quarter-hour of `inputs.starts` (a contiguous run of
+    quarter-hours on the UTC grid)."""
+    starts = inputs.starts
+    if len(starts) == 0:
+        empty = np.zeros(0)
+        return Modelled(starts, np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty)
+    geometry = _geometry(plant, int(starts[0]), int(starts[-1]) + QUARTER_S)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _model(plant, parameters, inputs, geometry)
+
+
+def _model(
+    plant: Plant, parameters: ModelParameters, inputs: Irradiance, geometry: _Geometry
+) -> Modelled:
+    sensor = ~np.isnan(inputs.sensor_poa_w_m2)
+    satellite = ~sensor & ~np.isnan(inputs.satellite_ghi_w_m2)
+    source = np.where(sensor, Source.SENSOR, np.where(satellite, Source.SATELLITE, Source.TYPICAL))
+    poa = geometry.typical_poa.copy()
+    poa[sensor] = inputs.sensor_poa_w_m2[sensor]
+    if satellite.any():
+        poa[satellite] = transpose(
+            plant,
+            geometry.apparent_zenith[satellite],
+            geometry.azimuth[satellite],
+            geometry.dni_extra[satellite],
+            inputs.satellite_ghi_w_m2[satellite],
+            inputs.satellite_dni_w_m2[satellite],
+            inputs.satellite_dhi_w_m2[satellite],
+        )
+    # Air temperature: measured with the irradiance where it was, else the site's typical.
+    air = geometry.typical_temp_air_c.copy()
+    measured_air = np.where(sensor, inputs.sensor_ambient_temp_c, inputs.satellite_temp_air_c)
+    has_air = ~np.isnan(measured_air)
+    air[has_air] = measured_air[has_air]
+    temp_cell = cell_temperature(poa, air, np.where(sensor, inputs.sensor_module_temp_c, np.nan))
+    reference_w = dc_power(plant, parameters, poa, temp_cell)
+    expected_w = ac_power(plant, parameters, reference_w)
+    clear_reference = dc_power(plant, parameters, geometry.clear_poa, temp_cell)
+    hours = QUARTER_S / 3600
+    return Modelled(
+        starts=inputs.starts,
+        source=source.astype(np.int64),
+        poa_w_m2=poa,
+        temp_cell_c=temp_cell,
+        expected_wh=expected_w * hours,
+        reference_wh=reference_w * hours,
+        clear_sky_bound_wh=plant.capacity_kwp * geometry.bound_poa * hours * CLEAR_SKY_MARGIN,
+        clear_sky_expected_wh=ac_power(plant, parameters, clear_reference) * hours,
+    )
+
+
+def transpose(
+    plant: Plant,
+    apparent_zenith: FloatArray,
+    solar_azimuth: FloatArray,
+    dni_extra: FloatArray,
+    ghi: FloatArray,
+    dni: FloatArray,
+    dhi: FloatArray,
+) -> FloatArray:
+    """Plane-of-array global irradiance (W/m²) from GHI/DNI/DHI: Hay–Davies, albedo 0.2."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        poa = pvlib.irradiance.get_total_irradiance(
+            plant.tilt_deg,
+            plant.azimuth_deg,
+            apparent_zenith,
+            solar_azimuth,
+            dni,
+            ghi,
+            dhi,
+            dni_extra=dni_extra,
+            albedo=ALBEDO,
+            model="haydavies",
+        )
+    return np.maximum(_clean(poa["poa_global"]), 0.0)
+
+
+def cell_temperature(
+    poa_w_m2: FloatArray, temp_air_c: FloatArray, module_temp_c: FloatArray
+) -> FloatArray:
+    """Cell temperature (°C): from the module temperature where measured (+ ΔT × POA/1000),
+    else SAPM open rack from the air temperature at wind 1 m/s."""
+    sapm = np.asarray(
+        pvlib.temperature.sapm_cell(
+            poa_w_m2, temp_air_c, WIND_SPEED_M_S, SAPM_A, SAPM_B, MODULE_DELTA_T_C
+        ),
+        dtype=np.float64,
+    )
+    from_module = module_temp_c + MODULE_DELTA_T_C * poa_w_m2 / 1000.0
+    result: FloatArray = np.where(np.isnan(module_temp_c), sapm, from_module)
+    return result
+
+
+def dc_power(
+    plant: Plant, parameters: ModelParameters, poa_w_m2: FloatArray, temp_cell_c: FloatArray
+) -> FloatArray:
+    """PVWatts DC at the array's nameplate (W): capacity × POA/1000 × (1 + γ (T_cell − 25)),
+    before losses."""
+    dc = pvlib.pvsystem.pvwatts_dc(
+        poa_w_m2, temp_cell_c, plant.capacity_kwp * 1000.0, parameters.gamma_pdc_pct_per_c / 100
+    )
+    return np.maximum(_clean(dc), 0.0)
+
+
+def ac_power(plant: Plant, parameters: ModelParameters, dc_w: FloatArray) -> FloatArray:
+    """AC (W): DC × (1 − losses) × the nominal inverter efficiency, clipped at the inverter's
+    AC rating when the system has one."""
+    ac = dc_w * (1 - parameters.losses_pct / 100) * parameters.inverter_efficiency
+    if plant.inverter_capacity_kw is not None:
+        ac = np.minimum(ac, plant.inverter_capacity_kw * 1000.0)
+    result: FloatArray = ac
+    return result
+
+
+def _place(plant: Plant) -> tuple[float, float, float, float]:
+    return (plant.latitude, plant.longitude, plant.tilt_deg, plant.azimuth_deg)
+
+
+def _geometry(plant: Plant, start_s: int, end_s: int) -> _Geometry:
+    def month_field(name: str) -> FloatArray:
+        return gather_months(
+            start_s,
+            end_s,
+            lambda _year, _month, lo, hi: getattr(_month_geometry(plant, lo, hi), name),
+        )
+
+    return _Geometry(*(month_field(name) for name in _Geometry.__dataclass_fields__))
+
+
+def _month_geometry(plant: Plant, month_start_s: int, month_end_s: int) -> _Geometry:
+    key = (*_place(plant), month_start_s)
+    cached = _months.get(key)
+    if cached is not None:
+        return cached
+    midpoints = np.arange(month_start_s, month_end_s, QUARTER_S, dtype=np.int64) + QUARTER_S // 2
+    sky = sandbox.sky(plant.latitude, plant.longitude, midpoints)
+    clear_poa = transpose(
+        plant,
+        sky.apparent_zenith,
+        sky.azimuth,
+        sky.dni_extra,
+        sky.clear_ghi,
+        sky.clear_dni,
+        sky.clear_dhi,
+    )
+    geometry = _Geometry(
+        apparent_zenith=sky.apparent_zenith,
+        azimuth=sky.azimuth,
+        dni_extra=sky.dni_extra,
+        clear_poa=clear_poa,
+        bound_poa=np.maximum(clear_poa, sky.clear_ghi),
+        typical_poa=transpose(
+            plant,
+            sky.apparent_zenith,
+            sky.azimuth,
+            sky.dni_extra,
+            sky.typical_ghi,
+            sky.typical_dni,
+            sky.typical_dhi,
+        ),
+        typical_temp_air_c=sky.typical_temp_air_c,
+    )
+    for values in (
+        geometry.apparent_zenith,
+        geometry.azimuth,
+        geometry.dni_extra,
+        geometry.clear_poa,
+        geometry.bound_poa,
+        geometry.typical_poa,
+        geometry.typical_temp_air_c,
+    ):
+        values.flags.writeable = False  # shared through the cache
+    _months.put(key, geometry)
+    return geometry
+
+
+def _clean(values: Any) -> FloatArray:
+    """pvlib answers NaN below the horizon in some steps: no sun, 0 W/m²."""
+    return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)

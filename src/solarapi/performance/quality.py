@@ -1,0 +1,233 @@
+"""Data-quality flags per bucket, from the quarter-hours themselves (pure numpy).
+
+pvanalytics was the first choice; it is not used because version 0.2.2 (the current one)
+does not work with the locked pandas 3: `features.daytime` calls
+`pandas.core.window.RollingGroupby`, which pandas 3 removed, and `quality.time`'s shift
+detection builds on it; importing the package also loads scikit-image and statsmodels
+(~25 MB, 12 s to import here) for its shading module. Each rule below is a few array
+operations on the grid we already have; docs/performance.md gives the thresholds.
+
+- `gap`: coverage (samples ÷ expected samples) < 0.95.
+- `clipping`: with an inverter rating, ≥ 2 quarter-hours within 2 % of its AC limit
+  (`inverter_capacity_kw × 250 Wh`); without one, ≥ 3 consecutive quarter-hours within
+  0.5 % of their day's maximum while the clear-sky model still changes by > 5 % over them.
+- `stuck`: ≥ 4 consecutive quarter-hours with the same non-zero energy that are not clipping.
+- `outlier`: a quarter-hour above the clear-sky bound (`Modelled.clear_sky_bound_wh`:
+  capacity × the larger of clear-sky POA and clear-sky GHI × 1.3, plus 1 % of the capacity
+  for meter noise at night).
+- `time_shift`: the lag (in quarter-hours, ±3 h) that best aligns production with the
+  clear-sky model's curve (which knows the panel's orientation) is ≥ 45 minutes: the median
+  over the bucket's clear days (≥ 90 % of daylight quarter-hours with readings, correlation
+  at the best lag ≥ 0.95), else, with no clear day, the lag of the sum of its ≥ 3 covered
+  days (correlation ≥ 0.9), in which clouds average out. On a year of simulated weather this
+  flagged no unshifted day or week and nearly every clear day moved by an hour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray
+
+FLAGS = ("gap", "clipping", "stuck", "outlier", "time_shift")
+MIN_COVERAGE = 0.95
+CLIP_TOLERANCE = 0.02
+CLIP_MIN_QUARTERS = 2
+FLAT_TOLERANCE = 0.005
+FLAT_MIN_QUARTERS = 3
+STUCK_MIN_QUARTERS = 4
+NOISE_SHARE_OF_CAPACITY = 0.01
+MAX_LAG_QUARTERS = 12
+SHIFT_QUARTERS = 3  # 45 minutes
+MIN_DAY_COVERAGE = 0.9
+MIN_CORRELATION = 0.95
+MIN_PROFILE_DAYS = 3
+MIN_PROFILE_CORRELATION = 0.9
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def quality_flags(
+    *,
+    bucket: IntArray,
+    bucket_count: int,
+    coverage: FloatArray,
+    day: IntArray,
+    day_count: int,
+    day_slot: IntArray,
+    energy_wh: FloatArray,
+    clear_sky_bound_wh: FloatArray,
+    clear_sky_expected_wh: FloatArray,
+    capacity_kwp: float,
+    inverter_capacity_kw: float | None,
+) -> list[tuple[str, ...]]:
+    """The flags of each bucket. Per quarter-hour: `bucket` and `day` (indices of its bucket
+    and its local day, −1 outside), `day_slot` (its place in the day), the measured energy
+    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`."""
+    has = ~np.isnan(energy_wh)
+    energy = np.where(has, energy_wh, 0.0)
+    clipping = _clipping(energy, has, day, clear_sky_expected_wh, inverter_capacity_kw)
+    stuck = _runs(has & (energy > 0) & _same_as_previous(energy, has), STUCK_MIN_QUARTERS - 1)
+    stuck &= ~clipping
+    noise_wh = capacity_kwp * 1000 * (QUARTER_S / 3600) * NOISE_SHARE_OF_CAPACITY
+    outlier = has & (energy > clear_sky_bound_wh + noise_wh)
+    flags: list[list[str]] = [[] for _ in range(bucket_count)]
+    inside = (bucket >= 0) & (bucket < bucket_count)
+
+    def mark(name: str, where: BoolArray) -> None:
+        for index in np.unique(bucket[where & inside]).tolist():
+            flags[index].append(name)
+
+    for index in np.flatnonzero(coverage < MIN_COVERAGE).tolist():
+        flags[index].append("gap")
+    mark("clipping", clipping)
+    mark("stuck", stuck)
+    mark("outlier", outlier)
+    shifted = _shifted_buckets(
+        bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+    )
+    for index in shifted:
+        flags[index].append("time_shift")
+    return [tuple(names) for names in flags]
+
+
+def _same_as_previous(energy: FloatArray, has: BoolArray) -> BoolArray:
+    same = np.zeros(len(energy), dtype=bool)
+    same[1:] = has[1:] & has[:-1] & (energy[1:] == energy[:-1])
+    return same
+
+
+def _runs(link: BoolArray, links: int) -> BoolArray:
+    """Quarter-hours inside a run of ≥ `links` consecutive links (`link[i]`: i joins i − 1),
+    i.e. of ≥ links + 1 quarter-hours."""
+    result = np.zeros(len(link), dtype=bool)
+    if links <= 0 or len(link) == 0:
+        return result
+    padded = np.concatenate(([False], link, [False])).astype(np.int8)
+    edges = np.diff(padded)
+    run_starts = np.flatnonzero(edges == 1)
+    run_ends = np.flatnonzero(edges == -1)
+    for lo, hi in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        if hi - lo >= links:
+            result[lo - 1 : hi] = True
+    return result
+
+
+def _clipping(
+    energy: FloatArray,
+    has: BoolArray,
+    day: IntArray,
+    clear_sky_expected_wh: FloatArray,
+    inverter_capacity_kw: float | None,
+) -> BoolArray:
+    if inverter_capacity_kw is not None:
+        limit_wh = inverter_capacity_kw * 1000 * (QUARTER_S / 3600)
+        near = has & (np.abs(energy - limit_wh) <= CLIP_TOLERANCE * limit_wh)
+        # A bucket is flagged by two such quarter-hours; a lone one is a bright moment.
+        result = np.zeros(len(energy), dtype=bool)
+        for d in np.unique(day[near]).tolist():
+            in_day = near & (day == d)
+            if int(in_day.sum()) >= CLIP_MIN_QUARTERS:
+                result |= in_day
+        return result
+    # No rating: a flat top at the day's maximum while the clear sky still changes.
+    day_max = np.zeros(len(energy))
+    valid = day >= 0
+    if valid.any():
+        maxima = np.zeros(int(day[valid].max()) + 1)
+        np.maximum.at(maxima, day[valid], energy[valid])
+        day_max[valid] = maxima[day[valid]]
+    top = has & (energy > 0) & (energy >= (1 - FLAT_TOLERANCE) * day_max)
+    link = np.zeros(len(energy), dtype=bool)
+    link[1:] = top[1:] & top[:-1] & (day[1:] == day[:-1])
+    flat = _runs(link, FLAT_MIN_QUARTERS - 1)
+    if not flat.any():
+        return flat
+    # The clear sky over the flat run must vary, else it is a plateau of the sun itself.
+    clear = clear_sky_expected_wh
+    varies = np.zeros(len(energy), dtype=bool)
+    for d in np.unique(day[flat]).tolist():
+        in_run = flat & (day == d)
+        values = clear[in_run]
+        if values.max() > 0 and (values.max() - values.min()) > 0.05 * values.max():
+            varies |= in_run
+    return flat & varies
+
+
+def _shifted_buckets(
+    bucket: IntArray,
+    bucket_count: int,
+    day: IntArray,
+    day_count: int,
+    day_slot: IntArray,
+    energy: FloatArray,
+    has: BoolArray,
+    reference: FloatArray,
+) -> list[int]:
+    if day_count == 0:
+        return []
+    inside = (day >= 0) & (day < day_count) & (day_slot >= 0) & (day_slot < 100)
+    width = 100 + 2 * MAX_LAG_QUARTERS
+    actual = np.zeros((day_count, 100))
+    expected = np.zeros((day_count, width))
+    measured = np.zeros((day_count, 100), dtype=bool)
+    actual[day[inside], day_slot[inside]] = energy[inside]
+    measured[day[inside], day_slot[inside]] = has[inside]
+    expected[day[inside], day_slot[inside] + MAX_LAG_QUARTERS] = reference[inside]
+    daylight = expected[:, MAX_LAG_QUARTERS : MAX_LAG_QUARTERS + 100] > 0
+    daylight_count = daylight.sum(axis=1)
+    covered = (daylight & measured).sum(axis=1) >= MIN_DAY_COVERAGE * np.maximum(daylight_count, 1)
+    best_lag, best_corr = _best_lags(actual, expected)
+    clear_day = covered & _producing(actual, daylight_count) & (best_corr >= MIN_CORRELATION)
+    # A day's bucket: the bucket of its quarter-hours (a day lies within one bucket).
+    day_bucket = np.full(day_count, -1)
+    day_bucket[day[inside]] = bucket[inside]
+    shifted: list[int] = []
+    for index in range(bucket_count):
+        here = day_bucket == index
+        lags_here = best_lag[clear_day & here]
+        if len(lags_here):
+            lag = float(np.median(lags_here))
+        else:
+            # No clear day: the bucket's covered days summed, where clouds average out.
+            days = covered & _producing(actual, daylight_count) & here
+            if int(days.sum()) < MIN_PROFILE_DAYS:
+                continue
+            profile_lag, profile_corr = _best_lags(
+                actual[days].sum(axis=0, keepdims=True), expected[days].sum(axis=0, keepdims=True)
+            )
+            if profile_corr[0] < MIN_PROFILE_CORRELATION:
+                continue
+            lag = float(profile_lag[0])
+        if abs(lag) >= SHIFT_QUARTERS:
+            shifted.append(index)
+    return shifted
+
+
+def _producing(actual: FloatArray, daylight_count: IntArray) -> BoolArray:
+    result: BoolArray = (daylight_count > 0) & (actual.sum(axis=1) > 0)
+    return result
+
+
+def _best_lags(actual: FloatArray, expected: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Per row: the lag (quarter-hours, ±MAX_LAG_QUARTERS) by which the reference must move
+    later to match the production best, and the correlation there."""
+    lags = np.arange(-MAX_LAG_QUARTERS, MAX_LAG_QUARTERS + 1)
+    correlations = np.full((len(actual), len(lags)), -np.inf)
+    for k, lag in enumerate(lags.tolist()):
+        # The reference moved `lag` quarter-hours later: production at t matches it at t − lag.
+        window = expected[:, MAX_LAG_QUARTERS - lag : MAX_LAG_QUARTERS - lag + 100]
+        correlations[:, k] = _row_correlation(actual, window)
+    best = np.argmax(correlations, axis=1)
+    return lags[best], correlations[np.arange(len(actual)), best]
+
+
+def _row_correlation(a: FloatArray, b: FloatArray) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a0 = a - a.mean(axis=1, keepdims=True)
+        b0 = b - b.mean(axis=1, keepdims=True)
+        result: FloatArray = (a0 * b0).sum(axis=1) / np.sqrt(
+            (a0 * a0).sum(axis=1) * (b0 * b0).sum(axis=1)
+        )
+    return np.nan_to_num(result, nan=-np.inf)

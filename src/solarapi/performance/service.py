@@ -1,0 +1,373 @@
+"""Rules of performance: expected against actual, per quarter-hour and per bucket.
+
+Public API for other areas (alerts, dashboard, reports) — typed values, no HTTP:
+- `quarter_hours(session, system, start_s, end_s, now) -> QuarterHourPerformance`: measured
+  and expected energy (and the model's inputs) for every quarter-hour of [start_s, end_s);
+- `performance(session, system, start, end, interval, now) -> Performance`: the buckets of
+  `GET /systems/{id}/performance` (interval 1d, 1w or 1M) for a system already in hand.
+
+The path of a request: the range is widened once (`kit.grid`), the quarter-hours of readings
+(`readings.service.quarter_hours`, stored or simulated) and of irradiance are read once, the
+model runs once (off the event loop unless its geometry is cached), the sums go into the
+buckets through `kit.grid.aggregate_into`, and the router renders the typed `Performance`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.auth.principal import Principal
+from solarapi.kit.grid import (
+    QUARTER_S,
+    FloatArray,
+    IntArray,
+    Interval,
+    TimeRange,
+    aggregate_into,
+    bucket_edges,
+    widen_range,
+)
+from solarapi.models.systems import (
+    ModelParameters,
+    ReadableSystem,
+    model_overrides,
+    model_parameters,
+)
+from solarapi.performance import repository
+from solarapi.performance.quality import quality_flags
+from solarapi.performance.repository import IrradianceRows
+from solarapi.performance.values import Irradiance, Modelled, Plant, Source
+from solarapi.readings import service as readings
+from solarapi.systems.access import read_system
+from solarapi.systems.span import simulated_since
+
+INTERVALS = (Interval.DAY, Interval.WEEK, Interval.MONTH)
+_MODEL_MODULE = "solarapi.performance.model"
+_SANDBOX_MODULE = "solarapi.sandbox.model"
+
+
+@dataclass(frozen=True, slots=True)
+class QuarterHourPerformance:
+    """Every quarter-hour of a range: measured energy (NaN = no reading) beside the model's
+    figures (`modelled`: expected energy, POA, cell temperature, source, …)."""
+
+    starts: IntArray
+    energy_wh: FloatArray
+    modelled: Modelled
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """Every parameter the model used (`meta.model`)."""
+
+    capacity_kwp: float
+    inverter_capacity_kw: float | None
+    latitude: float
+    longitude: float
+    tilt_deg: float
+    azimuth_deg: float
+    orientation_defaults: tuple[str, ...]
+    parameters: ModelParameters
+    overrides: tuple[str, ...]
+    typical_climate: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Kpis:
+    """Sums per bucket over the quarter-hours that have a reading (NaN: none has)."""
+
+    energy_wh: FloatArray
+    expected_energy_wh: FloatArray
+    insolation_wh_m2: FloatArray
+    reference_energy_wh: FloatArray  # Σ capacity × POA/1000 × (1 + γ (T_cell − 25)) × ¼ h
+    samples: IntArray
+    expected_samples: IntArray
+    typical_samples: IntArray  # counted quarter-hours whose irradiance is `typical`
+    sources: tuple[str | None, ...]
+    quality: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Performance:
+    """What `GET /systems/{id}/performance` answers."""
+
+    system_id: str
+    timezone: str
+    time_range: TimeRange
+    buckets: Kpis
+    totals: Kpis
+    model: ModelInfo
+    simulated: bool  # the sandbox model's, up to `now`: not a function of the database alone
+
+
+async def read_irradiance(
+    session: AsyncSession, principal: Principal, system_id: str, start_s: int, end_s: int
+) -> tuple[IrradianceRows, IrradianceRows]:
+    """`GET /systems/{id}/irradiance`: the caller's system's stored `sensor` and `satellite`
+    quarter-hours starting in [start_s, end_s)."""
+    system = await read_system(session, principal, system_id)
+    sensor = await repository.rows_between(session, system.id, "sensor", start_s, end_s)
+    satellite = await repository.rows_between(session, system.id, "satellite", start_s, end_s)
+    return sensor, satellite
+
+
+def plant_of(system: ReadableSystem) -> Plant:
+    return Plant(
+        latitude=system.latitude,
+        longitude=system.longitude,
+        capacity_kwp=system.capacity_kwp,
+        inverter_capacity_kw=system.inverter_capacity_kw,
+        tilt_deg=system.tilt_deg,
+        azimuth_deg=system.azimuth_deg,
+    )
+
+
+async def read_performance(
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> Performance:
+    """`GET /systems/{id}/performance` for the caller's system (404 if not theirs)."""
+    system = await read_system(session, principal, system_id)
+    return await performance(session, system, start, end, interval, now)
+
+
+async def performance(
+    session: AsyncSession,
+    system: ReadableSystem,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+    now: datetime,
+) -> Performance:
+    """The buckets of [start, end) widened to the system's local calendar (1d, 1w or 1M)."""
+    if interval not in INTERVALS:
+        raise ValueError(f"performance buckets are 1d, 1w or 1M, not {interval.value}")
+    tz = ZoneInfo(system.timezone)
+    time_range = widen_range(start, end, interval, tz)
+    series = await quarter_hours(session, system, time_range.start_s, time_range.end_s, now)
+    edges = time_range.edges()
+    day_edges = bucket_edges(time_range.start_s, time_range.end_s, Interval.DAY, tz)
+    buckets = _kpis(system, series, edges, day_edges)
+    totals = _kpis(
+        system,
+        series,
+        np.array([time_range.start_s, time_range.end_s], dtype=np.int64),
+        day_edges,
+    )
+    return Performance(
+        system_id=system.id,
+        timezone=system.timezone,
+        time_range=time_range,
+        buckets=buckets,
+        totals=totals,
+        model=model_info(system),
+        simulated=system.data_source == "simulated",
+    )
+
+
+def model_info(system: ReadableSystem) -> ModelInfo:
+    from solarapi.sandbox.climate import reference_site
+
+    site = reference_site(system.latitude, system.longitude)
+    defaults = tuple(
+        name
+        for name, defaulted in (
+            ("tilt_deg", system.tilt_defaulted),
+            ("azimuth_deg", system.azimuth_defaulted),
+        )
+        if defaulted
+    )
+    return ModelInfo(
+        capacity_kwp=system.capacity_kwp,
+        inverter_capacity_kw=system.inverter_capacity_kw,
+        latitude=system.latitude,
+        longitude=system.longitude,
+        tilt_deg=system.tilt_deg,
+        azimuth_deg=system.azimuth_deg,
+        orientation_defaults=defaults,
+        parameters=model_parameters(system),
+        overrides=model_overrides(system),
+        typical_climate=None if site is None else site.name,
+    )
+
+
+async def quarter_hours(
+    session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
+) -> QuarterHourPerformance:
+    """Measured and expected energy of every quarter-hour of [start_s, end_s) (UTC, aligned
+    to the quarter-hour). Quarter-hours without measured irradiance are modelled with the
+    site's typical year; those not yet ended have no reading."""
+    measured = await readings.quarter_hours(
+        session,
+        system,
+        datetime.fromtimestamp(start_s, UTC),
+        datetime.fromtimestamp(end_s, UTC),
+        now,
+    )
+    inputs = await _irradiance(session, system, measured.starts, now)
+    modelled = await _run_model(plant_of(system), model_parameters(system), inputs)
+    return QuarterHourPerformance(measured.starts, measured.energy_wh, modelled)
+
+
+async def _irradiance(
+    session: AsyncSession, system: ReadableSystem, starts: IntArray, now: datetime
+) -> Irradiance:
+    """The measured irradiance of each quarter-hour of `starts` (NaN where none)."""
+    inputs = Irradiance.none(starts)
+    if len(starts) == 0:
+        return inputs
+    start_s, end_s = int(starts[0]), int(starts[-1]) + QUARTER_S
+    columns = {name: np.full(len(starts), np.nan) for name in _INPUT_COLUMNS}
+    if system.data_source == "simulated":
+        await _simulated_irradiance(system, start_s, end_s, now, columns)
+    else:
+        sensor = await repository.rows_between(session, system.id, "sensor", start_s, end_s)
+        satellite = await repository.rows_between(session, system.id, "satellite", start_s, end_s)
+        for name, rows, values in (
+            ("sensor_poa_w_m2", sensor, sensor.poa_w_m2),
+            ("sensor_module_temp_c", sensor, sensor.module_temp_c),
+            ("sensor_ambient_temp_c", sensor, sensor.ambient_temp_c),
+            ("satellite_ghi_w_m2", satellite, satellite.ghi_w_m2),
+            ("satellite_dni_w_m2", satellite, satellite.dni_w_m2),
+            ("satellite_dhi_w_m2", satellite, satellite.dhi_w_m2),
+            ("satellite_temp_air_c", satellite, satellite.ambient_temp_c),
+        ):
+            _place(starts, rows.starts, columns[name], values)
+    return Irradiance(starts, **columns)
+
+
+_INPUT_COLUMNS = (
+    "sensor_poa_w_m2",
+    "sensor_module_temp_c",
+    "sensor_ambient_temp_c",
+    "satellite_ghi_w_m2",
+    "satellite_dni_w_m2",
+    "satellite_dhi_w_m2",
+    "satellite_temp_air_c",
+)
+
+
+async def _simulated_irradiance(
+    system: ReadableSystem, start_s: int, end_s: int, now: datetime, columns: dict[str, FloatArray]
+) -> None:
+    """A simulated system's `sensor` irradiance: the sandbox model's own POA and air
+    temperature over the quarter-hours it has simulated readings for."""
+    now_s = int(now.timestamp() // 1)
+    lo, hi = max(start_s, simulated_since(system)), min(end_s, now_s - now_s % QUARTER_S)
+    if hi <= lo:
+        return
+    if _SANDBOX_MODULE not in sys.modules:
+        # start-up: the sandbox model pulls in pvlib (seconds to import, measured): on a thread.
+        await asyncio.to_thread(importlib.import_module, _SANDBOX_MODULE)
+    from solarapi.sandbox import model as sandbox  # start-up: loaded just above
+
+    params = sandbox.PvParams.of(system)
+    start, end = datetime.fromtimestamp(lo, UTC), datetime.fromtimestamp(hi, UTC)
+    if sandbox.is_cached(params, start, end):
+        conditions = sandbox.simulated_conditions(params, start, end)
+    else:
+        conditions = await asyncio.to_thread(sandbox.simulated_conditions, params, start, end)
+    grid = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    _place(grid, conditions.starts, columns["sensor_poa_w_m2"], conditions.poa_w_m2)
+    _place(grid, conditions.starts, columns["sensor_ambient_temp_c"], conditions.temp_air_c)
+
+
+async def _run_model(plant: Plant, parameters: ModelParameters, inputs: Irradiance) -> Modelled:
+    if _MODEL_MODULE not in sys.modules:
+        # start-up: the model pulls in pvlib, pandas and scipy (seconds to import, measured):
+        # imported on the first performance request, on a worker thread.
+        await asyncio.to_thread(importlib.import_module, _MODEL_MODULE)
+    from solarapi.performance import model  # start-up: loaded just above
+
+    starts = inputs.starts
+    if len(starts) and not model.is_cached(plant, int(starts[0]), int(starts[-1]) + QUARTER_S):
+        # CPU-bound while the site's geometry is not cached (~0.5 s per system-year): off
+        # the event loop, where the sandbox runs its simulation.
+        return await asyncio.to_thread(model.model, plant, parameters, inputs)
+    return model.model(plant, parameters, inputs)
+
+
+def _place(grid: IntArray, at: IntArray, target: FloatArray, values: FloatArray) -> None:
+    if len(grid) == 0 or len(at) == 0:
+        return
+    index = (at - grid[0]) // QUARTER_S
+    inside = (index >= 0) & (index < len(grid))
+    target[index[inside]] = values[inside]
+
+
+def _kpis(
+    system: ReadableSystem, series: QuarterHourPerformance, edges: IntArray, day_edges: IntArray
+) -> Kpis:
+    starts = series.starts
+    modelled = series.modelled
+    counted = ~np.isnan(series.energy_wh)
+    ones = np.ones(len(starts), dtype=np.int64)
+    no_power = np.full(len(starts), np.nan)
+
+    def total(values: FloatArray, where: np.ndarray | None = None) -> tuple[FloatArray, IntArray]:
+        keep = counted if where is None else counted & where
+        summed = aggregate_into(edges, starts, np.where(keep, values, np.nan), ones, no_power)
+        return summed.energy_wh, summed.samples
+
+    energy, samples = total(series.energy_wh)
+    expected, _ = total(modelled.expected_wh)
+    insolation, _ = total(modelled.poa_w_m2 * (QUARTER_S / 3600))
+    reference, _ = total(modelled.reference_wh)
+    counts = {
+        source: total(ones.astype(np.float64), modelled.source == source)[1] for source in Source
+    }
+    sources = tuple(
+        _source_label([source for source in Source if counts[source][i] > 0])
+        for i in range(len(edges) - 1)
+    )
+    expected_samples = (np.diff(edges) // QUARTER_S).astype(np.int64)
+    bucket = np.searchsorted(edges, starts, side="right") - 1
+    day = np.searchsorted(day_edges, starts, side="right") - 1
+    valid_day = (day >= 0) & (day < len(day_edges) - 1)
+    day_slot = np.where(
+        valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
+    )
+    coverage = samples / np.maximum(expected_samples, 1)
+    flags = quality_flags(
+        bucket=bucket,
+        bucket_count=len(edges) - 1,
+        coverage=coverage,
+        day=np.where(valid_day, day, -1),
+        day_count=max(len(day_edges) - 1, 0),
+        day_slot=day_slot,
+        energy_wh=series.energy_wh,
+        clear_sky_bound_wh=modelled.clear_sky_bound_wh,
+        clear_sky_expected_wh=modelled.clear_sky_expected_wh,
+        capacity_kwp=system.capacity_kwp,
+        inverter_capacity_kw=system.inverter_capacity_kw,
+    )
+    return Kpis(
+        energy_wh=energy,
+        expected_energy_wh=expected,
+        insolation_wh_m2=insolation,
+        reference_energy_wh=reference,
+        samples=samples,
+        expected_samples=expected_samples,
+        typical_samples=counts[Source.TYPICAL],
+        sources=sources,
+        quality=tuple(flags),
+    )
+
+
+def _source_label(sources: list[Source]) -> str | None:
+    if not sources:
+        return None
+    return sources[0].label if len(sources) == 1 else "mixed"

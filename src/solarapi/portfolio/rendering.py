@@ -1,0 +1,73 @@
+"""The portfolio bodies, rendered once: each system's part by the per-system endpoint's own
+rendering (`readings.rendering.render_fleet_item`), the envelope around them here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from solarapi.kit.pagination import PageParams
+from solarapi.kit.timefmt import format_timestamp
+from solarapi.portfolio.fleet import Fleet
+from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue
+from solarapi.readings.rendering import render_fleet_item
+
+
+def pagination(fleet: Fleet) -> dict[str, Any]:
+    params: PageParams = fleet.page
+    total = len(fleet.systems)
+    total_pages = (total + params.limit - 1) // params.limit if total else 0
+    return {
+        "page": params.page,
+        "limit": params.limit,
+        "total": total,
+        "total_pages": total_pages,
+        "has_more": params.page < total_pages,
+    }
+
+
+def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet) -> bytes:
+    return (
+        b'{"data":['
+        + b",".join(items)
+        + b'],"meta":'
+        + orjson.dumps(meta)
+        + b',"pagination":'
+        + orjson.dumps(pagination(fleet))
+        + b"}"
+    )
+
+
+def render_readings(result: FleetReadings) -> bytes:
+    totals = result.totals
+    meta = {
+        "interval": result.interval.value,
+        "from": format_timestamp(result.start),
+        "to": format_timestamp(result.end),
+        "totals": {
+            "energy_wh": totals.energy_wh,
+            "samples": totals.samples,
+            "expected_samples": totals.expected_samples,
+            "systems": totals.systems,
+            "systems_with_data": totals.systems_with_data,
+        },
+    }
+    return _envelope([render_fleet_item(item) for item in result.items], meta, result.fleet)
+
+
+def render_summary(result: FleetSummary) -> bytes:
+    items = [orjson.dumps(item) for item in result.items]
+    return _envelope(items, {"totals": result.totals}, result.fleet)
+
+
+def render_market_value(result: FleetValue) -> bytes:
+    meta = {
+        "interval": result.interval.value,
+        "from": format_timestamp(result.start),
+        "to": format_timestamp(result.end),
+        "currency": "EUR",
+        "zones": result.zones,
+        "totals": result.totals,
+    }
+    return _envelope([orjson.dumps(item) for item in result.items], meta, result.fleet)

@@ -1,0 +1,213 @@
+"""Monthly partitions of `readings` on PostgreSQL: created ahead, retired past retention.
+
+The migration (`0016_readings_partitions`) turns `readings` into a table partitioned by range
+of `start_s`, with one partition per UTC month in the schema `readings_partitions`, the table
+as it was before the cut-over as one partition, and a `DEFAULT` partition for anything no
+month holds. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months ahead
+and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months past it — a
+`DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table:
+its maintenance does nothing.
+
+Retention covers raw quarter-hours only. Hourly and daily rollups (a quarter and a 96th of
+the rows) stay, so `1h`/`1d`/`1w`/`1M` answers stay whole past the horizon while `15m`/`30m`
+answers, market value (which reads quarter-hours) and replacing old readings end there.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.config import Settings
+from solarapi.db import POSTGRESQL, SQLITE, session_backend
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "readings_partitions"
+MONTHS_AHEAD = 3
+_MONTH_TABLE = re.compile(r"^m(\d{4})_(\d{2})$")
+
+
+def month_start(moment: datetime, months_later: int = 0) -> datetime:
+    """The first instant (UTC) of the month `months_later` after `moment`'s."""
+    index = moment.year * 12 + (moment.month - 1) + months_later
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+
+
+def month_table(start: datetime) -> str:
+    return f"m{start:%Y_%m}"
+
+
+def retention_horizon(session: AsyncSession, now: datetime) -> datetime | None:
+    """The first instant whose raw quarter-hours are still kept (None: all are kept), under the
+    settings of the app or worker the session belongs to (`db.sessionmaker_for`). An upload
+    before it would be stored only until the next maintenance, and would recompute rollups of a
+    day whose other quarter-hours are gone, so it is refused."""
+    settings = session.info.get("settings")
+    months = settings.readings_retention_months if isinstance(settings, Settings) else None
+    return None if months is None else month_start(now, -months)
+
+
+@dataclass(frozen=True, slots=True)
+class Maintenance:
+    """What one pass did: partitions created, months dropped, rows moved out of the default
+    partition into a new month, rows of the default partition removed past retention."""
+
+    created: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    moved_rows: int = 0
+    purged_rows: int = 0
+
+
+class ReadingPartitions(Protocol):
+    async def maintain(
+        self, session: AsyncSession, now: datetime, retention_months: int | None
+    ) -> Maintenance: ...
+
+    async def months(self, session: AsyncSession) -> list[datetime]: ...
+
+
+class SingleTable:
+    """SQLite: one table, nothing to maintain."""
+
+    async def maintain(
+        self, session: AsyncSession, now: datetime, retention_months: int | None
+    ) -> Maintenance:
+        return Maintenance()
+
+    async def months(self, session: AsyncSession) -> list[datetime]:
+        return []
+
+
+class MonthlyPartitions:
+    """PostgreSQL: one partition per UTC month of `start_s`."""
+
+    async def months(self, session: AsyncSession) -> list[datetime]:
+        return sorted(start for start in (await self._partitions(session)).values() if start)
+
+    async def _partitions(self, session: AsyncSession) -> dict[str, datetime | None]:
+        """Partition name → the first instant of its month (None: not a month's)."""
+        rows = await session.execute(
+            text(
+                "SELECT c.relname FROM pg_inherits i"
+                " JOIN pg_class c ON c.oid = i.inhrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE i.inhparent = 'public.readings'::regclass AND n.nspname = :schema"
+            ),
+            {"schema": SCHEMA},
+        )
+        partitions: dict[str, datetime | None] = {}
+        for (name,) in rows:
+            match = _MONTH_TABLE.match(name)
+            partitions[name] = (
+                datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC) if match else None
+            )
+        return partitions
+
+    async def _cut_over(self, session: AsyncSession) -> datetime | None:
+        """Where the table from before partitioning ends (None once it is gone)."""
+        bound = (
+            await session.execute(
+                text(
+                    "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class c"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = :schema AND c.relname = 'before_cut_over'"
+                ),
+                {"schema": SCHEMA},
+            )
+        ).scalar()
+        if bound is None:
+            return None
+        upper = re.search(r"TO \('?(-?\d+)'?\)", str(bound))
+        assert upper is not None, bound
+        return datetime.fromtimestamp(int(upper[1]), UTC)
+
+    async def maintain(
+        self, session: AsyncSession, now: datetime, retention_months: int | None
+    ) -> Maintenance:
+        # One maintainer at a time across workers: the lock ends with the transaction.
+        await session.execute(text("SELECT pg_advisory_xact_lock(hashtext('readings.partitions'))"))
+        partitions = await self._partitions(session)
+        existing = {start for start in partitions.values() if start}
+        cut_over = await self._cut_over(session)
+        created: list[str] = []
+        moved = 0
+        for ahead in range(MONTHS_AHEAD + 1):
+            start = month_start(now, ahead)
+            if start in existing or (cut_over is not None and start < cut_over):
+                continue  # the month exists, or the table from before the cut-over holds it
+            moved += await self._create(session, start, month_start(start, 1))
+            created.append(month_table(start))
+        dropped: list[str] = []
+        purged = 0
+        if retention_months is not None:
+            horizon = month_start(now, -retention_months)
+            for start in sorted(existing):
+                if month_start(start, 1) <= horizon:
+                    await session.execute(text(f"DROP TABLE {SCHEMA}.{month_table(start)}"))
+                    dropped.append(month_table(start))
+            if cut_over is not None and cut_over <= horizon:
+                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
+                dropped.append("before_cut_over")
+            # Rows past the horizon that are not a whole month of their own go row by row.
+            tables = ["outside_every_month"]
+            if cut_over is not None and cut_over > horizon:
+                tables.append("before_cut_over")
+            for table in tables:
+                result = await session.execute(
+                    text(f"DELETE FROM {SCHEMA}.{table} WHERE start_s < :horizon"),  # noqa: S608
+                    {"horizon": int(horizon.timestamp())},
+                )
+                purged += int(getattr(result, "rowcount", 0) or 0)
+        return Maintenance(tuple(created), tuple(dropped), moved, purged)
+
+    async def _create(self, session: AsyncSession, start: datetime, end: datetime) -> int:
+        """Create the month [start, end); rows the default partition already holds for it
+        move in first (attaching a range the default partition has rows of would fail)."""
+        name = f"{SCHEMA}.{month_table(start)}"
+        lo, hi = int(start.timestamp()), int(end.timestamp())
+        await session.execute(
+            text(f"CREATE TABLE {name} (LIKE public.readings INCLUDING DEFAULTS)")
+        )
+        result = await session.execute(
+            text(
+                f"WITH moved AS (DELETE FROM {SCHEMA}.outside_every_month"  # noqa: S608
+                f" WHERE start_s >= {lo} AND start_s < {hi} RETURNING *)"
+                f" INSERT INTO {name} SELECT * FROM moved"
+            )
+        )
+        moved = int(getattr(result, "rowcount", 0) or 0)
+        await session.execute(
+            text(
+                f"ALTER TABLE {name} ADD CONSTRAINT {month_table(start)}_range"
+                f" CHECK (start_s >= {lo} AND start_s < {hi})"
+            )
+        )
+        await session.execute(
+            text(
+                f"ALTER TABLE public.readings ATTACH PARTITION {name} FOR VALUES FROM ({lo}) TO ({hi})"
+            )
+        )
+        await session.execute(
+            text(f"ALTER TABLE {name} DROP CONSTRAINT {month_table(start)}_range")
+        )
+        if moved:
+            log.warning("moved %d reading(s) from the default partition into %s", moved, name)
+        return moved
+
+
+_PARTITIONS: dict[str, ReadingPartitions] = {
+    SQLITE.name: SingleTable(),
+    POSTGRESQL.name: MonthlyPartitions(),
+}
+
+
+def reading_partitions(session: AsyncSession) -> ReadingPartitions:
+    """The partition keeper of the session's database."""
+    return _PARTITIONS[session_backend(session).name]

@@ -1,0 +1,272 @@
+"""`GET /systems/{id}/performance`: the KPIs of section 12 against numbers worked out by hand
+from the contract's formulas, on both databases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+
+from tests.performance.test_irradiance_upload import irradiance
+from tests.support import Tenant, client_for
+from tests.systems.factories import create_system, iso, quarter_series, upload
+
+MORNING = datetime(2025, 6, 15, 10, tzinfo=UTC)  # 12:00 in Amsterdam
+DAY = {"from": "2025-06-15T00:00:00+02:00", "to": "2025-06-16T00:00:00+02:00"}
+
+
+def expected_quarter_wh(
+    poa: float,
+    module_temp: float,
+    capacity_kwp: float = 8.4,
+    gamma_pct: float = -0.37,
+    losses_pct: float = 14.0,
+    efficiency: float = 0.96,
+) -> tuple[float, float]:
+    """(expected AC Wh, temperature-corrected reference Wh) of one quarter-hour, straight
+    from the contract's formulas."""
+    cell = module_temp + 3.0 * poa / 1000
+    dc = capacity_kwp * 1000 * poa / 1000 * (1 + gamma_pct / 100 * (cell - 25))
+    return dc * (1 - losses_pct / 100) * efficiency / 4, dc / 4
+
+
+async def _performance(client: Any, system_id: str, **params: str) -> dict[str, Any]:
+    response = await client.get(f"/api/v1/systems/{system_id}/performance", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_sensor_day_matches_the_formulas(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 8, 1500.0))
+        await client.post(
+            f"/api/v1/systems/{system_id}/irradiance",
+            json={"readings": irradiance(MORNING, 8, 800.0, module_temp_c=45.0)},
+        )
+        body = await _performance(client, system_id, **DAY)
+    (bucket,) = body["data"]
+    expected_wh, reference_wh = expected_quarter_wh(800.0, 45.0)
+    assert bucket["start"] == "2025-06-14T22:00:00Z"
+    assert bucket["end"] == "2025-06-15T22:00:00Z"
+    assert bucket["energy_wh"] == 12000.0
+    assert bucket["expected_energy_wh"] == pytest.approx(8 * expected_wh, abs=0.001)
+    assert bucket["insolation_wh_m2"] == 1600.0
+    assert bucket["irradiance_source"] == "sensor"
+    assert bucket["specific_yield_kwh_kwp"] == round(12 / 8.4, 3)
+    assert bucket["reference_yield_h"] == 1.6
+    assert bucket["performance_ratio"] == round(12 / 8.4 / 1.6, 3)
+    assert bucket["performance_ratio_temperature_corrected"] == round(12000 / (8 * reference_wh), 3)
+    assert bucket["energy_performance_index"] == round(12000 / (8 * expected_wh), 3)
+    assert (bucket["samples"], bucket["expected_samples"]) == (8, 96)
+    assert bucket["coverage"] == round(8 / 96, 3)
+    assert "gap" in bucket["quality"]
+    assert body["meta"]["totals"]["performance_ratio"] == bucket["performance_ratio"]
+
+
+async def test_typical_irradiance_gives_an_index_but_no_ratio(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 8, 1500.0))
+        # Half the quarter-hours have sensor irradiance on the next day: mixed.
+        next_day = MORNING + timedelta(days=1)
+        await upload(client, system_id, quarter_series(next_day, 8, 1500.0))
+        await client.post(
+            f"/api/v1/systems/{system_id}/irradiance",
+            json={"readings": irradiance(next_day, 4, 800.0)},
+        )
+        body = await _performance(
+            client, system_id, **{"from": DAY["from"], "to": "2025-06-17T00:00:00+02:00"}
+        )
+    typical, mixed = body["data"]
+    assert typical["irradiance_source"] == "typical"
+    assert typical["performance_ratio"] is None
+    assert typical["performance_ratio_temperature_corrected"] is None
+    assert typical["expected_energy_wh"] > 0
+    assert typical["energy_performance_index"] == round(12000 / typical["expected_energy_wh"], 3)
+    assert typical["reference_yield_h"] > 0
+    assert mixed["irradiance_source"] == "mixed"
+    assert mixed["performance_ratio"] is None
+    assert body["meta"]["totals"]["irradiance_source"] == "mixed"
+
+
+async def test_a_bucket_without_readings_is_null_not_zero(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        body = await _performance(client, system_id, **DAY)
+    (bucket,) = body["data"]
+    for field in (
+        "energy_wh",
+        "expected_energy_wh",
+        "insolation_wh_m2",
+        "irradiance_source",
+        "performance_ratio",
+        "energy_performance_index",
+    ):
+        assert bucket[field] is None, field
+    assert bucket["samples"] == 0
+    assert bucket["quality"] == ["gap"]
+    assert body["meta"]["totals"]["energy_wh"] is None
+
+
+async def test_meta_model_lists_parameters_defaults_and_overrides(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        defaulted = (await create_system(client))["id"]
+        oriented = await create_system(
+            client,
+            orientation={"tilt_deg": 20.0},
+            model={"losses_pct": 10.0},
+        )
+        patched = await client.patch(
+            f"/api/v1/systems/{defaulted}",
+            json={"model": {"gamma_pdc_pct_per_c": -0.3, "inverter_efficiency": 0.98}},
+        )
+        first = (await _performance(client, defaulted, **DAY))["meta"]["model"]
+        second = (await _performance(client, oriented["id"], **DAY))["meta"]["model"]
+        reset = await client.patch(f"/api/v1/systems/{defaulted}", json={"model": None})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["model"] == {
+        "gamma_pdc_pct_per_c": -0.3,
+        "losses_pct": 14.0,
+        "inverter_efficiency": 0.98,
+    }
+    assert first["orientation_defaults"] == ["tilt_deg", "azimuth_deg"]
+    assert (first["tilt_deg"], first["azimuth_deg"]) == (30.0, 180.0)
+    assert first["overrides"] == ["gamma_pdc_pct_per_c", "inverter_efficiency"]
+    assert first["gamma_pdc_pct_per_c"] == -0.3
+    assert first["transposition"] == "haydavies"
+    assert first["sapm_delta_t_c"] == 3.0
+    assert first["typical_climate"] == "De Bilt, NL (KNMI)"
+    assert oriented["model"]["losses_pct"] == 10.0
+    assert second["orientation_defaults"] == ["azimuth_deg"]
+    assert second["overrides"] == ["losses_pct"]
+    assert reset.json()["model"] == {
+        "gamma_pdc_pct_per_c": -0.37,
+        "losses_pct": 14.0,
+        "inverter_efficiency": 0.96,
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [
+        ({"inverter_efficiency": 96}, "inverter_efficiency"),
+        ({"losses_pct": -1}, "losses_pct"),
+        ({"gamma_pdc_pct_per_c": 0.5}, "gamma_pdc_pct_per_c"),
+        ({"gamma_pdc_pct_per_c": "-0.3"}, "gamma_pdc_pct_per_c"),
+        ({"soiling_pct": 2}, "soiling_pct"),
+    ],
+)
+async def test_model_overrides_are_validated(
+    app: FastAPI, enterprise: Tenant, model: dict[str, Any], field: str
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        response = await client.patch(f"/api/v1/systems/{system_id}", json={"model": model})
+    assert response.status_code == 400, response.text
+    assert field in response.json()["error"]
+
+
+async def test_override_changes_the_expected_energy(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 4, 1500.0))
+        await client.post(
+            f"/api/v1/systems/{system_id}/irradiance",
+            json={"readings": irradiance(MORNING, 4, 600.0, module_temp_c=30.0)},
+        )
+        before = (await _performance(client, system_id, **DAY))["data"][0]
+        await client.patch(f"/api/v1/systems/{system_id}", json={"model": {"losses_pct": 20.0}})
+        after = (await _performance(client, system_id, **DAY))["data"][0]
+    expected_wh, _ = expected_quarter_wh(600.0, 30.0, losses_pct=20.0)
+    assert after["expected_energy_wh"] == pytest.approx(4 * expected_wh, abs=0.001)
+    assert after["expected_energy_wh"] < before["expected_energy_wh"]
+    # The PR does not depend on the model; the index does.
+    assert after["performance_ratio"] == before["performance_ratio"]
+
+
+async def test_interval_and_plan_rules(app: FastAPI, enterprise: Tenant, pro: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        hourly = await client.get(
+            f"/api/v1/systems/{system_id}/performance", params={**DAY, "interval": "1h"}
+        )
+        monthly = await _performance(
+            client,
+            system_id,
+            **{"from": "2025-01-15T00:00:00Z", "to": "2025-03-02T00:00:00Z", "interval": "1M"},
+        )
+    async with client_for(app, pro.live) as client:
+        other = await client.get(f"/api/v1/systems/{system_id}/performance")
+    assert hourly.status_code == 400
+    assert "1d, 1w, 1M" in hourly.json()["error"]
+    assert [b["start"] for b in monthly["data"]] == [
+        "2024-12-31T23:00:00Z",
+        "2025-01-31T23:00:00Z",
+        "2025-02-28T23:00:00Z",
+    ]
+    assert monthly["meta"]["interval"] == "1M"
+    assert other.status_code == 404
+
+
+async def test_clipping_stuck_and_outlier_flags(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        # Day 1: at the 7 kW inverter's limit (1,750 Wh a quarter-hour) for an hour.
+        await upload(client, system_id, quarter_series(MORNING, 4, 1750.0))
+        # Day 2: the same odd value for 5 quarter-hours; day 3: 1,000 Wh at 01:00 local time.
+        await upload(client, system_id, quarter_series(MORNING + timedelta(days=1), 5, 1234.5))
+        await upload(
+            client, system_id, quarter_series(datetime(2025, 6, 16, 23, tzinfo=UTC), 1, 1000.0)
+        )
+        body = await _performance(
+            client, system_id, **{"from": DAY["from"], "to": "2025-06-18T00:00:00+02:00"}
+        )
+    clipped, stuck, outlier = (bucket["quality"] for bucket in body["data"])
+    assert clipped == ["gap", "clipping"]
+    assert stuck == ["gap", "stuck"]
+    assert outlier == ["gap", "outlier"]
+
+
+async def _upload_simulated(
+    client: Any, system_id: str, start: datetime, days: int, shift_quarters: int
+) -> None:
+    """A clear-ish fortnight from the sandbox's physics, stored as metered readings, moved
+    `shift_quarters` later (a logger an hour off)."""
+    from solarapi.sandbox import model as sandbox
+
+    params = sandbox.PvParams("sys_shift", 52.38, 4.64, "Europe/Amsterdam", 8.4, 7.0, 30.0, 180.0)
+    series = sandbox.simulate(params, start, start + timedelta(days=days))
+    energy = np.roll(series.energy_wh, shift_quarters)
+    items = [
+        {"timestamp": iso(datetime.fromtimestamp(int(s), UTC)), "energy_wh": round(float(e), 3)}
+        for s, e in zip(series.starts, energy, strict=True)
+    ]
+    response = await upload(client, system_id, items)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(("shift", "flagged"), [(0, False), (4, True), (-4, True), (1, False)])
+async def test_time_shift_flag(app: FastAPI, enterprise: Tenant, shift: int, flagged: bool) -> None:
+    start = datetime(2025, 6, 1, tzinfo=UTC) - timedelta(hours=2)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await _upload_simulated(client, system_id, start, 14, shift)
+        body = await _performance(
+            client,
+            system_id,
+            **{
+                "from": "2025-06-02T00:00:00+02:00",
+                "to": "2025-06-16T00:00:00+02:00",
+                "interval": "1w",
+            },
+        )
+    assert [("time_shift" in bucket["quality"]) for bucket in body["data"]] == [flagged] * 2

@@ -1,0 +1,61 @@
+"""Simulated systems report the sandbox model's own irradiance as `sensor`: their PR is what
+the simulation's losses imply."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+from fastapi import FastAPI
+
+from solarapi.sandbox import model as sandbox
+from tests.support import Tenant, client_for
+from tests.systems.factories import create_system
+
+START = datetime(2025, 5, 1, tzinfo=UTC)
+END = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+async def test_simulated_pr_is_the_simulations_own(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.test) as client:
+        system = await create_system(client, inverter_capacity_kw=None, installed_on="2024-01-01")
+        response = await client.get(
+            f"/api/v1/systems/{system['id']}/performance",
+            params={
+                "from": "2025-05-01T00:00:00+02:00",
+                "to": "2025-06-01T00:00:00+02:00",
+                "interval": "1M",
+            },
+        )
+    assert response.status_code == 200, response.text
+    totals = response.json()["meta"]["totals"]
+    params = sandbox.PvParams(
+        system_id=system["id"],
+        latitude=52.38,
+        longitude=4.64,
+        timezone="Europe/Amsterdam",
+        capacity_kwp=8.4,
+        inverter_capacity_kw=None,
+        tilt_deg=30.0,
+        azimuth_deg=180.0,
+    )
+    # The widened range: May in Amsterdam.
+    lo, hi = datetime(2025, 4, 30, 22, tzinfo=UTC), datetime(2025, 5, 31, 22, tzinfo=UTC)
+    series = sandbox.simulate(params, lo, hi)
+    conditions = sandbox.simulated_conditions(params, lo, hi)
+    energy = float(series.energy_wh.sum())
+    insolation = float(conditions.poa_w_m2.sum()) / 4
+    assert totals["irradiance_source"] == "sensor"
+    assert totals["energy_wh"] == round(energy, 3)
+    assert totals["insolation_wh_m2"] == round(insolation, 3)
+    assert totals["performance_ratio"] == round(energy / 1000 / 8.4 / (insolation / 1000), 3)
+    # What the simulation's losses imply for the temperature-corrected ratio: its system
+    # losses × the nominal inverter efficiency, less the beam's incidence-angle loss and the
+    # inverter's part-load curve (the sandbox models both; the expected-energy model neither),
+    # a few per cent together.
+    implied = (1 - sandbox.SYSTEM_LOSSES_PCT / 100) * sandbox.INVERTER_EFFICIENCY
+    corrected = totals["performance_ratio_temperature_corrected"]
+    assert implied * 0.94 <= corrected <= implied
+    assert not np.isnan(totals["energy_performance_index"])
+    assert 0.9 <= totals["energy_performance_index"] <= 1.05
+    assert response.json()["data"][0]["quality"] == []

@@ -1,0 +1,337 @@
+"""`readings` partitioned by month on PostgreSQL: the migration converts a table that holds
+data, the daily job creates months ahead and retires them past retention, and every range
+read of the readings area touches only the partitions of its range.
+
+Each test has a scratch database of its own: dropping months of the suite's shared database
+would take other tests' readings with it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Select, bindparam, select, text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.app import create_app
+from solarapi.config import Settings
+from solarapi.db import create_oneshot_engine, sessionmaker_for
+from solarapi.kit.plans import Plan
+from solarapi.migrate import downgrade, upgrade
+from solarapi.models.readings import Reading
+from solarapi.readings import repository
+from solarapi.readings.jobs import maintain_partitions
+from solarapi.readings.partitions import SCHEMA, month_start, month_table
+from solarapi.readings.store import RAW
+from solarapi.readings.store_postgres import _packed
+from tests.conftest import TEST_SECRET
+from tests.faults import database_url, scratch_database
+from tests.support import TestClock, client_for, make_tenant, need_service, postgres_available
+
+PARTITIONING = "0016_readings_partitions"
+
+
+@pytest.fixture
+async def pg(tmp_path: Path) -> AsyncIterator[Settings]:
+    need_service("PostgreSQL", postgres_available())
+    async with scratch_database() as name:
+        yield Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)
+
+
+async def _upgrade(settings: Settings, revision: str = "head") -> None:
+    # Alembic runs its own event loop (`asyncio.run`): off this test's.
+    await asyncio.to_thread(upgrade, settings, revision)
+
+
+async def _execute(settings: Settings, *statements: str) -> list[list[tuple[object, ...]]]:
+    """Run `statements` in one transaction; the rows of each (empty for a write)."""
+    engine = create_oneshot_engine(settings)
+    results: list[list[tuple[object, ...]]] = []
+    try:
+        async with engine.begin() as connection:
+            for sql in statements:
+                result = await connection.execute(text(sql))
+                results.append(
+                    [tuple(row) for row in result.fetchall()] if result.returns_rows else []
+                )
+    finally:
+        await engine.dispose()
+    return results
+
+
+async def _partitions(settings: Settings) -> dict[str, int]:
+    """Partition name → rows it holds."""
+    (names,) = await _execute(
+        settings,
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+        " WHERE i.inhparent = 'public.readings'::regclass ORDER BY 1",
+    )
+    counts = {}
+    for (name,) in names:
+        ((count,),) = (await _execute(settings, f"SELECT count(*) FROM {SCHEMA}.{name}"))[0]  # noqa: S608
+        counts[str(name)] = int(str(count))
+    return counts
+
+
+# The schema of revision 0008 is fixed for ever, so raw SQL can fill it.
+_ACCOUNT_0008 = (
+    "INSERT INTO accounts (id, name, plan, created_at) VALUES ('acct_p', 'P', 'enterprise', now())"
+)
+_SYSTEM_0008 = (
+    "INSERT INTO systems (id, account_id, environment, name, status, data_source, capacity_kwp,"
+    " latitude, longitude, timezone, tilt_deg, azimuth_deg, created_at, updated_at)"
+    " VALUES ('sys_p', 'acct_p', 'live', 'P', 'active', 'metered', 10, 52, 5,"
+    " 'Europe/Amsterdam', 30, 180, now(), now())"
+)
+
+
+async def _system_at_head(settings: Settings) -> str:
+    """A system made through the API, on the database migrated to head (whatever columns
+    systems have by now); returns its id."""
+    app = create_app(settings, clock=TestClock(), run_jobs=False)
+    async with app.router.lifespan_context(app):
+        tenant = await make_tenant(app, Plan.ENTERPRISE)
+        async with client_for(app, tenant.live) as client:
+            response = await client.post(
+                "/api/v1/systems",
+                json={
+                    "name": "P",
+                    "capacity_kwp": 10,
+                    "location": {"latitude": 52, "longitude": 5, "timezone": "Europe/Amsterdam"},
+                },
+            )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def _quarter_hours(first: datetime, count: int, system_id: str = "sys_p") -> str:
+    start = int(first.timestamp())
+    rows = ", ".join(f"('{system_id}', {start + 900 * i}, {i}.5, NULL)" for i in range(count))
+    return f"INSERT INTO readings (system_id, start_s, energy_wh, power_w) VALUES {rows}"  # noqa: S608
+
+
+@pytest.mark.services
+async def test_the_migration_keeps_the_rows_of_a_table_that_holds_data(pg: Settings) -> None:
+    await _upgrade(pg, "0008_draft_without_readings")
+    await _execute(pg, _ACCOUNT_0008, _SYSTEM_0008)
+    year_ago = month_start(datetime.now(UTC), -12)
+    await _execute(pg, _quarter_hours(year_ago, 2000))
+
+    await _upgrade(pg, PARTITIONING)
+
+    parts = await _partitions(pg)
+    # Everything that was there is in the table from before the cut-over, untouched.
+    assert parts.pop("before_cut_over") == 2000
+    assert parts.pop("outside_every_month") == 0
+    this_month = month_start(datetime.now(UTC))
+    # Three months ahead have partitions of their own; this one is still the old table's.
+    assert parts == {month_table(month_start(this_month, n)): 0 for n in (1, 2, 3)}
+    ((count, total),) = (
+        await _execute(pg, "SELECT count(*), sum(energy_wh) FROM readings WHERE system_id='sys_p'")
+    )[0]
+    assert (count, total) == (2000, sum(i + 0.5 for i in range(2000)))
+
+    # Deleting the system still cascades into every partition.
+    await _execute(pg, _quarter_hours(this_month, 4))
+    assert (await _partitions(pg))["before_cut_over"] == 2004
+    await asyncio.to_thread(downgrade, pg, "0008_draft_without_readings")
+    ((count,),) = (await _execute(pg, "SELECT count(*) FROM readings"))[0]
+    assert count == 2004
+    (kind,) = (await _execute(pg, "SELECT relkind::text FROM pg_class WHERE relname = 'readings'"))[
+        0
+    ]
+    assert kind == ("r",)
+
+    await _upgrade(pg)
+    await _execute(pg, "DELETE FROM systems WHERE id = 'sys_p'")
+    assert set((await _partitions(pg)).values()) == {0}
+
+
+@pytest.mark.services
+async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retention(
+    pg: Settings,
+) -> None:
+    await _upgrade(pg)
+    system_id = await _system_at_head(pg)
+    now = datetime.now(UTC)
+    this_month = month_start(now)
+    far = month_start(now, 6)  # no partition yet: the default one takes it
+    await _execute(pg, _quarter_hours(this_month, 8, system_id), _quarter_hours(far, 3, system_id))
+    assert (await _partitions(pg))["outside_every_month"] == 3
+
+    engine = create_oneshot_engine(pg)
+    maker = sessionmaker_for(engine, pg)
+    try:
+        later = far + timedelta(days=3)
+        done = await maintain_partitions(maker, later, None)
+        assert done.created == tuple(month_table(month_start(far, n)) for n in range(4))
+        assert done.moved_rows == 3
+        assert done.dropped == ()
+        parts = await _partitions(pg)
+        assert parts["outside_every_month"] == 0
+        assert parts[month_table(far)] == 3
+        # Months in between stay missing until asked for: only now .. now + 3 are kept ahead.
+        assert month_table(month_start(now, 5)) not in parts
+
+        again = await maintain_partitions(maker, later, None)
+        assert (again.created, again.dropped, again.moved_rows) == ((), (), 0)
+
+        # Retention of 2 months, seen from `far`: this month and the next ones go whole.
+        retired = await maintain_partitions(maker, later, 2)
+        horizon = month_start(later, -2)
+        # The horizon is `far` − 2 = this month + 4: months +1..+3 end by then, +6.. do not.
+        assert horizon == month_start(this_month, 4)
+        assert set(retired.dropped) == {
+            "before_cut_over",
+            *(month_table(month_start(this_month, n)) for n in (1, 2, 3)),
+        }
+        # The table from before the cut-over ends with next month: past the horizon too.
+        assert "before_cut_over" in retired.dropped
+        ((kept,),) = (await _execute(pg, "SELECT count(*) FROM readings"))[0]
+        assert kept == 3  # the far month's rows are within retention; this month's are not
+    finally:
+        await engine.dispose()
+
+
+async def _explain(settings: Settings, sql: str) -> str:
+    ((plan,),) = (await _execute(settings, f"EXPLAIN (FORMAT JSON) {sql}"))[0]
+    return str(plan)
+
+
+def _scanned(plan: str) -> set[str]:
+    return set(re.findall(r"'Relation Name': '([a-z0-9_]+)'", plan))
+
+
+def _literal(query: Select[tuple[object, ...]], **values: object) -> str:
+    bound = query.params(**values)
+    return str(bound.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+
+@pytest.mark.services
+async def test_every_range_read_of_readings_touches_only_its_months(pg: Settings) -> None:
+    await _upgrade(pg)
+    await _system_at_head(pg)
+    # Next month: the first with a partition of its own.
+    target = month_start(datetime.now(UTC), 1)
+    lo = int(target.timestamp()) + 86_400
+    hi = lo + 86_400
+
+    ranged = _packed(RAW)._packed(bindparam("id"))
+    existing = select(Reading.start_s).where(
+        Reading.system_id == "sys_p", Reading.start_s >= lo, Reading.start_s <= hi
+    )
+    latest = (
+        select(Reading.start_s, Reading.power_w)
+        .where(Reading.system_id == "sys_p", Reading.start_s >= lo)
+        .order_by(Reading.start_s.desc())
+        .limit(1)
+    )
+    statements = {
+        "range": _literal(ranged, id="sys_p", start=lo, end=hi),
+        "existing starts": _literal(existing),
+    }
+    for name, sql in statements.items():
+        assert _scanned(await _explain(pg, sql)) == {month_table(target)}, name
+    # Bounded below by the stored last reading: never the months before it.
+    later = _scanned(await _explain(pg, _literal(latest)))
+    assert later == {month_table(month_start(target, n)) for n in range(3)} | {
+        "outside_every_month"
+    }
+
+    # asyncpg runs prepared statements, whose generic plans prune when they start.
+    engine = create_oneshot_engine(pg)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SET plan_cache_mode = force_generic_plan"))
+            await connection.execute(
+                text(
+                    "PREPARE r(text, bigint, bigint) AS SELECT energy_wh FROM readings"
+                    " WHERE system_id = $1 AND start_s >= $2 AND start_s < $3"
+                )
+            )
+            plan = "\n".join(
+                str(row[0])
+                for row in await connection.execute(
+                    text(f"EXPLAIN (ANALYZE, COSTS OFF) EXECUTE r('sys_p', {lo}, {hi})")
+                )
+            )
+        scanned = set(re.findall(r"Scan .*? on (\w+)", plan))
+        assert scanned == {month_table(target)}, plan
+        assert "Subplans Removed: 4" in plan, plan  # of the 5: before, 3 months, default
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.services
+async def test_the_summary_reads_the_latest_reading_within_its_bound(pg: Settings) -> None:
+    await _upgrade(pg)
+    system_id = await _system_at_head(pg)
+    this_month = month_start(datetime.now(UTC))
+    await _execute(pg, _quarter_hours(this_month, 3, system_id))
+    engine = create_oneshot_engine(pg)
+    try:
+        async with AsyncSession(engine) as session:
+            last = int(this_month.timestamp()) + 1800
+            assert await repository.latest_reading(session, system_id, last) == (last, None)
+            assert await repository.latest_reading(session, system_id) == (last, None)
+            assert await repository.latest_reading(session, system_id, last + 900) is None
+    finally:
+        await engine.dispose()
+
+
+async def test_an_upload_before_the_retention_horizon_is_refused_and_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, readings_retention_months=2)
+    await _upgrade(settings)
+    clock = TestClock()
+    now = datetime(2026, 11, 25, 12, tzinfo=UTC)
+    clock.pinned = now.timestamp()
+    app = create_app(settings, clock=clock, run_jobs=False)
+    async with app.router.lifespan_context(app):
+        tenant = await make_tenant(app, Plan.ENTERPRISE)
+        async with client_for(app, tenant.live) as client:
+            created = await client.post(
+                "/api/v1/systems",
+                json={
+                    "name": "P",
+                    "capacity_kwp": 10,
+                    "location": {"latitude": 52, "longitude": 5, "timezone": "Europe/Amsterdam"},
+                },
+            )
+            system = created.json()["id"]
+            readings = [
+                {"timestamp": "2026-09-01T00:00:00Z", "energy_wh": 1.0},  # the horizon itself
+                {"timestamp": "2026-08-31T23:45:00Z", "energy_wh": 1.0},  # before it
+            ]
+            refused = await client.post(
+                f"/api/v1/systems/{system}/readings", json={"readings": readings}
+            )
+            kept = await client.post(
+                f"/api/v1/systems/{system}/readings", json={"readings": readings[:1]}
+            )
+            listed = await client.get(
+                f"/api/v1/systems/{system}/readings",
+                params={
+                    "from": "2026-08-31T00:00:00Z",
+                    "to": "2026-09-02T00:00:00Z",
+                    "interval": "1d",
+                },
+            )
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["code"] == "validation"
+    assert "readings[1].timestamp" in refused.json()["error"]
+    assert "2026-09-01T00:00:00Z" in refused.json()["error"]
+    assert kept.status_code == 200, kept.text
+    assert listed.json()["meta"]["totals"]["samples"] == 1
+
+
+def test_the_setting_takes_whole_months(tmp_path: Path) -> None:
+    assert Settings(data_dir=tmp_path, readings_retention_months=13).readings_retention_months == 13
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Settings(data_dir=tmp_path, readings_retention_months=0)
