@@ -29,6 +29,7 @@ from tests.support import (
     need_service,
     postgres_available,
     run_cli,
+    settings_env,
 )
 
 
@@ -151,12 +152,7 @@ def test_the_schema_revision_the_app_needs_is_alembics_head(sqlite_settings: Set
 
 def test_migrate_says_what_it_did(empty_database: Settings) -> None:
     settings = empty_database
-    env = {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = settings_env(settings, SOLARAPI_REDIS_URL="")
     head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
     assert head is not None
     created = run_cli(env, "migrate").stderr

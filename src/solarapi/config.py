@@ -82,6 +82,18 @@ class Settings(BaseSettings):
     # The request line's URL and all header lines together (nginx: 8 KiB lines).
     max_url_bytes: int = Field(default=8 * 1024, ge=256)
     max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    # Slow clients (server.py): a request head must be complete this long after its first
+    # byte; a body must arrive at `body_min_rate` bytes/s or more over each window in which
+    # the server waits for it (Kestrel's defaults: 30 s, 240 B/s over 5 s); one client
+    # address may hold this many connections per process (trusted proxies are exempt).
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_min_rate: int = Field(default=240, ge=1)
+    body_rate_window_seconds: float = Field(default=5.0, gt=0)
+    max_connections_per_ip: int = Field(default=64, ge=1)
+    # Reports one account may have queued or running (429 beyond), and keep with a file
+    # (409 beyond: delete some or let them expire).
+    reports_pending_per_account: int = Field(default=10, ge=1)
+    reports_kept_per_account: int = Field(default=200, ge=1)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -8,8 +8,10 @@ exception class and SQLSTATE or SQLite result code, never by message text:
 - PostgreSQL SQLSTATEs of those states on an open connection (classes 08, 53, 57P, 58, a
   read-only standby after a failover);
 - SQLite's I/O, lock-timeout, full, read-only, corrupt and cannot-open result codes;
-- a schema older than this release (an empty or unmigrated database): an error that could
-  come from a missing table or column is confirmed by reading the schema's revision.
+- a schema older than this release (an empty or unmigrated database, or one revision
+  behind): an error that could come from a missing table or column, or from a constraint a
+  later revision relaxed (NOT NULL, CHECK, a column's width or type), is confirmed by
+  reading the schema's revision.
 
 Recovery needs no restart: every request checks a connection out afresh, a lost one is
 discarded by the pool, and the next request reaches whatever the database is then.
@@ -60,8 +62,21 @@ _UNAVAILABLE_CODES = frozenset(
         "28P01",  # invalid_password
     }
 )
-# SQLSTATEs a missing table, column or function gives: a bug, or an unmigrated schema.
-_SCHEMA_CODES = frozenset({"42P01", "42703", "42883", "3F000"})
+# SQLSTATEs a schema older than the code gives: a missing table, column or function, and a
+# constraint a later revision relaxed (a column made nullable, a CHECK widened, a column
+# widened or retyped). A bug on a current schema gives them too: the revision decides.
+_SCHEMA_CODES = frozenset(
+    {
+        "42P01",  # undefined_table
+        "42703",  # undefined_column
+        "42883",  # undefined_function
+        "3F000",  # invalid_schema_name
+        "23502",  # not_null_violation
+        "23514",  # check_violation
+        "22001",  # string_data_right_truncation
+        "42804",  # datatype_mismatch
+    }
+)
 
 _SQLITE_UNAVAILABLE = frozenset(
     {
@@ -78,6 +93,14 @@ _SQLITE_UNAVAILABLE = frozenset(
     }
 )
 _SQLITE_ERROR = 1  # generic: among others "no such table"
+# Extended constraint codes a relaxed constraint gives on an older schema (not UNIQUE or a
+# foreign key: those are the application's own conflicts).
+_SQLITE_SCHEMA_CONSTRAINTS = frozenset(
+    {
+        275,  # SQLITE_CONSTRAINT_CHECK
+        1299,  # SQLITE_CONSTRAINT_NOTNULL
+    }
+)
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -153,12 +176,17 @@ def is_database_unavailable(exc: BaseException) -> bool:
 
 
 def may_be_unmigrated(exc: BaseException) -> bool:
-    """An error a schema older than this release would give (missing table or column)."""
+    """An error a schema older than this release would give (a missing table or column, a
+    constraint a later revision relaxed)."""
     for cause in _causes(exc):
         if _sqlstate(cause) in _SCHEMA_CODES:
             return True
         if isinstance(cause, sqlite3.OperationalError) and _sqlite_code(cause) == _SQLITE_ERROR:
             return True
+        if isinstance(cause, sqlite3.IntegrityError):
+            extended = getattr(cause, "sqlite_errorcode", None)
+            if extended in _SQLITE_SCHEMA_CONSTRAINTS:
+                return True
     return False
 
 

@@ -124,6 +124,7 @@ _ERROR_SCHEMA: dict[str, Any] = {
                 "payload_too_large",
                 "unsupported_media_type",
                 "unavailable",
+                "request_timeout",
             ],
         },
     },
@@ -180,6 +181,7 @@ _PORTFOLIO_PARAMETERS: dict[str, dict[str, Any]] = {
 }
 _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
+    ("/systems/{system_id}/performance", "interval"): _enum(("1d", "1w", "1M")),
     ("/systems", "status"): _enum(get_args(SystemStatus)),
     ("/declarations", "status"): _enum(DeclarationStatus),
     ("/declarations", "type"): _enum(DECLARATION_TYPES),
@@ -361,8 +363,10 @@ def _precise_bodies(schemas: dict[str, Any]) -> None:
     # Fixed at creation: a PATCH that names it is refused, whatever the value.
     schemas["SystemPatch"]["properties"].pop("data_source", None)
     # In a PATCH, `null` clears an optional field; the others may be left out, never null.
-    for field in ("name", "capacity_kwp", "status", "location"):
+    for field in ("name", "capacity_kwp", "status", "location", "monitoring"):
         _not_null(schemas, "SystemPatch", field)
+    for field in ("enabled", "offline_after_hours", "underperformance_threshold"):
+        _not_null(schemas, "MonitoringIn", field)
     for field in ("latitude", "longitude", "timezone"):
         _not_null(schemas, "LocationPatch", field)
     schemas["OrientationPatch"] = {

@@ -1,5 +1,6 @@
 """The HTTP server of `solarapi serve`: uvicorn's httptools protocol with bounded request heads,
-answers in the API's error shape, and a connection cap that keeps long keep-alive workable.
+timed reads, answers in the API's error shape, and connection caps that keep long keep-alive
+workable and a slow client from holding the server.
 
 What uvicorn's own protocol does not do, and this one does:
 
@@ -8,25 +9,42 @@ What uvicorn's own protocol does not do, and this one does:
   streams in, the headers over `max_header_bytes` in total, and an unfinished head is cut off
   once its raw bytes pass both limits together (httptools hands a header over only when it is
   complete, so a single endless header is bounded by counting what arrives).
+- **Timed reads (slowloris).** uvicorn cancels its keep-alive timer at a request's first byte
+  and arms nothing else, so a head sent in part and then left, or a body that stops, held its
+  connection for ever. Here a head must be complete `header_timeout_seconds` after its first
+  byte, and a body must arrive at `body_min_rate` bytes per second or more, measured over
+  each `body_rate_window_seconds` in which the server was waiting for it (time in which the
+  app had not read what it already had does not count). Either is answered `408` and closed.
 - **The error shape.** Requests the server refuses before the app runs (an invalid or
-  oversized head, a connection over the cap) are answered `{"error", "code"}` JSON like every
-  other error, not uvicorn's plain text.
-- **Keep-alive under a cap.** Idle connections stay open `keep_alive_seconds` (long enough for
+  oversized head, a slow one, a connection over a cap) are answered `{"error", "code"}` JSON
+  like every other error, not uvicorn's plain text.
+- **Keep-alive under caps.** Idle connections stay open `keep_alive_seconds` (long enough for
   client pools, ≥ 60 s: a short server timeout races the client's reuse and the request is
   reset). Their number is bounded by `max_connections` per process: a new connection over the
-  cap first closes the connection idle longest; only when none is idle is its request answered
-  503 `unavailable` with `Retry-After`.
+  cap first closes the connection quiet longest — an idle one, a head still arriving a second
+  after its first byte, or a body that has stalled (nothing for a second while the server
+  waits for it); only when there is none is
+  its request answered 503 `unavailable` with `Retry-After`. One client address may hold
+  `max_connections_per_ip` connections (trusted proxies are exempt): over it, its own
+  quietest connection makes room, else the new one is answered 429 and closed.
+- **Shutdown.** On SIGTERM a request whose body has stalled is answered 503 with
+  `Retry-After` and `Connection: close` (it would otherwise hold the exit for the 20 s grace
+  and end in a plain-text 500); a request the grace period cancels before its response
+  started is answered the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import ipaddress
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from solarapi.config import Settings
@@ -35,79 +53,184 @@ from solarapi.kit.version import API_VERSION
 # What each header line costs beyond its name and value: ": " and CRLF.
 _HEADER_LINE_OVERHEAD = 4
 _RETRY_AFTER_S = 1
+# A head or body with nothing new for this long, while the server waits for it, has stalled:
+# its connection may be closed to make room, and on shutdown it is answered 503.
+STALLED_S = 1.0
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True, slots=True)
-class HeadLimits:
+class TransportLimits:
     max_url_bytes: int
     max_header_bytes: int
+    header_timeout_s: float
+    body_min_rate: int
+    body_window_s: float
+    max_per_ip: int
+    trusted: tuple[Network, ...]
 
 
 @functools.cache
-def head_limits() -> HeadLimits:
+def transport_limits() -> TransportLimits:
     # Read in each worker process from the same environment the app's own Settings come from
     # (uvicorn builds the protocol by class in every worker, so it cannot be handed values).
     settings = Settings()
-    return HeadLimits(settings.max_url_bytes, settings.max_header_bytes)
+    return TransportLimits(
+        max_url_bytes=settings.max_url_bytes,
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_s=settings.header_timeout_seconds,
+        body_min_rate=settings.body_min_rate,
+        body_window_s=settings.body_rate_window_seconds,
+        max_per_ip=settings.max_connections_per_ip,
+        trusted=tuple(settings.trusted_networks),
+    )
+
+
+# Open connections per client address in this process (one event loop: no lock needed).
+_per_ip: Counter[str] = Counter()
 
 
 class _HeadRefused(Exception):
     """Raised from a parser callback: httptools turns it into an HttpParserError."""
 
 
-def _json_error(status: int, code: str, message: str) -> bytes:
+def _json_error(code: str, message: str) -> bytes:
     return orjson.dumps({"error": message, "code": code})
 
 
-async def _over_capacity(scope: Scope, receive: Receive, send: Send) -> None:
-    body = _json_error(
-        503, "unavailable", "The server is at its connection limit; try again shortly."
-    )
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(_RETRY_AFTER_S).encode()),
-                (b"api-version", API_VERSION.encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+def _error_message(status: int, code: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    body = _json_error(code, message)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"api-version", API_VERSION.encode()),
+        (b"connection", b"close"),
+    ]
+    if status in (429, 503):
+        headers.append((b"retry-after", str(_RETRY_AFTER_S).encode()))
+    return headers, body
+
+
+def _answer(status: int, code: str, message: str) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        headers, body = _error_message(status, code, message)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return app
+
+
+_over_capacity = _answer(
+    503, "unavailable", "The server is at its connection limit; try again shortly."
+)
+_SHUTTING_DOWN = "The server is restarting; retry the request on a new connection."
+
+
+def _answer_on_cancel(app: ASGIApp) -> ASGIApp:
+    """`app`, answering 503 JSON instead of uvicorn's plain-text 500 when the server cancels a
+    request (its graceful shutdown ran out) before the response started."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await app(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            if started or scope["type"] != "http":
+                raise
+            # The task ends here either way; its client gets an answer it can retry.
+            await _answer(503, "unavailable", _SHUTTING_DOWN)(scope, receive, send)
+
+    return guarded
+
+
+Reading = Literal["head", "body"] | None
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        limits = head_limits()
+        limits = transport_limits()
+        self._limits = limits
         self._max_url = limits.max_url_bytes
         self._max_headers = limits.max_header_bytes
+        self.app = _answer_on_cancel(self.app)
         # The cap is enforced here (idle connections are closed first, the 503 is JSON), so
         # uvicorn's own check, which answers in plain text, is switched off.
         self._max_connections: int | None = self.limit_concurrency
         self.limit_concurrency = None
         self._refusal: str | None = None
-        self._in_head = False
-        self._head_began_in_this_read = False
         self._raw_head_bytes = 0
+        self._head_began_in_this_read = False
         self._header_bytes = 0
         self._idle_since: float | None = None
+        self._ip: str | None = None
+        # What the server is reading: a head (since `_head_started`), a body, or nothing.
+        self._reading: Reading = None
+        self._head_started = 0.0
+        self._last_data = 0.0
+        self._window_started = 0.0
+        self._window_bytes = 0
+        self._body_left: int | None = None  # from Content-Length; None when chunked
+        self._window_left: int | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._shutting_down = False
 
     # --- connections -------------------------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        now = time.monotonic()
         # Idle until its first request arrives, and closed like any idle connection if none
         # does (uvicorn arms the keep-alive timer only after a response).
-        self._idle_since = time.monotonic()
+        self._idle_since = now
+        self._last_data = now
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
         )
+        if self.client is not None and not self._trusted(self.client[0]):
+            self._ip = self.client[0]
+            _per_ip[self._ip] += 1
+            if _per_ip[self._ip] > self._limits.max_per_ip and not self._evict(self._ip):
+                self.logger.warning(
+                    "per-address connection limit of %d reached by %s: refusing",
+                    self._limits.max_per_ip,
+                    self._ip,
+                )
+                self._refuse(
+                    429,
+                    "rate_limit",
+                    f"Too many open connections from one address (limit "
+                    f"{self._limits.max_per_ip}); reuse or close connections",
+                )
+                return
         if self._max_connections is not None and len(self.connections) > self._max_connections:
-            self._close_longest_idle()
+            self._evict(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_watchdog()
+        if self._ip is not None:
+            _per_ip[self._ip] -= 1
+            if _per_ip[self._ip] <= 0:
+                del _per_ip[self._ip]
+            self._ip = None
+        super().connection_lost(exc)
+
+    def _trusted(self, host: str) -> bool:
+        if not self._limits.trusted:
+            return False
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(address in network for network in self._limits.trusted)
 
     def _open_connections(self) -> int:
         # Connections closed to make room may not have been dropped from the set yet.
@@ -119,29 +242,157 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             if not (isinstance(other, HttpToolsProtocol) and other.transport.is_closing())
         )
 
-    def _close_longest_idle(self) -> None:
-        idle = [
-            other
-            for other in self.connections
-            if isinstance(other, BoundedHttpToolsProtocol)
-            and other is not self
-            and other._idle_since is not None
-        ]
-        if idle:
-            oldest = min(idle, key=lambda other: other._idle_since or 0.0)
-            oldest.transport.close()
+    def _quiet_since(self, now: float) -> float | None:
+        """Since when this connection has been evictable: idle, or stalled while the server
+        waits for its head or body; None when it is busy (the app works on its request, or
+        data is arriving)."""
+        if self.transport is None or self.transport.is_closing():
+            return None
+        if self._reading is None:
+            return self._idle_since
+        if self._reading == "head":
+            # A head arrives in one packet or a few, within milliseconds: one still arriving
+            # after STALLED_S is being trickled (slowloris), however recent its last byte.
+            return self._head_started if now - self._head_started >= STALLED_S else None
+        if self.flow.read_paused:
+            return None  # the server is not reading: the app has not taken what came
+        return self._last_data if now - self._last_data >= STALLED_S else None
+
+    def _evict(self, ip: str | None) -> bool:
+        """Close the connection quiet longest (of client address `ip`, or of any): answered
+        408 when its request was half sent. False when none is quiet."""
+        now = time.monotonic()
+        best: BoundedHttpToolsProtocol | None = None
+        best_since = now
+        for other in self.connections:
+            if other is self or not isinstance(other, BoundedHttpToolsProtocol):
+                continue
+            if ip is not None and other._ip != ip:
+                continue
+            since = other._quiet_since(now)
+            if since is not None and since <= best_since:
+                best, best_since = other, since
+        if best is None:
+            return False
+        if best._reading is None:
+            best.transport.close()
+        else:
+            best._refuse(
+                408,
+                "request_timeout",
+                "The request stalled and its connection was closed to serve another; "
+                "send the whole request promptly",
+            )
+        return True
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self.timeout_keep_alive_task is not None:
             self._idle_since = time.monotonic()
 
+    def shutdown(self) -> None:
+        self._shutting_down = True
+        if self._reading == "body" and self.cycle is not None and not self.cycle.response_complete:
+            # Let a body that is still arriving finish; one that has stalled is answered
+            # 503 by the watchdog within STALLED_S.
+            self.cycle.keep_alive = False
+            self._arm(0.0)
+            return
+        super().shutdown()
+
+    # --- the watchdog: head timeout, body rate ----------------------------------------------
+
+    def _arm(self, delay: float) -> None:
+        self._stop_watchdog()
+        self._watchdog = self.loop.call_later(max(delay, 0.0), self._watch)
+
+    def _stop_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+
+    def _watch(self) -> None:
+        self._watchdog = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        now = time.monotonic()
+        limits = self._limits
+        if self._reading == "head":
+            left = self._head_started + limits.header_timeout_s - now
+            if left > 0:
+                self._arm(left)
+                return
+            self._refuse(
+                408,
+                "request_timeout",
+                f"The request head was not complete within {limits.header_timeout_s:g} s "
+                f"of its first byte",
+            )
+            return
+        if self._reading != "body":
+            return
+        if self._shutting_down:
+            quiet = now - self._last_data
+            if quiet >= STALLED_S and not self.flow.read_paused:
+                self._refuse(503, "unavailable", _SHUTTING_DOWN)
+                return
+        if self.flow.read_paused:
+            # The app has not read what arrived: the client is not the one waiting.
+            self._start_window(now)
+        elif now - self._window_started >= limits.body_window_s:
+            needed = limits.body_min_rate * (now - self._window_started)
+            if self._window_left is not None:
+                needed = min(needed, self._window_left)
+            if self._window_bytes < needed:
+                self._refuse(
+                    408,
+                    "request_timeout",
+                    f"The request body arrived slower than {limits.body_min_rate} bytes "
+                    f"per second; send it at once",
+                )
+                return
+            self._start_window(now)
+        next_check = self._window_started + limits.body_window_s - now
+        if self._shutting_down:
+            next_check = min(next_check, STALLED_S / 4)
+        self._arm(next_check)
+
+    def _start_window(self, now: float) -> None:
+        self._window_started = now
+        self._window_bytes = 0
+        self._window_left = self._body_left
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        """Answer `status` JSON (when no response has started) and close the connection; a
+        request the app is running sees its client disconnect."""
+        self._stop_watchdog()
+        # While a head is read, `self.cycle` is the previous request's (or None).
+        cycle = None if self._reading == "head" else self.cycle
+        self._reading = None
+        answered = cycle is not None and cycle.response_started
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        if not answered:
+            self.logger.info("answering %d and closing: %s", status, message)
+            headers, body = _error_message(status, code, message)
+            self._write_raw(status, headers, body)
+        self.transport.close()
+
+    def _write_raw(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        content = [STATUS_LINE[status]]
+        for name, value in [*self.server_state.default_headers, *headers]:
+            content.extend([name, b": ", value, b"\r\n"])
+        content.extend([b"\r\n", body])
+        self.transport.write(b"".join(content))
+
     # --- the request head --------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         self._idle_since = None
+        self._last_data = time.monotonic()
         super().data_received(data)
-        if not self._in_head or self.transport.is_closing():
+        if self._reading != "head" or self.transport.is_closing():
             return
         # A head still incomplete after this read. The read in which it began is not
         # counted: it may also hold the end of the previous request's body.
@@ -157,10 +408,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._in_head = True
+        self._reading = "head"
+        self._head_started = time.monotonic()
         self._head_began_in_this_read = True
         self._raw_head_bytes = 0
         self._header_bytes = 0
+        self._arm(self._limits.header_timeout_s)
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -178,9 +431,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._in_head = False
+        now = time.monotonic()
+        self._reading = "body"
+        self._body_left = None
+        for name, value in self.headers:
+            if name == b"content-length" and value.isdigit():
+                self._body_left = int(value)
+        self._start_window(now)
+        self._arm(self._limits.body_window_s)
         limit = self._max_connections
         if limit is None or (self._open_connections() <= limit and len(self.tasks) < limit):
+            super().on_headers_complete()
+            return
+        if self._evict(None):
             super().on_headers_complete()
             return
         self.logger.warning("connection limit of %d reached: answering 503", limit)
@@ -190,22 +453,36 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         finally:
             self.app = app
 
+    def on_body(self, body: bytes) -> None:
+        self._window_bytes += len(body)
+        if self._body_left is not None:
+            self._body_left -= len(body)
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._reading = None
+        self._stop_watchdog()
+        super().on_message_complete()
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and cycle.response_complete
+            and not self.pipeline
+            and self.timeout_keep_alive_task is None
+            and not self.transport.is_closing()
+        ):
+            # The response went out before the body was read to its end (an early 401 or
+            # 413): the connection is idle now, and closed like any idle one.
+            self._idle_since = time.monotonic()
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to a head it cannot take, in the API's error shape."""
+        self._stop_watchdog()
+        self._reading = None
         message = self._refusal or "The request is not valid HTTP/1.1"
-        body = _json_error(400, "validation", message)
-        content = [STATUS_LINE[400]]
-        for name, value in self.server_state.default_headers:
-            content.extend([name, b": ", value, b"\r\n"])
-        content.extend(
-            [
-                b"content-type: application/json\r\n",
-                b"api-version: " + API_VERSION.encode() + b"\r\n",
-                b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
-                b"connection: close\r\n",
-                b"\r\n",
-                body,
-            ]
-        )
-        self.transport.write(b"".join(content))
+        headers, body = _error_message(400, "validation", message)
+        self._write_raw(400, headers, body)
         self.transport.close()

@@ -48,6 +48,7 @@ from tests.support import (
     redis_available,
     run_cli,
     served,
+    settings_env,
 )
 from tests.webhooks.receiver import running_receiver
 from tests.webhooks.test_delivery import create_endpoint, drain, emit
@@ -312,15 +313,13 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     directory.mkdir()
     # A value left by an earlier run: `serve` must start from an empty directory.
     (directory / "counter_999999.db").write_bytes(b"stale")
-    env = {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_REDIS_URL": REDIS_URL,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_LOG_LEVEL": "WARNING",
-        "PROMETHEUS_MULTIPROC_DIR": str(directory),
-    }
+    env = settings_env(
+        settings,
+        SOLARAPI_REDIS_URL=REDIS_URL,
+        SOLARAPI_JOB_RUNNER="external",
+        SOLARAPI_LOG_LEVEL="WARNING",
+        PROMETHEUS_MULTIPROC_DIR=str(directory),
+    )
     kind = f"metrics.serve.{os.getpid()}.{time.monotonic_ns()}"
     async with app.state.sessionmaker() as session, session.begin():
         await enqueue(session, kind, {}, run_at=utcnow() - timedelta(minutes=30))
@@ -420,11 +419,9 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
         log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
         env = {
             **os.environ,
-            "SOLARAPI_DATABASE_URL": settings.database_url,
-            "SOLARAPI_SECRET_KEY": TEST_SECRET,
-            "SOLARAPI_DATA_DIR": str(settings.data_dir),
-            # Belongs to `serve`: the worker must not take it (only --metrics-port counts).
-            "SOLARAPI_METRICS_PORT": str(free_port()),
+            # The metrics port belongs to `serve`: the worker must not take it (only
+            # --metrics-port counts).
+            **settings_env(settings, SOLARAPI_METRICS_PORT=str(free_port())),
         }
         with log.open("wb") as out:
             proc = subprocess.Popen(

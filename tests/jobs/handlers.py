@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.jobs import repository
 from solarapi.jobs.queue import (
+    WEBHOOK_LANE,
     PermanentJobError,
     current_job,
     job_failure_handler,
@@ -87,3 +88,19 @@ async def fail_hook(_session: AsyncSession, payload: dict[str, Any], error: str)
 @job_failure_handler("test.record")
 async def record_hook(_session: AsyncSession, payload: dict[str, Any], error: str) -> None:
     FAILURES_SEEN.append((payload["path"], error))
+
+
+# --- lanes ------------------------------------------------------------------------------------
+
+# Set by a test to let the blocking job finish.
+LANE_RELEASE: dict[str, asyncio.Event] = {}
+
+
+@job_handler("test.lane.block")
+async def lane_block(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    await LANE_RELEASE[payload["key"]].wait()
+
+
+@job_handler("test.lane.hook", lane=WEBHOOK_LANE)
+async def lane_hook(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    return None

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
+from solarapi.accounts.passwords import PasswordChecksBusy
 from solarapi.accounts.service import check_login, create_account
 from solarapi.alerts import service as alerts_service
 from solarapi.alerts.rendering import AlertRecord
@@ -21,13 +22,14 @@ from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
-from solarapi.dashboard.throttle import LoginThrottle
+from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.portfolio import service as portfolio
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
 from solarapi.readings import service as readings_service
@@ -49,7 +51,9 @@ SIGNUP_REFUSED = (
 STARTER_NO_KEYS = (
     "API access needs the Pro plan (read-only) or the Enterprise plan (full access). Your "
     "account is on the Starter plan, which includes the dashboard only, so it cannot create "
-    "API keys. Ask your operator to change the plan."
+    "API keys. Systems, readings uploads and ingest tokens for data loggers work on every "
+    "plan, here in the dashboard. To change the plan, the operator of this server runs "
+    "`solarapi accounts set-plan <your e-mail> pro` (or `enterprise`); see Settings → Plan."
 )
 
 
@@ -86,6 +90,12 @@ async def sign_up(
         )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many sign-ups and log-ins are being checked at this moment. Try again in a "
+            "minute.",
+            503,
+        ) from None
     except Conflict:
         # create_account hashed the password before finding the e-mail taken, so the
         # refusal costs the same time as a sign-up.
@@ -114,16 +124,20 @@ async def log_in(
     now: datetime,
 ) -> str:
     """Check the password (same work for unknown e-mails) and start a session."""
-    blocked = await throttle.login_blocked(email, ip)
-    if blocked is not None:
+    attempt = await throttle.login_attempt(email, ip)  # counted before Argon2 runs
+    if isinstance(attempt, Throttled):
         raise FormRejected(
             f"Too many failed log-ins for this e-mail or from your network. Try again in "
-            f"{blocked.minutes} minutes.",
+            f"{attempt.minutes} minutes.",
             429,
         )
-    user = await check_login(session, email=email, password=password[:1024])
+    try:
+        user = await check_login(session, email=email, password=password[:1024])
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many log-ins are being checked at this moment. Try again in a minute.", 503
+        ) from None
     if user is None:
-        await throttle.login_failed(email, ip)
         await _audit_failed_login(session, email=email, ip=ip, now=now, reason="wrong password")
         raise FormRejected(LOGIN_FAILED, 400)
     account = await account_repository.get_account(session, user.account_id)
@@ -131,6 +145,7 @@ async def log_in(
         # Said only after the right password: it tells nobody else that the address exists.
         await _audit_failed_login(session, email=email, ip=ip, now=now, reason="disabled")
         raise FormRejected(ACCOUNT_DISABLED, 403)
+    await throttle.succeeded(attempt)
     await record_audit(
         session,
         AuditAction.LOGIN_SUCCEEDED,
@@ -301,6 +316,16 @@ async def overview(
     ):
         cards.append(await _card(session, system, now))
     return cards
+
+
+async def fleet_totals(
+    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
+) -> dict[str, Any]:
+    """The overview's fleet totals (today, month, year, specific yield today): what
+    `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
+    systems = await systems_repository.list_for_account(session, user.account_id, environment.value)
+    _, totals = await portfolio.summaries(session, systems, now)
+    return totals
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from solarapi.errors import (
     ValidationFailed,
     render_api_error,
 )
-from solarapi.gateway import plan, ratelimits
+from solarapi.gateway import ingest, plan, ratelimits
 from solarapi.gateway.authentication import authenticate_request
 from solarapi.gateway.body import check_body
 from solarapi.gateway.direct import DIRECT
@@ -66,16 +66,26 @@ class Checks:
             return await health_answer(exchange), receive
         if relative in PUBLIC or relative.startswith("/docs"):
             return self._refusal(await self._counted_anonymously(None)), receive
-        error = await self._key_and_plan(relative)
+        if len(exchange.headers.getlist("authorization")) > 1:
+            # Two keys: neither is used (either could act for the wrong account); the
+            # request counts in its address's anonymous window.
+            error = await self._counted_anonymously(
+                ValidationFailed("the request has more than one Authorization header; send one")
+            )
+        elif relative == ingest.INGEST_ROUTE:
+            error = await self._ingest_token()
+        else:
+            error = await self._key_and_plan(relative)
         if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
             error = ValidationFailed(f"URL: {NUL_MESSAGE}")
         query, problem = parse_query(scope.get("query_string", b""), found.query)
         if error is None and problem is not None:
             error = ValidationFailed(problem)
         if error is None:
-            error, receive = check_body(
-                scope, exchange.headers, receive, state.settings.max_body_bytes
-            )
+            limit = state.settings.max_body_bytes
+            if found.body_limit is not None:
+                limit = min(limit, found.body_limit)
+            error, receive = check_body(scope, exchange.headers, receive, limit)
         if error is None and found.endpoint is not None:
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query
@@ -95,8 +105,19 @@ class Checks:
         decision = await ratelimits.anonymous(self.exchange, self.now, count=True)
         return error if decision.allowed else ratelimits.too_many(decision, anonymous=True)
 
+    async def _ingest_token(self) -> ApiError | None:
+        """401 or 429 from the ingest token's own window, or None with the logger on the
+        request (`gateway.ingest`)."""
+        refused = await ingest.token_caller(self.exchange, self.now)
+        if isinstance(refused, Unauthorized):
+            return await self._counted_anonymously(refused)
+        return refused
+
     async def _key_and_plan(self, relative: str) -> ApiError | None:
         """401, 429 or 403, or None with the caller's Principal on the request."""
+        misplaced = ingest.misplaced_token(self.exchange)
+        if misplaced is not None:
+            return await self._counted_anonymously(misplaced)
         principal = await authenticate_request(self.exchange, self.now)
         if isinstance(principal, Unauthorized):
             return await self._counted_anonymously(principal)

@@ -43,5 +43,7 @@ class ApiGateway:
             await answer(scope, receive, exchange.send)
             return
         if scope["method"] == "HEAD":
-            scope["method"] = "GET"
+            # The app runs GET (FastAPI's routes do not answer HEAD) in a scope of its own:
+            # the server's stays HEAD, so it sends the headers and expects no body.
+            scope = {**scope, "method": "GET"}
         await self.app(scope, receive, exchange.send)

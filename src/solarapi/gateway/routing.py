@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from solarapi.auth.scopes import API_PREFIX
+from solarapi.kit.bodylimit import declared_body_limit
 from solarapi.kit.direct import is_direct
 
 DirectEndpoint = Callable[..., Awaitable[Response]]
@@ -64,6 +65,8 @@ class RouteMatch:
     endpoint: DirectEndpoint | None = None
     params: dict[str, Any] | None = None
     query: frozenset[str] = frozenset()
+    # The largest body the route's method takes (`kit.bodylimit`); None: the server's limit.
+    body_limit: int | None = None
 
     @property
     def allow_header(self) -> str:
@@ -84,6 +87,8 @@ class RouteTable:
         self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
         # (template, method) -> the query parameters it takes (`query.parse_query`).
         self._query: dict[tuple[str, str], frozenset[str]] = {}
+        # (template, method) -> the largest body it takes (`kit.bodylimit`).
+        self._body_limits: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_routes(cls, routes: Iterable[BaseRoute]) -> RouteTable:
@@ -118,6 +123,10 @@ class RouteTable:
         names = _query_names(route)
         for method in methods | ({"HEAD"} if "GET" in methods else set()):
             self._query[(path, method)] = names
+        limit = declared_body_limit(route.endpoint)
+        if limit is not None:
+            for method in methods:
+                self._body_limits[(path, method.upper())] = limit
         if is_direct(route.endpoint):
             if methods != {"GET"}:
                 raise ValueError(f"@direct is for GET endpoints only: {path} {methods}")
@@ -148,7 +157,8 @@ class RouteTable:
         query = self._query.get((template, method), frozenset())
         direct = self._direct.get(template) if method in ("GET", "HEAD") else None
         if direct is None:
-            return RouteMatch(template, True, frozenset(methods), query=query)
+            limit = self._body_limits.get((template, method))
+            return RouteMatch(template, True, frozenset(methods), query=query, body_limit=limit)
         endpoint, convertors = direct
         params = {
             name: convertors[name].convert(value) for name, value in matched.groupdict().items()

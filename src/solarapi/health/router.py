@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from solarapi.health.service import health_response, live_response
@@ -22,6 +22,11 @@ class Health(BaseModel):
     status: Literal["ok", "degraded", "unavailable"]
     version: str
     api_version: str
+    tzdata: str = Field(
+        description="The IANA tz database release every local calendar follows (the "
+        "`tzdata` package shipped with the service, never the host's files)",
+        examples=["2026f"],
+    )
     time: str
     checks: HealthChecks
 

@@ -2,7 +2,9 @@
 
 - `enqueue(session, kind, payload, run_at=None, max_attempts=5)` adds a job in the caller's
   transaction, so a job exists if and only if the change that asked for it committed.
-- `job_handler(kind)` registers the coroutine that runs jobs of that kind. A handler commits its
+- `job_handler(kind, lane="default")` registers the coroutine that runs jobs of that kind, in
+  a lane: each lane has slots of its own in every runner (webhook deliveries, which wait on
+  other people's servers, never take the slots of reports, and the reverse). A handler commits its
   own work through the sessionmaker it is given; it may run again after a crash or an error
   (at-least-once), so it must be idempotent: guard its final write on the state it expects.
 - `job_failure_handler(kind)` registers a coroutine called, in the same transaction that marks
@@ -36,6 +38,10 @@ JobHandler = Callable[[async_sessionmaker[AsyncSession], dict[str, Any]], Awaita
 FailureHandler = Callable[[AsyncSession, dict[str, Any], str], Awaitable[None]]
 PeriodicTask = Callable[[async_sessionmaker[AsyncSession], datetime], Awaitable[None]]
 HANDLERS: dict[str, JobHandler] = {}
+DEFAULT_LANE = "default"
+WEBHOOK_LANE = "webhooks"
+# The lane of each kind (`job_handler`).
+LANES: dict[str, str] = {}
 FAILURE_HANDLERS: dict[str, FailureHandler] = {}
 PERIODIC_TASKS: dict[str, tuple[float, PeriodicTask]] = {}
 
@@ -73,9 +79,10 @@ def settings_of(maker: async_sessionmaker[AsyncSession]) -> Settings:
     return settings if isinstance(settings, Settings) else Settings()
 
 
-def job_handler(kind: str) -> Callable[[JobHandler], JobHandler]:
+def job_handler(kind: str, lane: str = DEFAULT_LANE) -> Callable[[JobHandler], JobHandler]:
     def register(handler: JobHandler) -> JobHandler:
         HANDLERS[kind] = handler
+        LANES[kind] = lane
         return handler
 
     return register
@@ -104,11 +111,14 @@ async def enqueue(
     *,
     run_at: datetime | None = None,
     max_attempts: int = 5,
+    account_id: str | None = None,
     job_id: str | None = None,
 ) -> str:
-    """Queue a job of `kind` in the caller's transaction; returns the job id. A given
-    `job_id` makes the job unique: queueing it again fails with the database's
-    IntegrityError (how several runners schedule one periodic job between them)."""
+    """Queue a job of `kind` in the caller's transaction; returns the job id. `account_id`:
+    whose job it is (runners take accounts in turn and cap each one's running jobs); None
+    for the service's own. A given `job_id` makes the job unique: queueing it again fails
+    with the database's IntegrityError (how several runners schedule one periodic job
+    between them)."""
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     now = utcnow()
@@ -121,6 +131,7 @@ async def enqueue(
         run_at=run_at or now,
         max_attempts=max_attempts,
         now=now,
+        account_id=account_id,
     )
     return job_id
 

@@ -36,11 +36,13 @@ async def insert_job(
     run_at: datetime,
     max_attempts: int,
     now: datetime,
+    account_id: str | None = None,
 ) -> None:
     await session.execute(
         insert(Job).values(
             id=job_id,
             kind=kind,
+            account_id=account_id,
             payload=payload,
             status=JobStatus.QUEUED.value,
             attempts=0,
@@ -80,15 +82,38 @@ async def claim(
     now: datetime,
     lease: timedelta,
     kinds: Collection[str],
+    per_account: int | None = None,
 ) -> ClaimedJob | None:
+    """Take the next due job of `kinds`. Fair across accounts: the job of the account that
+    runs the fewest jobs of these kinds now goes first (then the oldest), and an account
+    already running `per_account` of them waits (None: no cap; a job of no account is never
+    capped). Across workers the count is what is committed, so two claims at the same
+    moment may both count one job fewer: the cap is exact on SQLite and close on
+    PostgreSQL."""
     candidate = aliased(Job)
-    # An alias, so the subquery is not correlated to the UPDATE's own table.
+    other = aliased(Job)
+    # Aliases, so the subqueries are not correlated to the UPDATE's own table.
+    running = (
+        select(func.count())
+        .select_from(other)
+        .where(
+            other.account_id == candidate.account_id,
+            other.kind.in_(list(kinds)),
+            other.status == JobStatus.RUNNING.value,
+            other.lease_expires_at >= now,
+        )
+        .correlate(candidate)
+        .scalar_subquery()
+    )
+    conditions = [_claimable(candidate, now, kinds)]
+    if per_account is not None:
+        conditions.append(or_(candidate.account_id.is_(None), running < per_account))
     picked = (
         select(candidate.id)
-        .where(_claimable(candidate, now, kinds))
-        .order_by(candidate.run_at, candidate.id)
+        .where(*conditions)
+        .order_by(running, candidate.run_at, candidate.id)
         .limit(1)
-        .with_for_update(skip_locked=True)
+        .with_for_update(of=candidate, skip_locked=True)
         .scalar_subquery()
     )
     statement = (

@@ -26,13 +26,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from solarapi.db import is_outage
 from solarapi.jobs import repository
 from solarapi.jobs.queue import (
+    DEFAULT_LANE,
     FAILURE_HANDLERS,
     HANDLERS,
+    LANES,
     PERIODIC_TASKS,
+    WEBHOOK_LANE,
     JobContext,
     JobHandler,
     PermanentJobError,
@@ -126,6 +130,7 @@ async def _claim(
     settings: RunnerSettings,
     kinds: Collection[str],
     now: datetime,
+    per_account: int | None = None,
 ) -> ClaimedJob | None:
     if not kinds:
         return None
@@ -134,7 +139,12 @@ async def _claim(
             return None
     async with maker() as session, session.begin():
         return await repository.claim(
-            session, worker_id=worker_id, now=now, lease=settings.lease, kinds=kinds
+            session,
+            worker_id=worker_id,
+            now=now,
+            lease=settings.lease,
+            kinds=kinds,
+            per_account=per_account,
         )
 
 
@@ -295,8 +305,84 @@ async def run_pending(
     return ran
 
 
+# The longest wait between polls while they fail.
+POLL_BACKOFF_CAP_SECONDS = 60.0
+
+
+class _PollFailures:
+    """The runner's polls while they fail: one log record when they start failing (a
+    traceback only when the cause is not the database being unusable), one when they work
+    again, and a wait that doubles from the poll interval up to `POLL_BACKOFF_CAP_SECONDS`."""
+
+    def __init__(self, worker_id: str, poll_seconds: float) -> None:
+        self._worker_id = worker_id
+        self._poll_seconds = poll_seconds
+        self._count = 0
+        self._since: datetime | None = None
+
+    async def failed(self, exc: Exception, engine: AsyncEngine | None) -> None:
+        self._count += 1
+        log.debug(
+            "job runner %s: poll %d failed (%s); next in %g s",
+            self._worker_id,
+            self._count,
+            type(exc).__name__,
+            self.next_wait(),
+        )
+        if self._count > 1:
+            return
+        self._since = utcnow()
+        if engine is not None and await is_outage(exc, engine):
+            log.error(
+                "job runner %s: the database is unusable (%s); no jobs run until it is back, "
+                "polling less often meanwhile",
+                self._worker_id,
+                describe_error(exc),
+            )
+        else:
+            log.exception("job runner %s: poll failed", self._worker_id)
+
+    def succeeded(self) -> None:
+        if self._count:
+            log.warning(
+                "job runner %s: polls work again after %d failed since %s",
+                self._worker_id,
+                self._count,
+                self._since.isoformat() if self._since else "?",
+            )
+        self._count = 0
+        self._since = None
+
+    def next_wait(self) -> float:
+        if not self._count:
+            return self._poll_seconds
+        wait: float = self._poll_seconds * float(2 ** min(self._count, 16))
+        return min(wait, max(POLL_BACKOFF_CAP_SECONDS, self._poll_seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """Slots of a runner for the job kinds of one lane (`job_handler(kind, lane)`), and how
+    many jobs of the lane one account may run at once (across every runner)."""
+
+    slots: int
+    per_account: int
+
+
+def default_lanes(concurrency: int) -> dict[str, Lane]:
+    """Reports and the rest: `concurrency` slots, half of them (at least one) per account.
+    Webhook deliveries, which mostly wait on other people's servers: twice as many slots
+    (at least 4), half per account."""
+    webhooks = max(4, 2 * concurrency)
+    return {
+        DEFAULT_LANE: Lane(concurrency, max(1, concurrency // 2)),
+        WEBHOOK_LANE: Lane(webhooks, max(1, webhooks // 2)),
+    }
+
+
 class JobRunner:
-    """A long-running runner: up to `concurrency` jobs at once, polling for due jobs."""
+    """A long-running runner polling for due jobs, with slots of their own for each lane
+    (`default_lanes(concurrency)`) and accounts taken in turn within a lane."""
 
     def __init__(
         self,
@@ -307,10 +393,13 @@ class JobRunner:
         poll_seconds: float = 1.0,
         settings: RunnerSettings | None = None,
         kinds: Collection[str] | None = None,
+        lanes: dict[str, Lane] | None = None,
     ) -> None:
         self.maker = maker
         self.worker_id = worker_id
         self.concurrency = concurrency
+        self.lanes = lanes or default_lanes(concurrency)
+        self._lane_tasks: dict[str, set[asyncio.Task[str]]] = {name: set() for name in self.lanes}
         self.poll_seconds = poll_seconds
         self.settings = settings or RunnerSettings()
         self.kinds = kinds
@@ -326,6 +415,7 @@ class JobRunner:
         load_handlers()
         loop = asyncio.get_running_loop()
         next_reap = 0.0
+        failing = _PollFailures(self.worker_id, self.poll_seconds)
         while not self._stopping.is_set():
             try:
                 if loop.time() >= next_reap:
@@ -333,29 +423,45 @@ class JobRunner:
                     next_reap = loop.time() + self.settings.lease_seconds / 2
                 await self._run_periodic(loop.time())
                 await self._fill_slots()
-            except Exception:
-                # The database may be briefly unreachable; the runner must outlive that.
-                log.exception("job runner %s: poll failed", self.worker_id)
+            except Exception as exc:
+                # The database may be unusable for a while; the runner must outlive that
+                # without a traceback a second (1.3 GB of log a day): it logs once and waits
+                # longer each time, up to a minute.
+                await failing.failed(exc, self.maker.kw.get("bind"))
+            else:
+                failing.succeeded()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.poll_seconds)
+                await asyncio.wait_for(self._stopping.wait(), failing.next_wait())
 
     def _wanted(self) -> set[str]:
         return set(HANDLERS) if self.kinds is None else set(self.kinds) & set(HANDLERS)
 
     async def _fill_slots(self) -> None:
         wanted = self._wanted()
-        while len(self._tasks) < self.concurrency and not self._stopping.is_set():
-            job = await _claim(self.maker, self.worker_id, self.settings, wanted, utcnow())
-            if job is None:
-                return
-            task = asyncio.create_task(
-                execute(self.maker, job, self.worker_id, self.settings), name=f"run {job.id}"
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._job_done)
+        for name, lane in self.lanes.items():
+            kinds = {kind for kind in wanted if self._lane_of(kind) == name}
+            running = self._lane_tasks[name]
+            while kinds and len(running) < lane.slots and not self._stopping.is_set():
+                job = await _claim(
+                    self.maker, self.worker_id, self.settings, kinds, utcnow(), lane.per_account
+                )
+                if job is None:
+                    break
+                task = asyncio.create_task(
+                    execute(self.maker, job, self.worker_id, self.settings), name=f"run {job.id}"
+                )
+                self._tasks.add(task)
+                running.add(task)
+                task.add_done_callback(self._job_done)
+
+    def _lane_of(self, kind: str) -> str:
+        lane = LANES.get(kind, DEFAULT_LANE)
+        return lane if lane in self.lanes else DEFAULT_LANE
 
     def _job_done(self, task: asyncio.Task[str]) -> None:
         self._tasks.discard(task)
+        for running in self._lane_tasks.values():
+            running.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error(
                 "job runner %s: job bookkeeping failed", self.worker_id, exc_info=task.exception()

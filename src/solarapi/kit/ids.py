@@ -21,6 +21,7 @@ IdPrefix = Literal[
     "ses",
     "alr",
     "aud",
+    "itk",
 ]
 
 

@@ -5,6 +5,7 @@ from solarapi.models import (  # noqa: F401 - imported to register their tables
     audit,
     dashboard,
     declarations,
+    ingest,
     irradiance,
     jobs,
     prices,

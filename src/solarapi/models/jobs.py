@@ -25,6 +25,8 @@ class Job(Base):
     __table_args__ = (
         # The claim query scans due jobs of one status in run_at order.
         Index("ix_jobs_status_run_at", "status", "run_at"),
+        # The fair claim counts each account's running jobs.
+        Index("ix_jobs_account_status", "account_id", "status"),
         CheckConstraint(
             "status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')", name="status"
         ),
@@ -33,6 +35,8 @@ class Job(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(64))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Whose job it is (null: the service's own): the claim takes accounts in turn.
+    account_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
     status: Mapped[str] = mapped_column(String(12))
     # Attempts started so far (a claim counts one); the job fails after max_attempts.
     attempts: Mapped[int] = mapped_column(Integer, default=0)

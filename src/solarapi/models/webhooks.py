@@ -63,6 +63,10 @@ class WebhookEndpoint(Base):
     previous_salt_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # The circuit breaker: attempts in a row that got no answer in time, and until when
+    # deliveries wait instead of trying (`webhooks.delivery`).
+    consecutive_timeouts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    circuit_open_until: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class WebhookDelivery(Base):

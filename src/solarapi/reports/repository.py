@@ -164,3 +164,17 @@ async def system_timezones(session: AsyncSession, system_ids: Sequence[str]) -> 
         return set()
     rows = await session.scalars(select(System.timezone).where(System.id.in_(list(system_ids))))
     return set(rows.all())
+
+
+async def quota_counts(session: AsyncSession, account_id: str) -> tuple[int, int]:
+    """(queued or running, completed with a file kept) reports of an account."""
+    pending = Report.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value])
+    kept = (Report.status == ReportStatus.COMPLETED.value) & Report.file_name.is_not(None)
+    row = (
+        await session.execute(
+            select(func.count().filter(pending), func.count().filter(kept)).where(
+                Report.account_id == account_id
+            )
+        )
+    ).one()
+    return int(row[0] or 0), int(row[1] or 0)

@@ -10,6 +10,7 @@ from starlette.responses import Response, StreamingResponse
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
+from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
@@ -37,11 +38,15 @@ StorageDep = Annotated[ReportStorage, Depends(_storage)]
     "`queued`; poll the report (`Location`) until it is `completed`, then download it.",
     responses={202: {"headers": {"Location": {"schema": {"type": "string"}}}}},
 )
+@body_limit(SMALL_BODY)
 async def create_report(
-    body: ReportCreate, principal: PrincipalDep, session: SessionDep
+    body: ReportCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> Response:
     now = utcnow()
-    report = await service.create_report(session, principal, body, now)
+    quota = service.ReportQuota(
+        settings.reports_pending_per_account, settings.reports_kept_per_account
+    )
+    report = await service.create_report(session, principal, body, now, quota)
     return OrjsonResponse(
         service.report_to_api(report, now),
         status_code=202,

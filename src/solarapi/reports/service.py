@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
-from solarapi.errors import Conflict, NotFound, ValidationFailed
+from solarapi.errors import Conflict, NotFound, RateLimited, ValidationFailed
 from solarapi.jobs.queue import cancel_job, enqueue
 from solarapi.kit.grid import (
     ALL_INTERVALS,
@@ -182,15 +182,52 @@ def _with_market_zone(systems: list[System], *, explicit: bool) -> list[System]:
     return priced
 
 
+@dataclass(frozen=True, slots=True)
+class ReportQuota:
+    """Per account: reports queued or running (429 beyond), reports kept with a file (409)."""
+
+    pending: int
+    kept: int
+
+
+# Seconds a client over the pending quota is told to wait: about one report's time.
+QUOTA_RETRY_AFTER_S = 30
+
+
+async def check_quota(session: AsyncSession, principal: Principal, quota: ReportQuota) -> None:
+    pending, kept = await repository.quota_counts(session, principal.account_id)
+    if pending >= quota.pending:
+        raise RateLimited(
+            f"This account has {pending} reports queued or running, the most it may have "
+            f"({quota.pending}); request more once one has finished",
+            headers={"Retry-After": str(QUOTA_RETRY_AFTER_S)},
+        )
+    if kept >= quota.kept:
+        raise Conflict(
+            f"This account keeps {kept} report files, the most it may keep ({quota.kept}); "
+            "delete some (DELETE /api/v1/reports/{id}) or wait for them to expire"
+        )
+
+
 async def create_report(
-    session: AsyncSession, principal: Principal, body: ReportCreate, now: datetime
+    session: AsyncSession,
+    principal: Principal,
+    body: ReportCreate,
+    now: datetime,
+    quota: ReportQuota | None = None,
 ) -> Report:
     """The report and the job that generates it, in the caller's transaction: either both
-    exist after the commit or neither does."""
+    exist after the commit or neither does. Over the account's `quota`: 429 or 409."""
     request = await validate_request(session, principal, body, now)
+    if quota is not None:
+        await check_quota(session, principal, quota)
     report_id = new_id("rpt")
     job_id = await enqueue(
-        session, JOB_KIND, {"report_id": report_id}, max_attempts=JOB_MAX_ATTEMPTS
+        session,
+        JOB_KIND,
+        {"report_id": report_id},
+        max_attempts=JOB_MAX_ATTEMPTS,
+        account_id=principal.account_id,
     )
     report = Report(
         id=report_id,

@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
+from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
@@ -47,6 +48,7 @@ async def list_systems(
     summary="Create a system",
     responses={201: {"headers": {"Location": {"schema": {"type": "string"}}}}},
 )
+@body_limit(SMALL_BODY)
 async def create_system(
     body: SystemCreate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
@@ -65,6 +67,7 @@ async def get_system(system_id: str, principal: PrincipalDep, session: SessionDe
 
 
 @router.patch("/systems/{system_id}", response_model=SystemOut, summary="Change a system")
+@body_limit(SMALL_BODY)
 async def update_system(
     system_id: str, body: SystemPatch, principal: PrincipalDep, session: SessionDep
 ) -> Response:

@@ -29,7 +29,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.events import repository as events_repository
-from solarapi.events.service import event_to_api
+from solarapi.events.service import EventView
 from solarapi.events.types import DELIVERY_JOB_KIND, DELIVERY_JOB_MAX_ATTEMPTS
 from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
@@ -54,6 +54,21 @@ MAX_ATTEMPTS = len(RETRY_DELAYS)
 JITTER = 0.15
 TIMEOUT_SECONDS = 10.0
 USER_AGENT = "SolarAPI-Webhooks/1.0"
+# The circuit breaker: after this many attempts in a row without an answer in time, an
+# endpoint's deliveries wait (without using an attempt) instead of each holding a slot for
+# TIMEOUT_SECONDS; then one delivery tries it (half-open): an answer closes the circuit, a
+# timeout opens it for twice as long, up to an hour.
+CIRCUIT_TIMEOUTS = 3
+CIRCUIT_OPEN_SECONDS = 60.0
+CIRCUIT_OPEN_CAP_SECONDS = 3600.0
+# How long the one half-open probe has before another delivery may try.
+CIRCUIT_PROBE_SECONDS = TIMEOUT_SECONDS + 5
+
+
+def circuit_open_for(timeouts: int) -> timedelta:
+    doublings = max(0, timeouts - CIRCUIT_TIMEOUTS)
+    seconds = min(CIRCUIT_OPEN_SECONDS * 2 ** min(doublings, 16), CIRCUIT_OPEN_CAP_SECONDS)
+    return timedelta(seconds=seconds)
 
 
 def retry_delay(next_attempt: int) -> timedelta:
@@ -140,6 +155,7 @@ class AttemptResult:
     status_code: int | None
     latency_ms: int | None
     error: str | None
+    timed_out: bool = False
 
     @property
     def succeeded(self) -> bool:
@@ -160,7 +176,7 @@ class Delivery:
 def build_delivery(
     endpoint: WebhookEndpoint, event: Event, config: WebhookConfig, now: datetime
 ) -> Delivery:
-    body = orjson.dumps(event_to_api(event)).decode()
+    body = orjson.dumps(EventView.of(event).render()).decode()
     signature = signature_header(
         signing_secrets(endpoint, config.server_secret, now), event.id, now, body
     )
@@ -198,12 +214,19 @@ async def send(delivery: Delivery, *, allow_loopback: bool) -> AttemptResult:
             # The status is all we need; the receiver's body is not read or kept.
             return AttemptResult(response.status_code, elapsed(), None)
     except ForbiddenDestination as exc:
-        return AttemptResult(None, None, f"refused: {exc}")
+        # Generic for the tenant (which internal address a name resolved to is ours to
+        # know); the reason goes to the operator's log.
+        log.info("webhook destination refused: %s", exc)
+        return AttemptResult(None, None, "refused: not a public internet address")
     except (TimeoutError, httpx.TimeoutException):
-        return AttemptResult(None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s")
+        return AttemptResult(
+            None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s", timed_out=True
+        )
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        detail = str(exc) or type(exc).__name__
-        return AttemptResult(None, elapsed(), f"connection failed: {detail}"[:500])
+        # Not the exception's text ("Connection refused", "Name or service not known", TLS
+        # details): told apart, they let a tenant probe which ports answer.
+        log.info("webhook delivery failed: %s", str(exc) or type(exc).__name__)
+        return AttemptResult(None, elapsed(), "connection failed")
 
 
 async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
@@ -225,6 +248,12 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
             return  # this job ran before and recorded its outcome (a re-run after a crash)
         delivery = build_delivery(endpoint, event, config, utcnow())
         event_type = event.type
+        account_id = endpoint.account_id
+
+    wait_until = await _circuit_gate(maker, endpoint_id)
+    if wait_until is not None:
+        await _defer(maker, payload, account_id, wait_until)
+        return
 
     attempted_at = utcnow()
     result = await send(delivery, allow_loopback=config.allow_loopback)
@@ -252,8 +281,10 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
                     {"event_id": event_id, "endpoint_id": endpoint_id, "attempt": attempt + 1},
                     run_at=next_at,
                     max_attempts=DELIVERY_JOB_MAX_ATTEMPTS,
+                    account_id=account_id,
                 )
         if endpoint is not None:
+            await _count_for_circuit(session, endpoint_id, result)
             await repository.add(
                 session,
                 WebhookDelivery(
@@ -282,3 +313,64 @@ async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, An
             MAX_ATTEMPTS,
             result.error or f"HTTP {result.status_code}",
         )
+
+
+# --- the circuit breaker ---------------------------------------------------------------------
+
+
+async def _circuit_gate(
+    maker: async_sessionmaker[AsyncSession], endpoint_id: str
+) -> datetime | None:
+    """None: this delivery may try the endpoint. Else until when it should wait: the circuit
+    is open, or half-open with another delivery's probe out."""
+    now = utcnow()
+    async with maker() as session, session.begin():
+        timeouts, open_until = await repository.circuit_state(session, endpoint_id)
+        if timeouts < CIRCUIT_TIMEOUTS:
+            return None
+        if open_until is not None and open_until > now:
+            return open_until
+        probe_until = now + timedelta(seconds=CIRCUIT_PROBE_SECONDS)
+        if await repository.take_probe(session, endpoint_id, open_until, probe_until):
+            return None
+        return probe_until
+
+
+async def _defer(
+    maker: async_sessionmaker[AsyncSession],
+    payload: dict[str, Any],
+    account_id: str,
+    until: datetime,
+) -> None:
+    """The same attempt again once the circuit lets it, spread over a few seconds so the
+    waiting deliveries do not all wake at once. Not an attempt: nothing is recorded."""
+    run_at = until + timedelta(seconds=random.uniform(0, 5))
+    async with maker() as session, session.begin():
+        if not await lease_held(session):
+            return
+        await enqueue(
+            session,
+            DELIVERY_JOB_KIND,
+            dict(payload),
+            run_at=run_at,
+            max_attempts=DELIVERY_JOB_MAX_ATTEMPTS,
+            account_id=account_id,
+        )
+
+
+async def _count_for_circuit(
+    session: AsyncSession, endpoint_id: str, result: AttemptResult
+) -> None:
+    if result.timed_out:
+        timeouts = await repository.count_timeout(session, endpoint_id)
+        if timeouts >= CIRCUIT_TIMEOUTS:
+            until = utcnow() + circuit_open_for(timeouts)
+            await repository.open_circuit(session, endpoint_id, until)
+            log.warning(
+                "webhook %s: %d attempts in a row without an answer; deliveries wait until %s",
+                endpoint_id,
+                timeouts,
+                format_timestamp(until),
+            )
+    elif result.status_code is not None:
+        await repository.close_circuit(session, endpoint_id)

@@ -11,11 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from solarapi.events.service import purge_expired
 from solarapi.events.types import DELIVERY_JOB_KIND
 from solarapi.idempotency.store import purge_expired_keys
-from solarapi.jobs.queue import job_handler, periodic_task
+from solarapi.jobs.queue import WEBHOOK_LANE, job_handler, periodic_task
 from solarapi.webhooks.delivery import deliver
 
 
-@job_handler(DELIVERY_JOB_KIND)
+@job_handler(DELIVERY_JOB_KIND, lane=WEBHOOK_LANE)
 async def deliver_webhook(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
     await deliver(maker, payload)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from datetime import datetime
+
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.models.webhooks import WebhookDelivery, WebhookEndpoint
@@ -91,3 +93,71 @@ async def attempt_recorded(
         .limit(1)
     )
     return row.first() is not None
+
+
+async def circuit_state(session: AsyncSession, endpoint_id: str) -> tuple[int, datetime | None]:
+    """(timeouts in a row, circuit open until) of an endpoint, read afresh."""
+    row = (
+        await session.execute(
+            select(WebhookEndpoint.consecutive_timeouts, WebhookEndpoint.circuit_open_until).where(
+                WebhookEndpoint.id == endpoint_id
+            )
+        )
+    ).first()
+    return (0, None) if row is None else (int(row[0]), row[1])
+
+
+async def take_probe(
+    session: AsyncSession, endpoint_id: str, seen: datetime | None, until: datetime
+) -> bool:
+    """Half-open: the one delivery that may try the endpoint again is the one whose
+    compare-and-set of `circuit_open_until` (from `seen` to `until`) wins."""
+    opened = (
+        WebhookEndpoint.circuit_open_until.is_(None)
+        if seen is None
+        else WebhookEndpoint.circuit_open_until == seen
+    )
+    result = await session.execute(
+        update(WebhookEndpoint)
+        .where(WebhookEndpoint.id == endpoint_id, opened)
+        .values(circuit_open_until=until)
+        .returning(WebhookEndpoint.id)
+        .execution_options(synchronize_session=False)
+    )
+    return result.first() is not None
+
+
+async def count_timeout(session: AsyncSession, endpoint_id: str) -> int:
+    """One more attempt in a row without an answer in time; returns how many now."""
+    result = await session.execute(
+        update(WebhookEndpoint)
+        .where(WebhookEndpoint.id == endpoint_id)
+        .values(consecutive_timeouts=WebhookEndpoint.consecutive_timeouts + 1)
+        .returning(WebhookEndpoint.consecutive_timeouts)
+        .execution_options(synchronize_session=False)
+    )
+    row = result.first()
+    return 0 if row is None else int(row[0])
+
+
+async def open_circuit(session: AsyncSession, endpoint_id: str, until: datetime) -> None:
+    await session.execute(
+        update(WebhookEndpoint)
+        .where(WebhookEndpoint.id == endpoint_id)
+        .values(circuit_open_until=until)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def close_circuit(session: AsyncSession, endpoint_id: str) -> None:
+    """The endpoint answered: its count of timeouts starts again."""
+    await session.execute(
+        update(WebhookEndpoint)
+        .where(
+            WebhookEndpoint.id == endpoint_id,
+            (WebhookEndpoint.consecutive_timeouts > 0)
+            | WebhookEndpoint.circuit_open_until.is_not(None),
+        )
+        .values(consecutive_timeouts=0, circuit_open_until=None)
+        .execution_options(synchronize_session=False)
+    )

@@ -1,11 +1,12 @@
 """`readings` partitioned by month on PostgreSQL (issue 34); SQLite keeps one table.
 
 Revision ID: 0016_readings_partitions
-Revises: 0013_operations
+Revises: 0015_job_fairness
 Create Date: 2026-11-25
 
 The existing table becomes the partition of everything before next month (every stored
-reading has ended, so it holds nothing later) without being scanned under an exclusive lock: a `CHECK (start_s < cut-over)` is added `NOT VALID`,
+reading has ended, so it holds nothing later) without being scanned under an exclusive lock:
+a `CHECK (start_s < cut-over)` is added `NOT VALID`,
 validated (a scan that lets writes go on), and `ATTACH PARTITION` then trusts it. New months
 get partitions of their own, created ahead (here, then by the daily `readings.partitions`
 job); a `DEFAULT` partition catches a reading no month holds, so an upload never fails for
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from alembic import op
 
 revision = "0016_readings_partitions"
-down_revision = "0013_operations"
+down_revision = "0015_job_fairness"
 branch_labels = None
 depends_on = None
 # Changes nothing on SQLite (one table there, by design).

@@ -1,0 +1,141 @@
+"""Tenant fairness on the job queue, on both databases: accounts are taken in turn and capped,
+webhook deliveries have slots of their own, an endpoint that keeps timing out stops taking
+slots (circuit breaker), and one account's pending and kept reports are capped."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import timedelta
+
+from fastapi import FastAPI
+from sqlalchemy import update
+
+from solarapi.jobs import repository
+from solarapi.jobs.queue import enqueue
+from solarapi.jobs.runner import JobRunner, Lane
+from solarapi.kit.ids import new_id
+from solarapi.kit.timefmt import utcnow
+from solarapi.models.reports import Report
+from tests.jobs import handlers
+from tests.jobs.test_runner import load, maker_of
+from tests.reports.helpers import make_system
+from tests.support import Tenant, client_for
+
+DEADLINE_S = 60
+
+
+async def _claim(app: FastAPI, kind: str, per_account: int | None) -> str | None:
+    async with maker_of(app)() as session, session.begin():
+        job = await repository.claim(
+            session,
+            worker_id="fair",
+            now=utcnow(),
+            lease=timedelta(seconds=60),
+            kinds={kind},
+            per_account=per_account,
+        )
+    return None if job is None else job.id
+
+
+async def test_the_claim_takes_accounts_in_turn_and_caps_each(app: FastAPI) -> None:
+    kind = f"test.fair.{uuid.uuid4().hex[:8]}"
+    big, small = new_id("acct"), new_id("acct")
+    start = utcnow() - timedelta(minutes=10)
+    async with maker_of(app)() as session, session.begin():
+        # Eight older jobs of one account, then one of another.
+        bigs = [
+            await enqueue(
+                session, kind, {"n": n}, account_id=big, run_at=start + timedelta(seconds=s)
+            )
+            for s, n in enumerate(range(8))
+        ]
+        other = await enqueue(
+            session, kind, {}, account_id=small, run_at=start + timedelta(seconds=9)
+        )
+    assert await _claim(app, kind, per_account=1) == bigs[0]
+    # The other account's job goes next, ahead of seven older ones.
+    assert await _claim(app, kind, per_account=1) == other
+    assert await _claim(app, kind, per_account=1) is None  # both accounts at their cap
+    assert await _claim(app, kind, per_account=2) == bigs[1]
+    assert await _claim(app, kind, per_account=None) == bigs[2]
+
+
+async def test_webhook_deliveries_have_slots_of_their_own(app: FastAPI) -> None:
+    key = uuid.uuid4().hex
+    handlers.LANE_RELEASE[key] = asyncio.Event()
+    async with maker_of(app)() as session, session.begin():
+        blocker = await enqueue(session, "test.lane.block", {"key": key})
+        hook = await enqueue(session, "test.lane.hook", {})
+    runner = JobRunner(
+        maker_of(app),
+        worker_id="lanes",
+        poll_seconds=0.05,
+        kinds={"test.lane.block", "test.lane.hook"},
+        lanes={"default": Lane(1, 1), "webhooks": Lane(1, 1)},
+    )
+    runner.start()
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while (await load(app, hook)).status != "succeeded":
+            assert time.monotonic() < deadline, "the delivery waited behind the other lane"
+            await asyncio.sleep(0.05)
+        assert (await load(app, blocker)).status == "running"
+    finally:
+        handlers.LANE_RELEASE[key].set()
+        await runner.stop(grace_seconds=30)
+    assert (await load(app, blocker)).status == "succeeded"
+
+
+PERIOD = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z"}
+
+
+async def test_pending_and_kept_reports_are_capped_per_account(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    settings = app.state.settings
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Roof", "Europe/Amsterdam")
+        body = {"type": "production", "format": "csv", "system_ids": [system["id"]], **PERIOD}
+        for _ in range(settings.reports_pending_per_account):
+            assert (await client.post("/api/v1/reports", json=body)).status_code == 202
+        refused = await client.post("/api/v1/reports", json=body)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["code"] == "rate_limit"
+        assert refused.headers["retry-after"].isdigit()
+        assert "queued or running" in refused.json()["error"]
+
+        # None pending, the most kept: 409 until one is deleted.
+        async with maker_of(app)() as session, session.begin():
+            await session.execute(
+                update(Report)
+                .where(Report.account_id == enterprise.account_id)
+                .values(status="completed", file_name="x.csv")
+            )
+            for _ in range(
+                settings.reports_kept_per_account - settings.reports_pending_per_account
+            ):
+                session.add(
+                    Report(
+                        id=new_id("rpt"),
+                        account_id=enterprise.account_id,
+                        environment="live",
+                        type="production",
+                        format="csv",
+                        status="completed",
+                        parameters={},
+                        created_at=utcnow(),
+                        file_name="x.csv",
+                    )
+                )
+        full = await client.post("/api/v1/reports", json=body)
+        assert full.status_code == 409, full.text
+        assert full.json()["code"] == "conflict"
+        assert "delete some" in full.json()["error"]
+        listed = (await client.get("/api/v1/reports", params={"limit": 1})).json()["data"]
+        async with maker_of(app)() as session, session.begin():
+            await session.execute(
+                update(Report).where(Report.id == listed[0]["id"]).values(file_name=None)
+            )
+        assert (await client.post("/api/v1/reports", json=body)).status_code == 202
