@@ -224,3 +224,23 @@ async def test_demo_refuses_a_database_that_is_not_the_embedded_sqlite(app: Fast
     assert "demo-pro@example.com" not in {a["email"] for a in listed}
     allowed = run_cli(env, "demo", "--no-data", "--json", "--yes-this-is-not-production")
     assert "demo-pro@example.com" in allowed.stdout
+
+
+async def test_a_disabled_accounts_ingest_tokens_are_refused(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system = await make_system(api, "Logger roof", "Europe/Amsterdam")
+        created = await api.post(
+            f"/api/v1/systems/{system['id']}/ingest-tokens", json={"name": "logger"}
+        )
+        assert created.status_code == 201, created.text
+    body = {"readings": [{"timestamp": "2025-06-01T10:00:00Z", "energy_wh": 1.0}]}
+    env = cli_env(app)
+    run_cli(env, "accounts", "disable", enterprise.email)
+    async with client_for(app, created.json()["token"]) as logger:
+        refused = await logger.post("/api/v1/ingest/readings", json=body)
+        assert refused.status_code == 401
+        assert "account is disabled" in refused.json()["error"]
+        run_cli(env, "accounts", "enable", enterprise.email)
+        assert (await logger.post("/api/v1/ingest/readings", json=body)).status_code == 200
