@@ -244,3 +244,29 @@ async def test_a_disabled_accounts_ingest_tokens_are_refused(
         assert "account is disabled" in refused.json()["error"]
         run_cli(env, "accounts", "enable", enterprise.email)
         assert (await logger.post("/api/v1/ingest/readings", json=body)).status_code == 200
+
+
+async def test_systems_create_and_list_for_an_account(app: FastAPI, pro: Tenant) -> None:
+    env = cli_env(app)
+    created = orjson.loads(
+        run_cli(
+            env, "systems", "create", "--account", pro.email, "--name", "Barn roof",
+            "--capacity-kwp", "12.5", "--latitude", "52.1", "--longitude", "5.2",
+            "--timezone", "Europe/Amsterdam", "--market-zone", "NL", "--json",
+        ).stdout
+    )  # fmt: skip
+    assert created["id"].startswith("sys_")
+    assert (created["environment"], created["data_source"]) == ("live", "metered")
+    listed = orjson.loads(run_cli(env, "systems", "list", "--account", pro.email, "--json").stdout)
+    assert [s["id"] for s in listed] == [created["id"]]
+    async with client_for(app, pro.live) as client:  # the API sees the same system
+        seen = (await client.get(f"/api/v1/systems/{created['id']}")).json()
+    assert seen["name"] == "Barn roof"
+    assert seen["capacity_kwp"] == 12.5
+    bad = run_cli(
+        env, "systems", "create", "--account", pro.email, "--name", "X", "--capacity-kwp", "1",
+        "--latitude", "95", "--longitude", "5", "--timezone", "localtime", check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("error: location.latitude")
+    assert "Traceback" not in bad.stderr
