@@ -96,6 +96,8 @@ def create_app(
     # None unless SOLARAPI_METRICS_PORT is set: then the gateway, the limiter and the jobs
     # record into it (see solarapi.metrics).
     app.state.metrics = recorder_for(settings)
+    if app.state.metrics is not None:
+        app.state.metrics.watch_pool(engine, settings.db_pool_size + 10)
     app.state.limiter = limiter or create_limiter(
         settings,
         on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,

@@ -42,6 +42,7 @@ from solarapi.metrics import prepare_multiprocess_dir
 from solarapi.performance.cli import register as weather_commands
 from solarapi.prices.cli import register as prices_commands
 from solarapi.readings.cli import register as readings_commands
+from solarapi.systems.cli import register as systems_commands
 
 app = typer.Typer(
     help="Solar Energy Platform API: operator commands.",
@@ -492,6 +493,7 @@ for register in (
     jobs_commands,
     weather_commands,
     audit_commands,
+    systems_commands,
 ):
     register(app)
 admin_commands(accounts_app)

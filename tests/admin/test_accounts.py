@@ -224,3 +224,49 @@ async def test_demo_refuses_a_database_that_is_not_the_embedded_sqlite(app: Fast
     assert "demo-pro@example.com" not in {a["email"] for a in listed}
     allowed = run_cli(env, "demo", "--no-data", "--json", "--yes-this-is-not-production")
     assert "demo-pro@example.com" in allowed.stdout
+
+
+async def test_a_disabled_accounts_ingest_tokens_are_refused(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system = await make_system(api, "Logger roof", "Europe/Amsterdam")
+        created = await api.post(
+            f"/api/v1/systems/{system['id']}/ingest-tokens", json={"name": "logger"}
+        )
+        assert created.status_code == 201, created.text
+    body = {"readings": [{"timestamp": "2025-06-01T10:00:00Z", "energy_wh": 1.0}]}
+    env = cli_env(app)
+    run_cli(env, "accounts", "disable", enterprise.email)
+    async with client_for(app, created.json()["token"]) as logger:
+        refused = await logger.post("/api/v1/ingest/readings", json=body)
+        assert refused.status_code == 401
+        assert "account is disabled" in refused.json()["error"]
+        run_cli(env, "accounts", "enable", enterprise.email)
+        assert (await logger.post("/api/v1/ingest/readings", json=body)).status_code == 200
+
+
+async def test_systems_create_and_list_for_an_account(app: FastAPI, pro: Tenant) -> None:
+    env = cli_env(app)
+    created = orjson.loads(
+        run_cli(
+            env, "systems", "create", "--account", pro.email, "--name", "Barn roof",
+            "--capacity-kwp", "12.5", "--latitude", "52.1", "--longitude", "5.2",
+            "--timezone", "Europe/Amsterdam", "--market-zone", "NL", "--json",
+        ).stdout
+    )  # fmt: skip
+    assert created["id"].startswith("sys_")
+    assert (created["environment"], created["data_source"]) == ("live", "metered")
+    listed = orjson.loads(run_cli(env, "systems", "list", "--account", pro.email, "--json").stdout)
+    assert [s["id"] for s in listed] == [created["id"]]
+    async with client_for(app, pro.live) as client:  # the API sees the same system
+        seen = (await client.get(f"/api/v1/systems/{created['id']}")).json()
+    assert seen["name"] == "Barn roof"
+    assert seen["capacity_kwp"] == 12.5
+    bad = run_cli(
+        env, "systems", "create", "--account", pro.email, "--name", "X", "--capacity-kwp", "1",
+        "--latitude", "95", "--longitude", "5", "--timezone", "localtime", check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("error: location.latitude")
+    assert "Traceback" not in bad.stderr

@@ -359,6 +359,9 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     pids = {dict(labels)["pid"] for name, labels in after if name == "process_start_time_seconds"}
     assert len(pids) >= 3, pids
     assert all(after[("process_resident_memory_bytes", (("pid", pid),))] > 0 for pid in pids)
+    # Pool usage, summed over the two live workers (20 + 10 overflow each by default).
+    assert after[("solarapi_db_pool_connections_max", ())] == 2 * 30
+    assert 0 <= after[("solarapi_db_pool_connections_in_use", ())] <= 2 * 30
     (build,) = [labels for name, labels in after if name == "solarapi_build_info"]
     assert dict(build)["version"] == package_version()
     assert dict(build)["api_version"] == "1.0"

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.models import Account
 from solarapi.models.ingest import IngestToken
 from solarapi.models.systems import System
 
@@ -24,6 +25,7 @@ class TokenOwner:
     system_id: str
     account_id: str
     environment: str
+    account_disabled: bool = False
 
 
 async def add(session: AsyncSession, token: IngestToken) -> None:
@@ -57,12 +59,14 @@ async def find_by_hash(session: AsyncSession, token_hash: str) -> TokenOwner | N
                 System.id,
                 System.account_id,
                 System.environment,
+                Account.disabled_at,
             )
             .join(System, System.id == IngestToken.system_id)
+            .join(Account, Account.id == System.account_id)
             .where(IngestToken.token_hash == token_hash)
         )
     ).first()
-    return None if row is None else TokenOwner(*row)
+    return None if row is None else TokenOwner(*row[:8], account_disabled=row[8] is not None)
 
 
 async def touch_last_used(session: AsyncSession, token_id: str, now: datetime) -> None:

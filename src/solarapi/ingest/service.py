@@ -137,6 +137,8 @@ async def find_caller(session: AsyncSession, hashed: str) -> IngestCaller:
     owner = await repository.find_by_hash(session, hashed)
     if owner is None or owner.revoked_at is not None:
         raise Unauthorized("invalid or revoked ingest token")
+    if owner.account_disabled:
+        raise Unauthorized("this token's account is disabled; its operator can enable it again")
     return IngestCaller(
         owner.token_id,
         owner.token_name,

@@ -202,6 +202,8 @@ def metrics_registry(
             RECORDER.database_unavailable,
             RECORDER.webhook_deliveries,
             RECORDER.report_seconds,
+            RECORDER.pool_in_use,
+            RECORDER.pool_capacity,
         ):
             registry.register(metric)
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import Counter, Histogram, multiprocess
+from prometheus_client import Counter, Gauge, Histogram, multiprocess
 from prometheus_client.registry import REGISTRY, CollectorRegistry
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from solarapi.metrics import MULTIPROC_ENV
 
@@ -70,6 +72,21 @@ class Recorder:
             buckets=_REPORT_BUCKETS,
             registry=registry,
         )
+        # Connections of this process's pool in use; in `serve`, summed over live workers.
+        self.pool_in_use = Gauge(
+            "solarapi_db_pool_connections_in_use",
+            "Database connections checked out of the pool (a request or job is using them), "
+            "summed over the live processes.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.pool_capacity = Gauge(
+            "solarapi_db_pool_connections_max",
+            "Connections the pools may open (SOLARAPI_DB_POOL_SIZE + 10 overflow per process), "
+            "summed over the live processes.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         # labels() validates and locks on every call; the request path looks its children
         # up here instead (route templates, methods and statuses are few).
         self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
@@ -101,6 +118,14 @@ class Recorder:
 
     def report_generated(self, report_type: str, report_format: str, seconds: float) -> None:
         self.report_seconds.labels(report_type, report_format).observe(seconds)
+
+    def watch_pool(self, engine: AsyncEngine, capacity: int) -> None:
+        """Count the engine's checked-out connections (SQLAlchemy's pool events: no cost on
+        the request path beyond an increment)."""
+        self.pool_capacity.inc(capacity)
+        pool = engine.sync_engine.pool
+        event.listen(pool, "checkout", lambda *_: self.pool_in_use.inc())
+        event.listen(pool, "checkin", lambda *_: self.pool_in_use.dec())
 
     def process_exiting(self) -> None:
         """On a worker's exit (`mark_process_dead`): drop its live-gauge files; its counters
