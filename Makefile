@@ -7,7 +7,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install run test quick lint typecheck unit bench clean
+.PHONY: install run test quick lint typecheck unit bench clean dist sdk-wheel
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,8 @@ run: install
 	$(VENV)/bin/solarapi migrate
 	$(VENV)/bin/solarapi demo
 	@echo "Dashboard: http://127.0.0.1:8000/  (log in with a demo e-mail above)"
+	@echo "Sign-ups start on the '$${SOLARAPI_SIGNUP_PLAN:-starter}' plan; to sign up as Pro: SOLARAPI_SIGNUP_PLAN=pro make run"
+	@echo "  (or change an account later: .venv/bin/solarapi accounts set-plan EMAIL pro)"
 	@echo "API docs:  http://127.0.0.1:8000/api/v1/docs"
 	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port 8000
 
@@ -50,8 +52,22 @@ quick: lint
 	SOLARAPI_TEST_DATABASES=sqlite $(VENV)/bin/pytest -n auto \
 		-m "not services and not browser and not slow" $(PYTEST_ARGS)
 
+# The service's wheel (migrations and dashboard templates/static inside) and the SDK's, in dist/.
+dist: | $(UV)
+	rm -rf dist
+	$(UV) build --wheel --out-dir dist .
+	$(UV) build --wheel --out-dir dist clients/python
+
 bench: install
 	@echo "see bench/README.md"
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache
+
+# The Python SDK as a wheel (clients/python): installs with pip or uv, offline from the wheel
+# and a cache holding httpx and its dependencies.
+SDK_DIST ?= dist/sdk
+sdk-wheel: install
+	$(UV) build --offline --wheel --out-dir $(SDK_DIST) clients/python
+	@ls $(SDK_DIST)/solarapi_client-*.whl
+

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from argon2 import PasswordHasher, profiles
+from argon2 import profiles
 from fastapi import FastAPI
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
@@ -41,7 +41,7 @@ TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
 # profile, which it provides for tests; verifying reads the parameters from the hash itself,
 # so every code path is the one that runs in production. Servers the tests start as processes
 # hash at full cost, and tests/dashboard/test_accounts.py holds the production profile.
-passwords._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
+passwords.use_profile(profiles.CHEAPEST)
 
 # CI (and `make test`/`make quick`, which set HYPOTHESIS_PROFILE=ci) run the same examples
 # every time: a good commit is green whatever the seed, and a failure reproduces. A plain

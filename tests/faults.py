@@ -7,13 +7,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from tests.conftest import TEST_SECRET
-from tests.support import POSTGRES_ADMIN_URL
+from solarapi.config import Settings
+from tests.support import POSTGRES_ADMIN_URL, settings_env
 
 
 async def admin_connection(database: str | None = None) -> asyncpg.Connection:
@@ -49,12 +48,8 @@ async def scratch_database() -> AsyncIterator[str]:
             await admin(f'DROP DATABASE IF EXISTS "{candidate}" WITH (FORCE)')
 
 
-def server_env(database: str, data_dir: Path, **extra: str) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATABASE_URL": database,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(data_dir),
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-        **extra,
-    }
+def server_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """`settings_env` for a `solarapi serve` of a fault test: jobs left to no one, limits in
+    the process, plus `extra`."""
+    defaults = {"SOLARAPI_JOB_RUNNER": "external", "SOLARAPI_REDIS_URL": ""}
+    return settings_env(settings, **{**defaults, **extra})

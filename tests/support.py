@@ -26,6 +26,7 @@ from fastapi import FastAPI
 
 from solarapi.accounts.service import create_account
 from solarapi.auth.service import create_key
+from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 
@@ -233,6 +234,18 @@ def served(
             process.wait(10)
         keep_log(f"solarapi serve on port {port}", out)
         out.close()
+
+
+def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment that gives a `solarapi` process (a command, `serve`, a worker) the
+    database, data directory and secret key of `settings`, plus the variables in `extra`: the
+    one way a test hands its settings to a process."""
+    return {
+        "SOLARAPI_DATABASE_URL": settings.database_url,
+        "SOLARAPI_DATA_DIR": str(settings.data_dir),
+        "SOLARAPI_SECRET_KEY": settings.secret_key,
+        **extra,
+    }
 
 
 def run_cli(

@@ -29,6 +29,7 @@ from tests.support import (
     need_service,
     postgres_available,
     run_cli,
+    settings_env,
 )
 
 
@@ -151,12 +152,7 @@ def test_the_schema_revision_the_app_needs_is_alembics_head(sqlite_settings: Set
 
 def test_migrate_says_what_it_did(empty_database: Settings) -> None:
     settings = empty_database
-    env = {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = settings_env(settings, SOLARAPI_REDIS_URL="")
     head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
     assert head is not None
     created = run_cli(env, "migrate").stderr
@@ -172,3 +168,44 @@ def test_migrate_says_what_it_did(empty_database: Settings) -> None:
     upgraded = run_cli(env, "migrate").stderr
     assert "upgraded the schema" in upgraded
     assert f"from revision {previous.down_revision} to {head}" in upgraded
+
+
+def test_migrate_check_and_sql_change_nothing(empty_database: Settings) -> None:
+    settings = empty_database
+    env = {
+        "SOLARAPI_DATA_DIR": str(settings.data_dir),
+        "SOLARAPI_DATABASE_URL": settings.database_url,
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_REDIS_URL": "",
+    }
+    pending = run_cli(env, "migrate", "--check", check=False)
+    assert pending.returncode == 1
+    assert f"migration(s) pending for {settings.database_url.split('://')[0]}" in pending.stderr
+    assert "0001_foundation" in pending.stderr
+    assert SCHEMA_REVISION in pending.stderr
+    sql = run_cli(env, "migrate", "--sql", check=False)
+    if settings.is_postgres:
+        assert "CREATE TABLE accounts" in sql.stdout
+        assert "CREATE TABLE audit_events" in sql.stdout
+    else:  # a revision rebuilds a table: SQLite's batch mode must read it live
+        assert sql.returncode == 1
+        assert "SQLite's batch mode cannot print" in sql.stderr
+        assert "Traceback" not in sql.stderr
+    assert _schema(settings)[0] == set()  # nothing was run
+
+    run_cli(env, "migrate")
+    current = run_cli(env, "migrate", "--check")
+    assert f"is up to date (revision {SCHEMA_REVISION})" in current.stderr
+    assert run_cli(env, "migrate", "--sql").stdout.strip() == ""
+
+    # One step behind: --check names it, --sql prints only that step.
+    previous = ScriptDirectory.from_config(alembic_config(settings)).get_revision(SCHEMA_REVISION)
+    downgrade(settings, str(previous.down_revision))
+    behind = run_cli(env, "migrate", "--check", check=False)
+    assert behind.returncode == 1
+    assert "1 migration(s) pending" in behind.stderr
+    assert f"at {previous.down_revision}" in behind.stderr
+    step = run_cli(env, "migrate", "--sql").stdout
+    assert f"Running upgrade {previous.down_revision} -> {SCHEMA_REVISION}" in step
+    assert "CREATE TABLE accounts" not in step
+    run_cli(env, "migrate")

@@ -33,6 +33,7 @@ from solarapi.gateway import ApiGateway, AppRoutes, DirectDispatch
 from solarapi.health.router import router as health_router
 from solarapi.health.service import HealthProbe
 from solarapi.idempotency.middleware import IdempotencyMiddleware
+from solarapi.ingest.router import router as ingest_router
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.version import API_VERSION
@@ -118,7 +119,7 @@ class SolarApi(FastAPI):
     middleware before the app's own: the gateway does their work (it turns anything that
     escapes into the `{error, code}` 500 or 503 and bounds bodies itself), so here it is the
     outermost layer and /health (which it answers) passes through nothing else: with its
-    cheaper probe, ~1,060 → ~120 µs of CPU per /health (bench/foundation/README.md).
+    cheaper probe, several times less CPU per /health (measured in bench/foundation/README.md).
     """
 
     def build_middleware_stack(self) -> ASGIApp:
@@ -199,6 +200,7 @@ def _include_routers(app: FastAPI) -> None:
         declarations_router,
         reports_router,
         webhooks_router,
+        ingest_router,
         alerts_router,
     ):
         app.include_router(router, prefix=API_PREFIX)

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     # Empty = embedded default: generated once and kept in the data dir.
     secret_key: str = ""
+    # The secret read from a file instead (Docker and Kubernetes secrets, systemd credentials).
+    secret_key_file: Path | None = None
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = 10 * 1024 * 1024
     anonymous_per_minute: int = 60
@@ -72,6 +74,10 @@ class Settings(BaseSettings):
     # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
     # closes one just as the client reuses it; their number is capped per process.
     keep_alive_seconds: int = Field(default=75, ge=1)
+    # `serve --workers N`: how long the supervisor waits for a child's answer to its health
+    # ping before it kills the child as hung. uvicorn's 5 s killed children still starting
+    # on a busy host (a spawned interpreter imports before it can answer).
+    worker_healthcheck_seconds: int = Field(default=60, ge=1)
     max_connections: int = Field(default=800, ge=1)
     # The request line's URL and all header lines together (nginx: 8 KiB lines).
     max_url_bytes: int = Field(default=8 * 1024, ge=256)
@@ -103,7 +109,7 @@ class Settings(BaseSettings):
             ipaddress.ip_network(item, strict=False)
         return value
 
-    @field_validator("metrics_port", "reports_s3_endpoint_url", mode="before")
+    @field_validator("metrics_port", "reports_s3_endpoint_url", "secret_key_file", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -126,12 +132,52 @@ class Settings(BaseSettings):
     def _empty_is_none_for_redis(cls, value: str | None) -> str | None:
         return value.strip() if isinstance(value, str) else value
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        if not value:
+            return value
+        # The message never quotes the URL: it may hold a password.
+        try:
+            backend = make_url(value).get_backend_name()
+        except Exception:
+            raise ValueError(
+                "not a database URL; use sqlite:///path/to/file.db or "
+                "postgresql://user@host:5432/database"
+            ) from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(
+                f"the backend '{backend}' is not supported; the service runs on sqlite:///… or "
+                "postgresql://…"
+            )
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                "not a Redis URL: it starts with redis://, rediss:// or unix:// (unset it for in-memory "
+                "rate limits)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _defaults_and_production_rules(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{(self.data_dir / 'solar.db').as_posix()}"
         if self.redis_url == "":
             self.redis_url = None
+        if self.secret_key_file is not None:
+            if self.secret_key:
+                raise ValueError("set SOLARAPI_SECRET_KEY or SOLARAPI_SECRET_KEY_FILE, not both")
+            try:
+                self.secret_key = self.secret_key_file.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                raise ValueError(
+                    f"SOLARAPI_SECRET_KEY_FILE: cannot read {self.secret_key_file}: {reason}"
+                ) from None
         if self.is_postgres and self.secret_key.strip().lower() in _PLACEHOLDER_SECRETS:
             raise ValueError(
                 "SOLARAPI_SECRET_KEY must be set to a long random value when running on "

@@ -17,14 +17,30 @@ from solarapi.kit.text import excerpt
 log = logging.getLogger("solarapi.errors")
 
 
-class ApiError(Exception):
+class ApiError(StarletteHTTPException):
+    """Every error of the API: its status, its stable code and a message, rendered by one
+    handler as `{error, code}`.
+
+    A Starlette HTTPException only so that one raised while FastAPI reads a request's body
+    (the gateway's body checks: too large, a NUL character) reaches the handlers as itself:
+    FastAPI re-raises an HTTPException from body reading and turns anything else into a 400
+    of its own. Nothing else relies on it; the handler for `ApiError` is chosen first."""
+
     status_code = 500
     code = "server_error"
+    headers: dict[str, str]
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
+        super().__init__(type(self).status_code, message)
+        self.args = (message,)
         self.message = message
         self.headers = headers or {}
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
 
 
 class Unauthorized(ApiError):
@@ -107,8 +123,8 @@ _CODES = {
 
 
 def http_exception_response(exc: StarletteHTTPException) -> OrjsonResponse:
-    """A Starlette HTTPException (the gateway's body checks raise them while the body is
-    read) in the `{error, code}` shape."""
+    """A Starlette or FastAPI HTTPException that is no `ApiError` (as FastAPI's "There was an
+    error parsing the body") in the `{error, code}` shape."""
     code = _CODES.get(exc.status_code, "server_error" if exc.status_code >= 500 else "validation")
     return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.script.revision import ResolutionError
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 
 from solarapi.config import Settings
@@ -33,10 +38,11 @@ class Migration:
         return self.before != self.after
 
 
-def alembic_config(settings: Settings) -> Config:
-    config = Config()
+def alembic_config(settings: Settings | None, output_buffer: TextIO | None = None) -> Config:
+    config = Config(output_buffer=output_buffer)
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["settings"] = settings
+    if settings is not None:
+        config.attributes["settings"] = settings
     return config
 
 
@@ -56,6 +62,40 @@ def current_revision(settings: Settings) -> str | None:
             await engine.dispose()
 
     return asyncio.run(read())
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()
+    assert head is not None
+    return head
+
+
+def is_known(revision: str) -> bool:
+    """Whether this release has `revision` (a database migrated by a newer release is at one
+    it does not know)."""
+    try:
+        return ScriptDirectory.from_config(alembic_config(None)).get_revision(revision) is not None
+    except (ResolutionError, CommandError):
+        return False
+
+
+def pending_revisions(current: str | None) -> list[str]:
+    """The revisions an upgrade from `current` (None: an empty database) would apply, oldest
+    first."""
+    script = ScriptDirectory.from_config(alembic_config(None))
+    return [
+        step.revision
+        for step in reversed(list(script.iterate_revisions("head", current or "base")))
+    ]
+
+
+def upgrade_sql(settings: Settings, current: str | None) -> str:
+    """The SQL an upgrade from `current` to the head would run, without running it (Alembic's
+    offline mode), for a reviewer or a DBA who applies it by hand."""
+    buffer = io.StringIO()
+    config = alembic_config(settings, output_buffer=buffer)
+    command.upgrade(config, f"{current}:head" if current else "head", sql=True)
+    return buffer.getvalue()
 
 
 def upgrade(settings: Settings, revision: str = "head") -> Migration:

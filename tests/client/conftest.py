@@ -31,6 +31,7 @@ from tests.support import (
     make_tenant,
     need_service,
     postgres_available,
+    settings_env,
 )
 from tests.support import served as served_process
 
@@ -43,18 +44,16 @@ class Served:
 
 
 def server_env(settings: Settings) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "inline",
-        "SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK": "true",
-        "SOLARAPI_REDIS_URL": "",
-        "SOLARAPI_LOG_LEVEL": "INFO",
+    return settings_env(
+        settings,
+        SOLARAPI_JOB_RUNNER="inline",
+        SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK="true",
+        SOLARAPI_REDIS_URL="",
+        SOLARAPI_LOG_LEVEL="INFO",
         # The server lives for the whole run beside every other test's databases: it keeps
         # few idle connections, so the suite stays under PostgreSQL's max_connections.
-        "SOLARAPI_DB_POOL_SIZE": "2",
-    }
+        SOLARAPI_DB_POOL_SIZE="2",
+    )
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

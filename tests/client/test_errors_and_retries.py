@@ -3,6 +3,8 @@ server (the broken connections come from a proxy in front of it, see proxy.py)."
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +20,9 @@ from solarapi_client import (
     PermissionDeniedError,
     RateLimitError,
     RetryPolicy,
+    RetryWait,
     ServiceUnavailableError,
+    SolarApiError,
     ValidationError,
 )
 from tests.client.conftest import Served
@@ -236,3 +240,40 @@ def test_the_key_is_never_in_a_clients_repr() -> None:
     assert key not in repr(async_)
     assert repr(async_).startswith("AsyncClient(")
     sync.close()
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["pk_live_…", "pk_live_" + "a" * 37, " pk_live_" + "a" * 38, "pk_prod_" + "a" * 38,
+     "pk_live_" + "a" * 37 + "é", "sk_live_" + "a" * 38],
+)  # fmt: skip
+def test_a_malformed_key_is_refused_at_construction_with_the_sdks_message(key: str) -> None:
+    for client_class in (Client, AsyncClient):
+        with pytest.raises(SolarApiError, match="malformed API key") as refused:
+            client_class(api_key=key, base_url="http://h")
+        assert key not in str(refused.value) or len(key) <= 9
+        if not key.isascii():
+            assert "placeholder" in str(refused.value)
+
+
+def test_a_429_wait_is_logged_and_told_to_the_hook(
+    served: Served, pro: Tenant, caplog: pytest.LogCaptureFixture
+) -> None:
+    _exhaust_minute_window(served, pro.live)
+    told: list[RetryWait] = []
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=1, on_wait=told.append)
+    caplog.set_level(logging.INFO, logger="solarapi_client")
+    with (
+        Client(api_key=pro.live, base_url=served.base_url, retry=policy, sleep=waits.append) as api,
+        contextlib.suppress(RateLimitError),
+    ):
+        api.account.get()
+    # One wait (unless the minute turned before the first answer): told, logged, slept.
+    assert [event.seconds for event in told] == waits
+    for event in told:
+        assert (event.status, event.attempt, event.method) == (429, 1, "GET")
+        assert event.url.endswith("/api/v1/account")
+    logged = [r.getMessage() for r in caplog.records if r.name == "solarapi_client"]
+    assert len(logged) == len(told)
+    assert all(message.startswith("HTTP 429: waiting ") for message in logged)

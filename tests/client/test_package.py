@@ -45,3 +45,40 @@ def test_installs_alone_without_the_servers_dependencies(tmp_path: Path) -> None
         [python, "-c", script], check=True, capture_output=True, text=True, timeout=60
     ).stdout
     assert out.strip() == "1.0.0 DataFrames need pandas: pip install 'solarapi-client[pandas]'"
+
+
+def test_make_sdk_wheel_builds_a_wheel_that_installs_offline(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    subprocess.run(
+        ["make", "--no-print-directory", "sdk-wheel", f"SDK_DIST={out}"],
+        check=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    (wheel,) = out.glob("solarapi_client-*-py3-none-any.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([UV, "venv", "--quiet", "--offline", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    # --offline: from the wheel and uv's cache only, never the network.
+    subprocess.run(
+        [UV, "pip", "install", "--quiet", "--offline", "--python", python, wheel],
+        check=True,
+        timeout=300,
+    )
+    listed = subprocess.run(
+        [UV, "pip", "freeze", "--python", python], check=True, capture_output=True, text=True
+    ).stdout
+    names = {line.split("==")[0].split(" @ ")[0].lower() for line in listed.splitlines()}
+    assert "solarapi-client" in names
+    names.discard("solarapi-client")
+    assert names - HTTPX_AND_ITS_DEPENDENCIES <= {"typing-extensions", "exceptiongroup", "sniffio"}
+    # The quickstart's placeholder key gets the SDK's own message, not an httpx error.
+    script = (
+        "import solarapi_client\n"
+        "try:\n"
+        "    solarapi_client.Client(api_key='pk_live_…')\n"
+        "except solarapi_client.SolarApiError as exc:\n"
+        "    print(exc)\n"
+    )
+    ran = subprocess.run([python, "-c", script], check=True, capture_output=True, text=True)
+    assert ran.stdout.startswith("malformed API key")

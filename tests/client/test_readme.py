@@ -57,6 +57,15 @@ def test_the_client_readme_runs_as_pasted(
     assert "Rooftop Haarlem" in out
 
 
+def test_the_client_quickstart_tolerates_an_account_without_systems(
+    served: Served, pro: Tenant
+) -> None:
+    quickstart = _blocks((ROOT / "clients" / "python" / "README.md").read_text(), "python")[0]
+    out = _run_python(quickstart, served, pro.live)  # a new account: no live systems
+    assert "pro live" in out
+    assert "no systems yet" in out
+
+
 def test_the_change_feed_example_keeps_an_exact_copy(
     served: Served, enterprise: Tenant, client: Client, tmp_path: Path
 ) -> None:

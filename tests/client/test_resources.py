@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from solarapi_client import Client, ConflictError, NotFoundError
-from solarapi_client.models import Location, Orientation, Reading, System
+from solarapi_client.models import IrradianceReading, Location, Orientation, Reading, System
 from tests.client.conftest import Served
 from tests.support import Tenant
 from tests.webhooks.receiver import running_receiver
@@ -126,6 +126,27 @@ def test_every_endpoint_of_the_openapi_document(served: Served, enterprise: Tena
         )
         assert value.meta.market_zone == "NL"
         assert value.data[0].energy_wh == series.meta.totals.energy_wh
+
+        # --- performance and irradiance ---------------------------------------------------
+        sun = [
+            IrradianceReading(timestamp=datetime(2025, 5, 1, 12, m, tzinfo=UTC), poa_w_m2=700.0)
+            for m in (0, 15, 30, 45)
+        ]
+        assert live.irradiance.upload(system.id, sun).inserted == 4
+        stored = live.irradiance.get(
+            system.id, start="2025-05-01T00:00:00Z", end="2025-05-02T00:00:00Z"
+        )
+        assert [item.poa_w_m2 for item in stored.data] == [700.0] * 4
+        assert stored.data[0].module_temp_c is None
+        performance = live.systems.performance(
+            system.id, start="2025-05-01T00:00:00Z", end="2025-05-02T00:00:00Z", interval="1d"
+        )
+        assert performance.data[0].energy_wh == series.meta.totals.energy_wh
+        assert performance.data[0].irradiance_source == "mixed"
+        assert performance.data[0].performance_ratio is None
+        assert performance.meta.model["gamma_pdc_pct_per_c"] == -0.37
+        assert changed.model is not None
+        assert changed.model.losses_pct == 14.0
 
         # --- market prices (simulated in the sandbox) -------------------------------------
         zones = sandbox.market_prices.zones()

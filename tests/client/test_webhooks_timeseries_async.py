@@ -110,7 +110,7 @@ def test_missing_values_are_nan_not_zero(client: Client) -> None:
 def _surface(client: type) -> dict[str, dict[str, inspect.Signature]]:
     resources = {
         name: type(value)
-        for name, value in vars(client(api_key="pk_test_x", base_url="http://x")).items()
+        for name, value in vars(client(api_key="pk_test_" + "x" * 38, base_url="http://x")).items()
         if not name.startswith("_")
     }
     return {
@@ -133,7 +133,11 @@ def test_the_async_client_has_the_same_surface() -> None:
             other = async_[resource][name]
             assert list(signature.parameters) == list(other.parameters), (resource, name)
             sync_returns = str(signature.return_annotation).replace("SyncPager", "Pager")
-            async_returns = str(other.return_annotation).replace("AsyncPager", "Pager")
+            async_returns = (
+                str(other.return_annotation)
+                .replace("AsyncPager", "Pager")
+                .replace("AsyncIterator", "Iterator")
+            )
             assert sync_returns == async_returns, (resource, name)
 
 
@@ -165,3 +169,27 @@ async def test_async_client_against_the_server(served: Served, enterprise: Tenan
         done = await api.reports.wait(report.id, timeout=120, poll_interval=0.2)
         assert done.status == "completed", done.error
         assert (await api.reports.download(report.id)).startswith(b"system_id")
+
+
+def test_a_range_over_10000_buckets_comes_in_pieces_that_add_up(sandbox: Client) -> None:
+    system = next(s for s in sandbox.systems.list() if s.location.timezone == "Europe/Amsterdam")
+    # 110 local days of quarter-hours across the autumn DST change (one 25-hour day):
+    # 10,564 buckets, more than one request may ask for.
+    start, end = "2025-08-31T22:00:00Z", "2025-12-19T23:00:00Z"
+    pieces = list(sandbox.readings.get_range(system.id, start=start, end=end, interval="15m"))
+    assert len(pieces) == 2
+    assert all(len(piece.data) <= 10_000 for piece in pieces)
+    # Contiguous on bucket boundaries: each piece starts where the one before ended.
+    assert pieces[0].meta.from_ == datetime.fromisoformat(start)
+    assert pieces[0].meta.to == pieces[1].meta.from_ == pieces[1].data[0].start
+    assert pieces[-1].meta.to == datetime.fromisoformat(end)
+    starts = [bucket.start for piece in pieces for bucket in piece.data]
+    assert len(starts) == len(set(starts)) == 110 * 96 + 4
+    # The pieces' totals add up to the same range asked for in days (one request).
+    days = sandbox.readings.get(system.id, start=start, end=end, interval="1d")
+    assert len(days.data) == 110
+    assert sum(p.meta.totals.expected_samples for p in pieces) == days.meta.totals.expected_samples
+    assert sum(p.meta.totals.samples for p in pieces) == days.meta.totals.samples
+    energy = sum(p.meta.totals.energy_wh or 0.0 for p in pieces)
+    assert days.meta.totals.energy_wh is not None
+    assert abs(energy - days.meta.totals.energy_wh) < 0.01

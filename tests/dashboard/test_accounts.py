@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -16,7 +17,7 @@ from solarapi.accounts import passwords
 from solarapi.accounts.repository import find_user_by_email
 from solarapi.dashboard.service import LOGIN_FAILED, SIGNUP_REFUSED
 from solarapi.dashboard.sessions import token_hash
-from solarapi.dashboard.throttle import LOGIN_PER_EMAIL, LOGIN_PER_IP
+from solarapi.dashboard.throttle import LOGIN_PER_ACCOUNT_CLIENT, LOGIN_PER_IP
 from solarapi.models import Account, User
 from solarapi.models.dashboard import WebSession
 from tests.dashboard.helpers import browser_for, csrf_of, log_in, new_email, sign_up, text_of
@@ -26,7 +27,7 @@ from tests.support import Tenant, TestClock, random_ip
 def test_the_product_hashes_with_rfc_9106_low_memory() -> None:
     """This test process hashes with argon2's cheapest profile (conftest); a process of the
     product's own hashes at full cost."""
-    probe = "from solarapi.accounts.passwords import _hasher; print(_hasher.hash('a password'))"
+    probe = "from solarapi.accounts.passwords import hasher; print(hasher().hash('a password'))"
     hashed = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     ).stdout
@@ -99,7 +100,7 @@ class CountingHasher:
     """The real Argon2 hasher, counting its (deliberately slow) operations: equal work is
     what makes equal time, and a count does not depend on how busy the machine is."""
 
-    def __init__(self, real: PasswordHasher) -> None:
+    def __init__(self, real: passwords.Hasher) -> None:
         self.real = real
         self.calls: list[str] = []
 
@@ -113,10 +114,11 @@ class CountingHasher:
 
 
 @pytest.fixture
-def argon2(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
-    counting = CountingHasher(passwords._hasher)
-    monkeypatch.setattr(passwords, "_hasher", counting)
-    return counting
+def argon2() -> Iterator[CountingHasher]:
+    counting = CountingHasher(passwords.hasher())
+    previous = passwords.use_hasher(counting)
+    yield counting
+    passwords.use_hasher(previous)
 
 
 async def test_sign_up_with_a_taken_email_says_little_and_does_as_much(
@@ -270,13 +272,13 @@ async def test_every_post_needs_the_csrf_token(app: FastAPI, pro: Tenant) -> Non
         assert "x" not in [k for k in (await other.get("/settings/api")).text.split() if k == "x"]
 
 
-async def test_failed_log_ins_are_throttled_per_email(
+async def test_failed_log_ins_are_throttled_per_account_and_client(
     app: FastAPI, pro: Tenant, clock: TestClock
 ) -> None:
     clock.pinned = time.time()
     ip = random_ip()
     async with browser_for(app, ip=ip) as client:
-        for _ in range(LOGIN_PER_EMAIL.limit):
+        for _ in range(LOGIN_PER_ACCOUNT_CLIENT.limit):
             failed = await log_in(client, pro.email, "wrong password")
             assert failed.status_code == 400
         blocked = await log_in(client, pro.email, pro.password)
@@ -289,12 +291,12 @@ async def test_failed_log_ins_are_throttled_per_email(
         assert other.status_code == 303
     # An unknown address is throttled exactly like a known one (no enumeration).
     unknown = new_email()
-    async with browser_for(app) as client:
-        for _ in range(LOGIN_PER_EMAIL.limit):
+    async with browser_for(app, ip=random_ip()) as client:
+        for _ in range(LOGIN_PER_ACCOUNT_CLIENT.limit):
             assert (await log_in(client, unknown, "wrong password")).status_code == 400
         assert (await log_in(client, unknown, "wrong password")).status_code == 429
     # The window is clock-aligned: once it has passed, the right password works again.
-    clock.pinned += LOGIN_PER_EMAIL.seconds
+    clock.pinned += LOGIN_PER_ACCOUNT_CLIENT.seconds
     async with browser_for(app, ip=ip) as client:
         assert (await log_in(client, pro.email, pro.password)).status_code == 303
 
@@ -318,3 +320,87 @@ async def test_failed_log_ins_are_throttled_per_ip(
         assert blocked.status_code == 429
     async with browser_for(app) as elsewhere:
         assert (await log_in(elsewhere, pro.email, pro.password)).status_code == 303
+
+
+async def test_concurrent_wrong_passwords_are_counted_before_argon2(
+    app: FastAPI, pro: Tenant, clock: TestClock, argon2: CountingHasher
+) -> None:
+    """40 wrong passwords at once from one client (issue 28: all 40 were checked, the
+    throttle peeked, Argon2 ran, then it counted): exactly the allowance is checked, the
+    rest is refused before any Argon2 work."""
+    import asyncio
+
+    clock.pinned = time.time()
+    async with browser_for(app, ip=random_ip()) as client:
+        token = csrf_of(await client.get("/login"))
+        argon2.calls.clear()
+        responses = await asyncio.gather(
+            *(
+                client.post(
+                    "/login", data={"csrf": token, "email": pro.email, "password": f"wrong {i}"}
+                )
+                for i in range(40)
+            )
+        )
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [400] * LOGIN_PER_ACCOUNT_CLIENT.limit + [429] * (
+        40 - LOGIN_PER_ACCOUNT_CLIENT.limit
+    )
+    assert argon2.calls.count("verify") == LOGIN_PER_ACCOUNT_CLIENT.limit
+
+
+async def test_a_stranger_cannot_lock_the_user_out(
+    app: FastAPI, pro: Tenant, clock: TestClock
+) -> None:
+    """Wrong passwords from other addresses — 5 from one, then one from each of 30 more, past
+    the account's own window — never refuse the right password from the user's address
+    (issue 28: 5 wrong passwords from anywhere locked the user out for 15 minutes, renewable
+    forever). A client that failed is refused; a fresh one gets one try while it lasts."""
+    clock.pinned = time.time()
+    async with browser_for(app, ip=random_ip()) as stranger:
+        for _ in range(LOGIN_PER_ACCOUNT_CLIENT.limit):
+            assert (await log_in(stranger, pro.email, "wrong password")).status_code == 400
+        assert (await log_in(stranger, pro.email, "wrong password")).status_code == 429
+    botnet = [random_ip() for _ in range(30)]
+    for ip in botnet:
+        async with browser_for(app, ip=ip) as bot:
+            assert (await log_in(bot, pro.email, "wrong password")).status_code == 400
+    # The account is under attack now: a client that failed once is refused at once.
+    async with browser_for(app, ip=botnet[0]) as bot:
+        assert (await log_in(bot, pro.email, "wrong password")).status_code == 429
+    async with browser_for(app, ip=random_ip()) as user:
+        assert (await log_in(user, pro.email, pro.password)).status_code == 303
+
+
+async def test_own_log_ins_do_not_use_up_the_attempts(
+    app: FastAPI, pro: Tenant, clock: TestClock
+) -> None:
+    clock.pinned = time.time()
+    ip = random_ip()
+    for _ in range(LOGIN_PER_ACCOUNT_CLIENT.limit * 2):
+        async with browser_for(app, ip=ip) as client:
+            assert (await log_in(client, pro.email, pro.password)).status_code == 303
+
+
+def test_argon2_runs_in_a_bounded_pool_of_its_own() -> None:
+    """Not on the default pool (where the sandbox model and DNS run), and at most half the
+    CPUs at once."""
+    import asyncio
+    import os
+    import threading
+
+    async def burst() -> set[str]:
+        names: set[str] = set()
+
+        def verify_and_note(password_hash: str | None, password: str) -> bool:
+            names.add(threading.current_thread().name)
+            return passwords._verify(password_hash, password)
+
+        await asyncio.gather(
+            *(passwords._in_pool(verify_and_note, None, "wrong") for _ in range(12))
+        )
+        return names
+
+    names = asyncio.run(burst())
+    assert all(name.startswith("argon2") for name in names)
+    assert 1 <= len(names) <= max(1, (os.cpu_count() or 2) // 2) == passwords.ARGON2_THREADS

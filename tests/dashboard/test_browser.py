@@ -361,3 +361,106 @@ async def test_sandbox_toggle_shows_the_simulated_systems(page: Page) -> None:
     await page.screenshot(path=shot_path("overview-sandbox"), full_page=True)
     await page.click("text=Live")
     await expect(page.locator(".system-card")).to_have_count(0)
+
+
+async def test_a_new_account_gets_its_data_in(page: Page, server: Server, tmp_path: Path) -> None:
+    """Sign up → add a system → upload a CSV → the chart shows it → create an ingest token →
+    a logger uploads with it (plain HTTP) → the chart shows that too."""
+    await sign_up(page, unique_email())
+    await page.click("#add-system")
+    await page.fill("input[name=name]", "Logger roof")
+    await page.fill("input[name=capacity_kwp]", "5")
+    await page.fill("input[name=latitude]", "52.37")
+    await page.fill("input[name=longitude]", "4.9")
+    await page.fill("input[name=timezone]", "Europe/Amsterdam")
+    await page.select_option("select[name=market_zone]", "NL")
+    await page.click("#system-form button[type=submit]")
+    await expect(page.locator("h1")).to_contain_text("Logger roof")
+
+    day = dt.datetime.now(dt.UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    day -= dt.timedelta(days=2)
+    stamps = [day + dt.timedelta(minutes=15 * i) for i in range(8)]
+    csv_file = tmp_path / "readings.csv"
+    csv_file.write_text(
+        "timestamp,energy_wh\n"
+        + "".join(f"{t:%Y-%m-%dT%H:%M:%SZ},{100 + i}\n" for i, t in enumerate(stamps[:4]))
+    )
+    await page.set_input_files("#upload-form input[type=file]", str(csv_file))
+    await page.click("#upload-form button[type=submit]")
+    await expect(page.locator("#upload-result")).to_contain_text("Uploaded 4 readings")
+    total = page.locator("#total-energy")
+    await expect(total).to_have_attribute("data-energy-wh", "406.0")
+    await expect(page.locator("#production-chart svg.chart-wide")).to_be_visible()
+
+    await page.fill("#create-token input[name=name]", "roof logger")
+    await page.click("#create-token button[type=submit]")
+    token = (await page.locator("#new-key").inner_text()).strip()
+    assert re.fullmatch(r"ik_[0-9A-Za-z]{38}", token)
+    await page.screenshot(path=shot_path("ingest-token-created"), full_page=True)
+    async with httpx.AsyncClient(base_url=server.base) as logger:
+        uploaded = await logger.post(
+            "/api/v1/ingest/readings",
+            headers={"Authorization": f"Bearer {token}"},
+            json={
+                "readings": [
+                    {"timestamp": f"{t:%Y-%m-%dT%H:%M:%SZ}", "energy_wh": 50.0} for t in stamps[4:]
+                ]
+            },
+        )
+    assert uploaded.status_code == 200, uploaded.text
+    await page.click("text=Done, I have copied it")  # the system page, the last 7 days
+    await expect(total).to_have_attribute("data-energy-wh", "606.0")
+    await expect(page.locator(".token-last-used")).not_to_have_text("never")
+    await page.screenshot(path=shot_path("system-after-logger"), full_page=True)
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1366, 900)])
+async def test_the_system_page_at_phone_and_desktop_width(
+    browser: Browser, server: Server, width: int, height: int
+) -> None:
+    context = await browser.new_context(
+        base_url=server.base, viewport={"width": width, "height": height}
+    )
+    page = await context.new_page()
+    try:
+        await sign_up(page, unique_email())
+        await page.goto("/overview?env=test")  # the sandbox: simulated systems with data
+        await page.locator(".system-card h2 a").first.click()
+        await expect(page.locator("#production-chart")).to_be_visible()
+        await page.screenshot(path=shot_path(f"system-{width}x{height}"))
+        await page.screenshot(path=shot_path(f"system-{width}x{height}-full"), full_page=True)
+        nav = page.locator(".mainnav")
+        chart = await page.locator("#production-chart svg:visible").bounding_box()
+        assert chart is not None
+        # Nothing is wider than the screen: the page never scrolls sideways.
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        if width < 640:
+            await expect(nav).to_be_hidden()
+            # The chart starts on the first screen, before its controls, with its readout.
+            assert chart["y"] + chart["height"] <= height
+            controls = await page.locator(".chart-controls").bounding_box()
+            assert controls is not None
+            assert controls["y"] > chart["y"]
+            await (
+                page.locator(
+                    "#production-chart svg:visible .bar, #production-chart svg:visible .point"
+                )
+                .nth(3)
+                .click()
+            )
+            readout = await page.locator(".chart-readout").bounding_box()
+            assert readout is not None
+            assert readout["y"] + readout["height"] <= height
+            await page.screenshot(path=shot_path(f"system-{width}x{height}-tapped"))
+            # The numbers table scrolls inside its own box.
+            await page.click("details.data summary")
+            wrap = await page.locator("details.data .table-wrap").bounding_box()
+            assert wrap is not None
+            assert wrap["width"] <= width
+            await page.click(".nav-button")
+            await expect(nav).to_be_visible()
+            await page.screenshot(path=shot_path(f"system-{width}x{height}-menu"))
+        else:
+            await expect(nav).to_be_visible()
+    finally:
+        await context.close()

@@ -9,9 +9,7 @@ from zoneinfo import ZoneInfo
 import httpx
 from fastapi import FastAPI
 
-from solarapi.config import Settings
 from solarapi.declarations.service import decide_as_operator
-from solarapi.declarations.views import declaration_to_api
 from solarapi.kit.timefmt import utcnow
 
 QUARTER = timedelta(minutes=15)
@@ -111,13 +109,4 @@ async def operator_decides(
         declaration = await decide_as_operator(
             session, declaration_id, approve=approve, reason=reason, now=utcnow()
         )
-        return declaration_to_api(declaration)
-
-
-def cli_env(settings: Settings) -> dict[str, str]:
-    """Environment for a `solarapi` subprocess on the test database."""
-    return {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_SECRET_KEY": settings.secret_key,
-    }
+        return declaration.render()

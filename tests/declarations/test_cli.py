@@ -11,18 +11,17 @@ from solarapi.config import Settings
 from solarapi.kit.plans import Environment
 from tests.declarations.factories import (
     MAY_1,
-    cli_env,
     create_declaration,
     make_system,
     upload_days,
 )
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 
 
 async def test_operator_decides_from_the_command_line(
     app: FastAPI, settings: Settings, enterprise: Tenant
 ) -> None:
-    env = cli_env(settings)
+    env = settings_env(settings)
     async with client_for(app, enterprise.live) as client:
         system = await make_system(client, capacity_kwp=1000.0)
         await upload_days(client, system, MAY_1, date(2025, 5, 2), scale=100.0)

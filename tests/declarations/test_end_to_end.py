@@ -8,14 +8,13 @@ import httpx
 from fastapi import FastAPI
 
 from solarapi.config import Settings
-from tests.declarations.factories import cli_env
-from tests.support import Tenant, run_cli, served
+from tests.support import Tenant, run_cli, served, settings_env
 
 
 async def test_filed_in_the_api_and_decided_by_the_operator(
     app: FastAPI, settings: Settings, enterprise: Tenant
 ) -> None:
-    env = {**cli_env(settings), "SOLARAPI_JOB_RUNNER": "external"}
+    env = {**settings_env(settings), "SOLARAPI_JOB_RUNNER": "external"}
     headers = {"Authorization": f"Bearer {enterprise.live}"}
     with served(env) as server:
         async with httpx.AsyncClient(base_url=server.base, headers=headers, timeout=30) as client:

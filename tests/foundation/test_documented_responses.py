@@ -61,6 +61,7 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         document = (await http.get(f"{API_PREFIX}/openapi.json")).json()
         api = DocumentedClient(http, document)
         await api.call("GET", "/health", 200)
+        await api.call("GET", "/health/live", 200)
         await api.call("GET", "/account", 200)
         await api.call("GET", "/market-prices/zones", 200)
         await api.call("GET", "/market-prices", 400)  # zone is required
@@ -83,6 +84,19 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
             "POST", "/systems/{system_id}/readings", 200, ids, json={"readings": [reading]}
         )
         await api.call("GET", "/systems/{system_id}/market-value", 200, ids, params=window)
+        sun = {"timestamp": "2025-05-01T10:00:00Z", "poa_w_m2": 700.0, "module_temp_c": 35.0}
+        await api.call(
+            "POST", "/systems/{system_id}/irradiance", 200, ids, json={"readings": [sun]}
+        )
+        await api.call(
+            "POST", "/systems/{system_id}/irradiance", 400, ids,
+            json={"readings": [{**sun, "poa_w_m2": 2000}]},
+        )  # fmt: skip
+        await api.call("GET", "/systems/{system_id}/irradiance", 200, ids, params=window)
+        await api.call("GET", "/systems/{system_id}/performance", 200, ids, params=window)
+        await api.call(
+            "GET", "/systems/{system_id}/performance", 400, ids, params={"interval": "1h"}
+        )
         await api.call("GET", "/readings/changes", 200, params={"limit": 5})
         await api.call("GET", "/readings/changes", 400, params={"cursor": "not-a-cursor"})
         await api.call("GET", "/portfolio/readings", 200, params=window)
@@ -151,6 +165,21 @@ async def test_every_operation_answers_as_documented(app: FastAPI, enterprise: T
         await api.call("POST", "/webhooks/{webhook_id}/rotate-secret", 200, hook_ids)
         await api.call("GET", "/webhooks/{webhook_id}/deliveries", 200, hook_ids)
         await api.call("DELETE", "/webhooks/{webhook_id}", 204, hook_ids)
+
+        token = await api.call(
+            "POST", "/systems/{system_id}/ingest-tokens", 201, ids, json={"name": "logger"}
+        )
+        await api.call("POST", "/systems/{system_id}/ingest-tokens", 400, ids, json={"name": ""})
+        await api.call("GET", "/systems/{system_id}/ingest-tokens", 200, ids)
+        reading = {"timestamp": "2026-01-05T10:00:00Z", "energy_wh": 5.0}
+        await api.call(
+            "POST", "/ingest/readings", 200, json={"readings": [reading]},
+            headers={"Authorization": f"Bearer {token['token']}"},
+        )  # fmt: skip
+        await api.call("POST", "/ingest/readings", 401, json={"readings": [reading]})
+        token_ids = {**ids, "token_id": token["id"]}
+        await api.call("DELETE", "/systems/{system_id}/ingest-tokens/{token_id}", 204, token_ids)
+        await api.call("DELETE", "/systems/{system_id}/ingest-tokens/{token_id}", 404, token_ids)
 
         await api.call("DELETE", "/systems/{system_id}", 404, {"system_id": "sys_unknown"})
     async with client_for(app) as anonymous:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
 from fastapi import FastAPI
 
+from solarapi.app import create_app
+from solarapi.config import Settings
 from solarapi.health.service import HealthProbe
 from solarapi.ratelimit.base import Decision, Window
-from tests.support import client_for
+from tests.conftest import TEST_SECRET
+from tests.support import client_for, free_port
 
 
 class _GatedLimiter:
@@ -74,3 +78,44 @@ async def test_head_health_has_the_headers_and_no_body(app: FastAPI) -> None:
     assert response.headers["cache-control"] == "no-store"
     assert response.headers["x-request-id"].startswith("req_")
     assert int(response.headers["x-ratelimit-limit"]) == 60
+
+
+class _DeadLimiter(_GatedLimiter):
+    """A rate-limit store that fails every call: what Redis gone away looks like, at worst."""
+
+    async def check(self) -> str:
+        raise ConnectionError("the limiter's store is gone")
+
+    async def hit(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        raise ConnectionError("the limiter's store is gone")
+
+    async def peek(self, bucket: str, windows: Sequence[Window], now: float) -> Decision:
+        raise ConnectionError("the limiter's store is gone")
+
+
+async def test_live_answers_while_the_database_and_the_limiter_do_not(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
+        secret_key=TEST_SECRET,
+    )
+    app = create_app(settings, limiter=_DeadLimiter(), run_jobs=False)  # type: ignore[arg-type]
+    async with app.router.lifespan_context(app), client_for(app) as client:
+        for method in ("GET", "HEAD"):
+            live = await client.request(method, "/api/v1/health/live")
+            assert live.status_code == 200
+            assert live.headers["cache-control"] == "no-store"
+            assert live.headers["api-version"] == "1.0"
+            assert "x-ratelimit-limit" not in live.headers  # no window was consulted
+        assert live.content == b""
+        assert (await client.get("/api/v1/health/live")).json() == {"status": "ok"}
+
+
+async def test_live_is_never_counted(app: FastAPI) -> None:
+    limit = app.state.settings.anonymous_per_minute
+    async with client_for(app) as client:
+        for _ in range(limit + 5):
+            assert (await client.get("/api/v1/health/live")).status_code == 200
+        counted = await client.get("/api/v1/openapi.json")
+    assert counted.status_code == 200
+    assert counted.headers["x-ratelimit-remaining"] == str(limit - 1)

@@ -30,6 +30,7 @@ from solarapi.jobs.queue import enqueue
 from solarapi.jobs.repository import queue_stats
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.version import package_version
 from solarapi.metrics import recorder_for
 from solarapi.models.jobs import Job
 from solarapi.ratelimit.policy import key_windows
@@ -47,6 +48,7 @@ from tests.support import (
     redis_available,
     run_cli,
     served,
+    settings_env,
 )
 from tests.webhooks.receiver import running_receiver
 from tests.webhooks.test_delivery import create_endpoint, drain, emit
@@ -311,15 +313,13 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     directory.mkdir()
     # A value left by an earlier run: `serve` must start from an empty directory.
     (directory / "counter_999999.db").write_bytes(b"stale")
-    env = {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_REDIS_URL": REDIS_URL,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_LOG_LEVEL": "WARNING",
-        "PROMETHEUS_MULTIPROC_DIR": str(directory),
-    }
+    env = settings_env(
+        settings,
+        SOLARAPI_REDIS_URL=REDIS_URL,
+        SOLARAPI_JOB_RUNNER="external",
+        SOLARAPI_LOG_LEVEL="WARNING",
+        PROMETHEUS_MULTIPROC_DIR=str(directory),
+    )
     kind = f"metrics.serve.{os.getpid()}.{time.monotonic_ns()}"
     async with app.state.sessionmaker() as session, session.begin():
         await enqueue(session, kind, {}, run_at=utcnow() - timedelta(minutes=30))
@@ -352,6 +352,16 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     assert after[latency] - before.get(latency, 0.0) == sent
     assert after[("solarapi_metrics_database_up", ())] == 1
     assert after[("solarapi_jobs_queued", (("kind", kind),))] == 1
+    # Known kinds with nothing queued are series at 0, not missing.
+    assert after[("solarapi_jobs_queued", (("kind", "report.generate"),))] == 0
+    assert after[("solarapi_jobs_running", (("kind", "webhook.deliver"),))] == 0
+    # process_* of every process (the supervisor and both workers), by pid.
+    pids = {dict(labels)["pid"] for name, labels in after if name == "process_start_time_seconds"}
+    assert len(pids) >= 3, pids
+    assert all(after[("process_resident_memory_bytes", (("pid", pid),))] > 0 for pid in pids)
+    (build,) = [labels for name, labels in after if name == "solarapi_build_info"]
+    assert dict(build)["version"] == package_version()
+    assert dict(build)["api_version"] == "1.0"
     age = after[("solarapi_jobs_oldest_queued_age_seconds", (("kind", kind),))]
     assert 1800 <= age < 1800 + 900
     # The API's port does not serve metrics.
@@ -406,11 +416,9 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
         log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
         env = {
             **os.environ,
-            "SOLARAPI_DATABASE_URL": settings.database_url,
-            "SOLARAPI_SECRET_KEY": TEST_SECRET,
-            "SOLARAPI_DATA_DIR": str(settings.data_dir),
-            # Belongs to `serve`: the worker must not take it (only --metrics-port counts).
-            "SOLARAPI_METRICS_PORT": str(free_port()),
+            # The metrics port belongs to `serve`: the worker must not take it (only
+            # --metrics-port counts).
+            **settings_env(settings, SOLARAPI_METRICS_PORT=str(free_port())),
         }
         with log.open("wb") as out:
             proc = subprocess.Popen(

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
-from tests.conftest import TEST_SECRET
+from tests.faults import server_env
 from tests.foundation.conftest import LogCapture, running_app, settings_like
 from tests.support import (
     REDIS_URL,
@@ -42,13 +42,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 @pytest.fixture
 def pg_env(postgres_settings: Settings, tmp_path: Path) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATABASE_URL": postgres_settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-    }
+    return server_env(postgres_settings.model_copy(update={"data_dir": tmp_path}))
 
 
 async def _tenant(settings: Settings, plan: Plan) -> Tenant:

@@ -23,6 +23,9 @@ _CONTRACT_PRO_EXACT = {
     "/systems/{system_id}/readings",
     "/systems/{system_id}/summary",
     "/systems/{system_id}/market-value",
+    # Section 12 (Pro): the performance read and its stored irradiance; uploads Enterprise.
+    "/systems/{system_id}/performance",
+    "/systems/{system_id}/irradiance",
     # Section 11 (2026-11-25)
     "/readings/changes",
     "/portfolio/readings",
@@ -103,6 +106,11 @@ async def test_plan_method_endpoint_matrix(
                 response = await _call(client, method, concrete(relative))
                 where = f"{plan.value} {method} {relative}: {response.status_code} {response.text}"
                 assert response.status_code < 500, where
+                if relative == "/ingest/readings":
+                    # Ingest tokens only (contract section 14): every API key is a 401.
+                    assert response.status_code == 401, where
+                    checked += 1
+                    continue
                 assert response.status_code != 401, where
                 if plan is Plan.STARTER:
                     assert response.status_code == 403, where

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from solarapi.config import Settings
-from tests.support import served
+from tests.support import served, settings_env
 
 KEEP_ALIVE_S = 8
 # Longer than uvicorn's own default keep-alive (5 s): a connection still open after this idle
@@ -41,14 +41,12 @@ class Answer:
 
 @pytest.fixture(scope="module")
 def server(sqlite_settings: Settings) -> Iterator[tuple[str, int]]:
-    env = {
-        "SOLARAPI_DATA_DIR": str(sqlite_settings.data_dir),
-        "SOLARAPI_DATABASE_URL": sqlite_settings.database_url,
-        "SOLARAPI_SECRET_KEY": sqlite_settings.secret_key,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_KEEP_ALIVE_SECONDS": str(KEEP_ALIVE_S),
-        "SOLARAPI_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
-    }
+    env = settings_env(
+        sqlite_settings,
+        SOLARAPI_JOB_RUNNER="external",
+        SOLARAPI_KEEP_ALIVE_SECONDS=str(KEEP_ALIVE_S),
+        SOLARAPI_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
+    )
     with served(env) as server:
         host, port = server.base.removeprefix("http://").split(":")
         yield host, int(port)

@@ -346,7 +346,7 @@ async def test_a_revoked_key_fails_at_once_in_the_other_worker(
 
             attempts = await _asked_until_kept(account, lookups)
             assert settings.is_postgres or attempts == 1
-            run_cli(server_env(settings.database_url, tmp_path), "keys", "revoke", _live_id(tenant))
+            run_cli(server_env(settings), "keys", "revoke", _live_id(tenant))
             refused = await client.get("/api/v1/account")
         assert refused.status_code == 401, refused.text
         assert refused.json()["code"] == "unauthorized"
@@ -363,7 +363,7 @@ async def test_a_plan_change_applies_at_once_in_the_other_worker(
                 before = await client.get("/api/v1/account")
                 assert before.headers["x-ratelimit-limit-minute"] == "300"
             run_cli(
-                server_env(settings.database_url, tmp_path),
+                server_env(settings),
                 "accounts", "set-plan", tenant.account_id, "pro",
             )  # fmt: skip
             after = await client.get("/api/v1/account")
@@ -456,8 +456,7 @@ def test_two_serving_workers_see_a_revocation_and_new_readings_at_once(
 
     tenant = asyncio.run(make())
     env = server_env(
-        settings.database_url,
-        tmp_path,
+        settings,
         SOLARAPI_REDIS_URL=REDIS_URL,
         SOLARAPI_RATE_LIMIT_SCALE="100",
         # The refusals below count in 127.0.0.1's window, shared on Redis with other tests.

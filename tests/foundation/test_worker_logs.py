@@ -50,9 +50,7 @@ async def test_every_worker_logs_json_requests_and_errors(tmp_path: Path) -> Non
             tenant = await make_tenant(app, Plan.ENTERPRISE)
         # Limits scaled up: on a loaded machine one worker can take every new connection for
         # many rounds, and the rounds would otherwise spend the key's 300 a minute (a 429 once).
-        env = server_env(
-            url, tmp_path, SOLARAPI_REDIS_URL=REDIS_URL, SOLARAPI_RATE_LIMIT_SCALE="100"
-        )
+        env = server_env(settings, SOLARAPI_REDIS_URL=REDIS_URL, SOLARAPI_RATE_LIMIT_SCALE="100")
         with served(env, "--workers", "2") as server:
             headers = {"Authorization": f"Bearer {tenant.live}"}
             pids: set[object] = set()

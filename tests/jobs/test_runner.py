@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import orjson
+import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -14,6 +17,7 @@ from solarapi.jobs import repository
 from solarapi.jobs.queue import cancel_job, enqueue
 from solarapi.jobs.runner import ABANDONED_ERROR, RunnerSettings, execute, run_pending
 from solarapi.kit.timefmt import utcnow
+from solarapi.logs import JsonFormatter
 from solarapi.models.jobs import Job
 from tests.jobs import handlers
 from tests.jobs.handlers import claim_job
@@ -254,3 +258,35 @@ def test_report_errors_shown_to_clients_hide_internals() -> None:
     assert "rpt_1" in generic
     assert "sqlite" not in generic
     assert "OperationalError" not in generic
+
+
+async def test_each_job_logs_when_it_starts_and_how_it_ends_with_its_duration(
+    app: FastAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="solarapi.jobs")
+    done = await add_job(app, "test.record", {"path": str(tmp_path / "log")})
+    failed = await add_job(app, "test.permanent", {"why": "no system"}, max_attempts=5)
+    await run_pending(maker_of(app), "w-log", kinds={"test.record", "test.permanent"})
+    lines = [orjson.loads(JsonFormatter().format(r)) for r in caplog.records]
+    events = {
+        (line["job_id"], line["event"]): line
+        for line in lines
+        if line.get("job_id") in (done, failed)
+    }
+    assert set(events) == {
+        (done, "started"),
+        (done, "finished"),
+        (failed, "started"),
+        (failed, "failed"),
+    }
+    finished = events[(done, "finished")]
+    assert (finished["msg"], finished["level"], finished["kind"]) == (
+        "job finished",
+        "info",
+        "test.record",
+    )
+    assert finished["duration_s"] >= 0
+    assert finished["worker"] == "w-log"
+    assert events[(failed, "failed")]["level"] == "error"
+    assert events[(failed, "failed")]["attempt"] == 1
+    assert "duration_s" not in events[(done, "started")]

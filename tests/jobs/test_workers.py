@@ -20,8 +20,7 @@ from solarapi.config import Settings
 from solarapi.jobs import repository
 from solarapi.jobs.queue import enqueue
 from solarapi.models.jobs import Job
-from tests.conftest import TEST_SECRET
-from tests.support import ROOT, keep_log
+from tests.support import ROOT, keep_log, settings_env
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +28,7 @@ pytestmark = pytest.mark.slow
 def worker_env(settings: Settings) -> dict[str, str]:
     return {
         **os.environ,
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_LOG_LEVEL": "WARNING",
+        **settings_env(settings, SOLARAPI_LOG_LEVEL="WARNING"),
         "PYTHONPATH": str(ROOT),
     }
 

@@ -37,7 +37,14 @@ ZONES = [
     "Pacific/Chatham",  # +12:45 / +13:45
     "Australia/Lord_Howe",  # DST shifts by 30 minutes
     "America/Santiago",  # DST changes at midnight
+    "Asia/Kathmandu",  # +5:45
+    "Australia/Eucla",  # +8:45
+    "Asia/Tehran",  # +3:30, DST until 2022
+    "America/St_Johns",  # −3:30 / −2:30
+    "Pacific/Apia",  # skipped 2011-12-30
 ]
+
+WHOLE_HOUR_ZONES = {"UTC", "Europe/Amsterdam", "Australia/Sydney", "America/New_York"}
 
 zones = st.sampled_from(ZONES).map(ZoneInfo)
 intervals = st.sampled_from(list(Interval))
@@ -71,8 +78,12 @@ def test_buckets_tile_the_widened_range(
     # Every edge lies on the quarter-hour grid, so quarter-hours never straddle a bucket.
     assert (edges % QUARTER_S == 0).all()
     if interval.fixed_seconds:
-        assert (steps == interval.fixed_seconds).all()
-        assert (edges % interval.fixed_seconds == 0).all()
+        # On the local clock: a bucket is at most one step long; shorter only where the
+        # offset changed inside it (checked edge by edge against the reference below).
+        assert (steps <= interval.fixed_seconds).all()
+        if tz.key in WHOLE_HOUR_ZONES:
+            assert (steps == interval.fixed_seconds).all()
+            assert (edges % interval.fixed_seconds == 0).all()
     else:
         # Local days are 23 to 25 hours (Lord Howe: 23.5 / 24.5).
         days = {"1d": 1, "1w": 7, "1M": 28}[interval.value]
@@ -173,4 +184,141 @@ def test_iso_strings() -> None:
     assert iso_strings(np.array([0, 1750000000], dtype=np.int64)) == [
         "1970-01-01T00:00:00Z",
         "2025-06-15T15:06:40Z",
+    ]
+
+
+# --- the local clock, against a reference computed quarter-hour by quarter-hour --------------
+
+_REFERENCE_ZONES = [
+    *ZONES,
+    "Africa/Monrovia",  # −0:44:30 until 1972: local midnight off the quarter-hour grid
+    "Pacific/Kiritimati",  # −10:40 until 1979, then skipped a day to +14
+    "Africa/Casablanca",  # Ramadan offset changes
+    "Australia/Darwin",
+]
+
+
+def _label(quarter_s: int, interval: Interval, tz: ZoneInfo) -> object:
+    """The contract's label of the quarter-hour starting at `quarter_s`, the slow way."""
+    local = datetime.fromtimestamp(quarter_s, tz)
+    step = interval.fixed_seconds
+    if step is not None:
+        seconds = local.hour * 3600 + local.minute * 60 + local.second
+        return (local.date(), seconds - seconds % step, local.utcoffset())
+    if interval is Interval.DAY:
+        return local.date()
+    if interval is Interval.WEEK:
+        return local.isocalendar()[:2]
+    return (local.year, local.month)
+
+
+def _reference_edges(lo: int, hi: int, interval: Interval, tz: ZoneInfo) -> list[int]:
+    """Quarter-hours in [lo, hi] whose label differs from the quarter-hour before's."""
+    return [
+        q
+        for q in range(lo, hi + 1, QUARTER_S)
+        if _label(q, interval, tz) != _label(q - QUARTER_S, interval, tz)
+    ]
+
+
+_NEAR_CHANGES = st.sampled_from(
+    [
+        int(datetime(*moment, tzinfo=UTC).timestamp())
+        for moment in (
+            (1971, 6, 1),
+            (1972, 1, 6),  # Monrovia to UTC
+            (1979, 9, 30),  # Kiritimati
+            (1994, 12, 31),  # Kiritimati skips 1994-12-31
+            (2011, 12, 29),  # Apia skips 2011-12-30
+            (2025, 4, 5),  # Lord Howe, Sydney, Chatham, Santiago autumn
+            (2025, 10, 4),  # their spring
+            (2025, 10, 26),  # Europe's autumn
+            (2025, 3, 30),
+            (2022, 3, 21),  # Tehran
+            (2026, 2, 15),  # Casablanca's Ramadan change
+        )
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tz=st.sampled_from(_REFERENCE_ZONES).map(ZoneInfo),
+    interval=st.sampled_from([Interval.MIN15, Interval.MIN30, Interval.HOUR, Interval.DAY]),
+    near=_NEAR_CHANGES,
+    shift=st.integers(min_value=-3 * 86400, max_value=3 * 86400),
+    span=st.integers(min_value=1, max_value=3 * 86400),
+)
+def test_edges_are_where_the_local_label_changes(
+    tz: ZoneInfo, interval: Interval, near: int, shift: int, span: int
+) -> None:
+    """The grid's edges are exactly the quarter-hours where the local label changes (the
+    contract's definition, computed one quarter-hour at a time), around real offset changes."""
+    start = near + shift
+    edges = bucket_edges(start, start + span, interval, tz)
+    assert edges.tolist() == _reference_edges(int(edges[0]), int(edges[-1]), interval, tz)
+    assert edges[0] <= start < edges[1]
+    assert edges[-2] < start + span <= edges[-1]
+
+
+def _local_edges(tz_name: str, first: str, last: str, interval: Interval) -> list[str]:
+    tz = ZoneInfo(tz_name)
+    lo = int(datetime.fromisoformat(first).timestamp())
+    hi = int(datetime.fromisoformat(last).timestamp())
+    return [
+        datetime.fromtimestamp(edge, tz).isoformat()
+        for edge in bucket_edges(lo, hi, interval, tz).tolist()
+    ]
+
+
+def test_kolkata_hours_follow_the_local_clock() -> None:
+    edges = _local_edges(
+        "Asia/Kolkata", "2026-06-01T00:00+05:30", "2026-06-02T00:00+05:30", Interval.HOUR
+    )
+    assert len(edges) == 25  # 24 buckets 00:00–24:00 IST, not 25 from 23:30
+    assert edges[12:14] == ["2026-06-01T12:00:00+05:30", "2026-06-01T13:00:00+05:30"]
+
+
+def test_kathmandu_hours_start_at_quarter_past_utc() -> None:
+    tz = ZoneInfo("Asia/Kathmandu")
+    start = int(datetime(2026, 6, 1, 6, tzinfo=UTC).timestamp())
+    edges = bucket_edges(start, start + 3600, Interval.HOUR, tz)
+    assert iso_strings(edges) == [
+        "2026-06-01T05:15:00Z",
+        "2026-06-01T06:15:00Z",
+        "2026-06-01T07:15:00Z",
+    ]
+
+
+def test_a_repeated_autumn_half_hour_is_two_buckets() -> None:
+    # Lord Howe, 2025-04-06: 02:00 +11:00 → 01:30 +10:30.
+    edges = _local_edges(
+        "Australia/Lord_Howe", "2025-04-06T01:00+11:00", "2025-04-06T03:00+10:30", Interval.HOUR
+    )
+    assert edges == [
+        "2025-04-06T01:00:00+11:00",
+        "2025-04-06T01:30:00+10:30",  # 01:00–02:00 at +11, then 01:30–02:00 at +10:30
+        "2025-04-06T02:00:00+10:30",
+        "2025-04-06T03:00:00+10:30",
+    ]
+
+
+def test_apia_has_no_2011_12_30() -> None:
+    edges = _local_edges(
+        "Pacific/Apia", "2011-12-29T00:00-10:00", "2012-01-01T00:00+14:00", Interval.DAY
+    )
+    assert edges == [
+        "2011-12-29T00:00:00-10:00",
+        "2011-12-31T00:00:00+14:00",
+        "2012-01-01T00:00:00+14:00",
+    ]
+
+
+def test_monrovia_1971_days_start_on_the_quarter_hour() -> None:
+    # −0:44:30: local midnight is 00:44:30Z, the first quarter-hour of the day 00:45Z.
+    tz = ZoneInfo("Africa/Monrovia")
+    start = int(datetime(1971, 6, 1, 12, tzinfo=UTC).timestamp())
+    assert iso_strings(bucket_edges(start, start + 1, Interval.DAY, tz)) == [
+        "1971-06-01T00:45:00Z",
+        "1971-06-02T00:45:00Z",
     ]

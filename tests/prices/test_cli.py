@@ -9,16 +9,12 @@ from fastapi import FastAPI
 
 from solarapi.config import Settings
 from tests.prices.helpers import DATA, stored_rows, utc
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 
 
 def cli_env(app: FastAPI) -> dict[str, str]:
     settings: Settings = app.state.settings
-    return {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": settings.secret_key,
-    }
+    return settings_env(settings)
 
 
 # Every refusal's message is checked in test_parsers; here, that the command exits 1 with

@@ -378,3 +378,29 @@ def test_a03_expansion_matches_repetition(given_positions: set[int], prices: lis
     assert [row.start for row in document.rows] == [
         epoch("2024-01-01T00:00:00Z") + 3600 * i for i in range(24)
     ]
+
+
+@pytest.mark.parametrize("price", ["1.7e308", "-1.7e308", "10000.01", "-1000.5"])
+def test_implausible_prices_are_refused(price: str, tmp_path: Path) -> None:
+    """±1.7e308 was imported (served as null, totals NaN): outside −1,000…+10,000 €/MWh, both
+    file formats name the line."""
+    with pytest.raises(PriceFileError, match=r"line 3: price_eur_per_mwh .* plausible range"):
+        parse_price_csv(
+            f"timestamp,price_eur_per_mwh\n2025-06-15T00:00:00Z,50\n2025-06-15T01:00:00Z,{price}\n"
+        )
+    xml = (DATA / "a44_nl_2025-06-15_pt60m.xml").read_text(encoding="utf-8")
+    first = xml.index("<price.amount>")
+    end = xml.index("</price.amount>", first)
+    changed = xml[:first] + f"<price.amount>{price}" + xml[end:]
+    path = tmp_path / "a44.xml"
+    path.write_text(changed, encoding="utf-8")
+    with pytest.raises(PriceFileError, match=r"price\.amount .* plausible range"):
+        read_price_file(path, "NL")
+
+
+@pytest.mark.parametrize("price", ["-500", "4000", "-1000", "10000"])
+def test_sdac_limits_are_accepted(price: str) -> None:
+    rows = parse_price_csv(
+        f"timestamp,price_eur_per_mwh\n2025-06-15T00:00:00Z,{price}\n", resolution_s=3600
+    )
+    assert [row.price_eur_per_mwh for row in rows] == [float(price)]

@@ -9,17 +9,13 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from solarapi.config import Settings
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 from tests.systems.factories import create_system, iso
 
 
 def _env(app: FastAPI) -> dict[str, str]:
     settings: Settings = app.state.settings
-    return {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": settings.secret_key,
-    }
+    return settings_env(settings)
 
 
 def _csv(path: Path, rows: list[str], header: str = "timestamp,energy_wh,power_w") -> Path:

@@ -143,9 +143,11 @@ async def test_adelaide_half_hour_days(
     assert [(b["start"], b["end"]) for b in daily["data"]] == [(expected_start, expected_end)]
     assert daily["data"][0]["energy_wh"] == 96.0
     assert fine["meta"]["totals"]["energy_wh"] == 96.0
-    # The UTC hour grid is widened around the half-hour day: 25 hours, 100 quarter-hours.
-    assert len(hourly["data"]) == 25
-    assert hourly["meta"]["totals"]["energy_wh"] == 100.0
+    # Hours follow the local clock (revised grid): 24 of them, 00:00–24:00 local, which
+    # start at :30 UTC — not 25 UTC hours widened around the half-hour day.
+    assert len(hourly["data"]) == 24
+    assert (hourly["data"][0]["start"], hourly["data"][-1]["end"]) == (expected_start, expected_end)
+    assert hourly["meta"]["totals"]["energy_wh"] == 96.0
 
 
 async def test_kolkata_days_and_hours_agree(app: FastAPI, enterprise: Tenant) -> None:
@@ -450,10 +452,11 @@ async def test_pro_reads_readings_of_own_system(app: FastAPI, pro: Tenant) -> No
 
 async def test_rollups_add_up_across_separate_uploads(app: FastAPI, enterprise: Tenant) -> None:
     """New quarter-hours are added to the hourly and daily rollups; the sums and the maximum
-    power must equal what the raw quarter-hours give."""
+    power must equal what the raw quarter-hours give. (Tokyo: a whole-hour zone, whose 1h
+    buckets are read from the hourly rollup.)"""
     start = datetime(2025, 6, 15, 10, tzinfo=UTC)
     async with client_for(app, enterprise.live) as client:
-        system_id = (await create_system(client, **_tz_system("Asia/Kolkata", 22.6, 88.4)))["id"]
+        system_id = (await create_system(client, **_tz_system("Asia/Tokyo", 35.7, 139.7)))["id"]
         # Interleaved quarter-hours of one hour and one local day, in three uploads; the
         # second has no power at all, the third the highest.
         first = quarter_series(start, 8, 10.0, 300.0)[::2]

@@ -105,7 +105,7 @@ async def test_market_value_csv_and_pdf_match_the_market_value_endpoint(
     assert "Kraków roof" in text
     assert f"Page 1 of {len(pdf.pages)}" in text
     total = daily["meta"]["totals"]["value_eur"]
-    assert f"{total:,.3f}" in text  # the system's total value, as the API computes it
+    assert f"{total:,.2f}" in text  # the system's total value, as the API computes it, in cents
     render_first_page(pdf_response.content, "market-value-1d.png")
 
 
@@ -181,7 +181,9 @@ async def test_declarations_csv_and_pdf_list_status_and_history(
     pdf = pypdf.PdfReader(io.BytesIO(pdf_bytes))
     text = "\n".join(page.extract_text() for page in pdf.pages)
     assert "Declarations report" in text
-    assert declarations[0]["id"] in text
+    assert "dcl_" not in text  # numbered, with the customer's reference, not internal ids
+    assert "key_" not in text
+    assert "REF-2025-05-01" in text
     assert "approved" in text
     assert "History" in text
     assert "submitted → approved" in text
@@ -190,3 +192,53 @@ async def test_declarations_csv_and_pdf_list_status_and_history(
 
 async def report_rows(client: Any, url: str) -> list[dict[str, str]]:
     return parse_csv((await client.get(url)).content)
+
+
+# A day of FI prices no other test imports, priced only from 10:00 local (Helsinki, UTC+2).
+FI_DAY = datetime(2023, 3, 7, 22, tzinfo=UTC)
+
+
+async def test_the_pdf_average_price_divides_by_priced_energy_as_the_api(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
+    prices = [
+        ((FI_DAY + timedelta(hours=h)).strftime("%Y-%m-%dT%H:%M:%SZ"), 30.0 + h * 2.5)
+        for h in range(10, 24)
+    ]
+    await import_file(app, write_csv(tmp_path, "fi.csv", prices), "FI", 3600)
+    params = {"from": "2023-03-08T00:00:00+02:00", "to": "2023-03-10T00:00:00+02:00"}
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Katto Helsinki", "Europe/Helsinki", 6.0, "FI")
+        await upload_readings(client, system, FI_DAY, 96 * 2)
+        report = await create_report(
+            client, type="market_value", format="pdf", interval="1d", system_ids=[system["id"]],
+            **params,
+        )  # fmt: skip
+        pdf_bytes = (
+            await client.get((await completed(client, app, report["id"]))["download_url"])
+        ).content
+        api = (
+            await client.get(
+                f"/api/v1/systems/{system['id']}/market-value", params={**params, "interval": "1d"}
+            )
+        ).json()
+    pages = pypdf.PdfReader(io.BytesIO(pdf_bytes)).pages
+    text = " ".join(" ".join(page.extract_text() for page in pages).split())
+    priced_day, unpriced_day = api["data"]
+    # Half the day has a price: the average is the API's capture price, not value ÷ all energy.
+    capture = priced_day["price_eur_per_mwh"]
+    naive = priced_day["value_eur"] / priced_day["energy_wh"] * 1e6
+    assert abs(capture - naive) > 1
+    assert (
+        f"2023-03-08 {priced_day['energy_wh'] / 1000:,.3f} {priced_day['value_eur']:,.2f} {capture:,.2f}"
+        in text
+    )
+    # The day without prices has no average (—), and the total row is the range's capture price.
+    assert unpriced_day["value_eur"] is None
+    assert f"2023-03-09 {unpriced_day['energy_wh'] / 1000:,.3f} — —" in text
+    totals = api["meta"]["totals"]
+    assert (
+        f"Total {totals['energy_wh'] / 1000:,.3f} {totals['value_eur']:,.2f} {totals['price_eur_per_mwh']:,.2f}"
+        in text
+    )
+    assert "sys_" not in text

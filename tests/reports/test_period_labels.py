@@ -38,6 +38,24 @@ def test_local_period_is_inclusive_local_days() -> None:
     assert one_day.first == one_day.last == date(2025, 10, 1)
 
 
+def test_zones_with_the_same_clock_keep_the_local_calendar() -> None:
+    # NL and DE-LU: two names, the same offsets all October (DST ends the same instant).
+    shared = local_period(*OCTOBER, ["Europe/Berlin", "Europe/Amsterdam"])
+    assert (shared.first, shared.last, shared.zone) == (
+        date(2025, 10, 1),
+        date(2025, 10, 31),
+        "Europe/Amsterdam",
+    )
+    assert shared.text() == "2025-10-01 to 2025-10-31 (Europe/Amsterdam = Europe/Berlin)"
+    # London is an hour behind all month: the UTC calendar, said so.
+    london = local_period(*OCTOBER, ["Europe/Amsterdam", "Europe/London"])
+    assert (london.zone, london.text().endswith("(UTC)")) == ("UTC", True)
+    # Clocks that agree until one zone changes its offset on its own do not agree: New York
+    # and Toronto agree; Lisbon and Casablanca (no DST) agree until 26 October 2025 only.
+    assert local_period(*OCTOBER, ["America/New_York", "America/Toronto"]).zone != "UTC"
+    assert local_period(*OCTOBER, ["Europe/Lisbon", "Africa/Casablanca"]).zone == "UTC"
+
+
 def test_a_daily_october_chart_reads_october() -> None:
     days = [datetime(2025, 10, 1) + timedelta(days=i) for i in range(31)]
     chart = Chart(

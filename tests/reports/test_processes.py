@@ -11,23 +11,20 @@ import pytest
 from fastapi import FastAPI
 
 from solarapi.config import Settings
-from tests.conftest import TEST_SECRET
 from tests.reports.helpers import JUNE_1, make_system, parse_csv, upload_readings
-from tests.support import Tenant, client_for, run_cli, served
+from tests.support import Tenant, client_for, run_cli, served, settings_env
 
 pytestmark = pytest.mark.slow
 PERIOD = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-03T00:00:00Z", "interval": "1d"}
 
 
 def env_for(settings: Settings, runner: str) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_JOB_RUNNER": runner,
-        "SOLARAPI_REDIS_URL": "",
-        "SOLARAPI_LOG_LEVEL": "WARNING",
-    }
+    return settings_env(
+        settings,
+        SOLARAPI_JOB_RUNNER=runner,
+        SOLARAPI_REDIS_URL="",
+        SOLARAPI_LOG_LEVEL="WARNING",
+    )
 
 
 async def test_serve_generates_reports_in_process(app: FastAPI, enterprise: Tenant) -> None:

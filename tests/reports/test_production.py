@@ -167,7 +167,8 @@ async def test_production_pdf_is_a_multi_page_document(app: FastAPI, enterprise:
     first_page = pdf.pages[0].extract_text()
     assert "Production report" in first_page
     assert "Test enterprise" in first_page  # the account's name
-    assert enterprise.account_id in first_page
+    assert enterprise.account_id not in first_page  # no internal ids in a customer's PDF
+    assert "sys_" not in "\n".join(page.extract_text() for page in pdf.pages)
     assert "Zonnepark Flevoland" in first_page
     assert "Dach Köln-Süd" in first_page  # a non-ASCII name survives
     assert "2025-06-01 00:00 UTC to 2025-06-08 00:00 UTC" in first_page

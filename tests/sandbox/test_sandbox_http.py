@@ -17,7 +17,7 @@ from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.sandbox import model
 from solarapi.sandbox.provision import ensure_sandbox
-from tests.conftest import TEST_SECRET
+from tests.faults import server_env
 from tests.support import Tenant, client_for, make_tenant, served
 
 # The last whole calendar year: inside every sandbox's simulated history.
@@ -404,13 +404,7 @@ async def test_two_server_processes_return_the_same_numbers(
     params = {"from": f"{YEAR}-06-01T00:00:00Z", "to": f"{YEAR}-06-08T00:00:00Z", "interval": "15m"}
     async with client_for(app, enterprise.test) as client:
         in_process = await client.get(path, params=params)
-    env = {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = server_env(settings)
     headers = {"Authorization": f"Bearer {enterprise.test}"}
     bodies = []
     with served(env) as first, served(env) as second:

@@ -44,6 +44,11 @@ from solarapi.webhooks.delivery import Delivery, send
         ("224.0.0.1", "a multicast address"),
         ("100.64.0.1", "a special-purpose (non-public) address"),
         ("192.0.2.1", "a private address"),
+        # Issue 28, item 15: Python 3.11 calls these global.
+        ("::127.0.0.1", "a loopback address"),  # IPv4-compatible IPv6
+        ("::a00:1", "a private address"),
+        ("192.0.0.8", "a special-purpose (non-public) address"),
+        ("64:ff9b:1::a00:1", "a special-purpose (non-public) address"),  # local-use NAT64
     ],
 )
 def test_forbidden_addresses(address: str, reason: str) -> None:
@@ -114,3 +119,37 @@ async def test_sending_to_a_forbidden_address_never_connects(url: str) -> None:
     assert result.latency_ms is None
     assert result.error is not None
     assert result.error.startswith("refused: ")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com/a\r\nHost: evil",
+        "https://hooks.example.com/a b",
+        "https://hooks.example.com/\x00",
+        "https://hooks.exämple.com/",
+        "https://hooks.example.com:0/",
+        "https://xn--/",
+        "https://xn--zz-zzzzzz.example/",
+        "https://" + "a" * 1200 + ".example/",
+        "https://" + "b" * 64 + ".example/",
+        "https://a..example/",
+    ],
+)
+def test_malformed_urls_are_refused(url: str) -> None:
+    with pytest.raises(ValueError, match=r"^url"):
+        parse_url(url)
+
+
+def test_international_names_in_their_ascii_form_are_accepted() -> None:
+    assert parse_url("https://xn--bcher-kva.example/h").host == "xn--bcher-kva.example"
+
+
+async def test_delivery_errors_do_not_describe_the_connection() -> None:
+    """A closed port and a name that does not resolve give the same text (was the
+    exception's: "Connection refused", "Name or service not known" — a port probe)."""
+    texts = set()
+    for url in ("http://127.0.0.1:9/h", "https://does-not-exist.invalid/h"):
+        result = await send(Delivery(url, {"webhook-id": "evt_x"}, b"{}"), allow_loopback=True)
+        texts.add(result.error)
+    assert texts == {"connection failed"}

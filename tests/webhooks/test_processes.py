@@ -14,23 +14,20 @@ from standardwebhooks import Webhook
 
 from solarapi.config import Settings
 from solarapi.events.service import record_event
-from tests.conftest import TEST_SECRET
-from tests.support import Tenant, client_for, run_cli, served
+from tests.support import Tenant, client_for, run_cli, served, settings_env
 from tests.webhooks.receiver import Receiver, running_receiver
 
 pytestmark = [pytest.mark.slow]
 
 
 def env_for(settings: Settings, runner: str) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": runner,
-        "SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK": "true",
-        "SOLARAPI_REDIS_URL": "",
-        "SOLARAPI_LOG_LEVEL": "WARNING",
-    }
+    return settings_env(
+        settings,
+        SOLARAPI_JOB_RUNNER=runner,
+        SOLARAPI_WEBHOOKS_ALLOW_LOOPBACK="true",
+        SOLARAPI_REDIS_URL="",
+        SOLARAPI_LOG_LEVEL="WARNING",
+    )
 
 
 async def wait_for_delivery(receiver: Receiver, event_id: str, seconds: float = 60) -> None:

@@ -3,14 +3,50 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from typing import Protocol, TypeVar
 
-from argon2 import PasswordHasher, profiles
+from argon2 import Parameters, PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 # Argon2id with RFC 9106's low-memory profile (64 MiB, 3 passes, 4 lanes): argon2-cffi's default.
+T = TypeVar("T")
+
 PROFILE = profiles.RFC_9106_LOW_MEMORY
-_hasher = PasswordHasher.from_parameters(PROFILE)
+
+
+class Hasher(Protocol):
+    """What hashing needs of argon2-cffi's `PasswordHasher` (a test may wrap one)."""
+
+    def hash(self, password: str, /) -> str: ...
+
+    def verify(self, password_hash: str, password: str, /) -> bool: ...
+
+
+_hasher: Hasher = PasswordHasher.from_parameters(PROFILE)
+
+
+def hasher() -> Hasher:
+    """The hasher new passwords are hashed with."""
+    return _hasher
+
+
+def use_hasher(replacement: Hasher) -> Hasher:
+    """Hash new passwords with `replacement` from now on; returns the hasher it replaces.
+    Verifying reads the parameters from each stored hash, so hashes made before still verify."""
+    global _hasher
+    previous, _hasher = _hasher, replacement
+    return previous
+
+
+def use_profile(parameters: Parameters) -> Hasher:
+    """Hash new passwords with argon2 `parameters` from now on (a test process uses
+    `argon2.profiles.CHEAPEST`: most tests make an account, and production's cost would be
+    ~0.1–0.25 s of CPU each); returns the hasher it replaces."""
+    return use_hasher(PasswordHasher.from_parameters(parameters))
 
 
 @cache
@@ -22,12 +58,34 @@ def _dummy_hash() -> str:
 MIN_PASSWORD_LENGTH = 10
 
 
-# Argon2 is deliberately slow (tens to hundreds of ms of CPU); it runs in a worker thread so
-# a log-in or sign-up never stalls the event loop that serves every other request.
+# Argon2 is deliberately slow (~0.1–0.25 s of CPU and 64 MiB each); it runs off the event
+# loop, in a pool of its own: on the default pool a 30-log-in burst had taken every thread
+# that the sandbox model and DNS lookups need, and API reads slowed ×10 (issue 28). At most
+# half the CPUs hash at once, so the event loop always keeps a core; at most
+# MAX_WAITING_CHECKS wait for one, beyond that a log-in is refused (503) instead of queued.
+ARGON2_THREADS = max(1, (os.cpu_count() or 2) // 2)
+MAX_WAITING_CHECKS = 64
+_POOL = ThreadPoolExecutor(max_workers=ARGON2_THREADS, thread_name_prefix="argon2")
+_in_flight = 0
+
+
+class PasswordChecksBusy(Exception):
+    """More password checks are queued than MAX_WAITING_CHECKS: try again shortly."""
+
+
+async def _in_pool(function: Callable[..., T], *args: object) -> T:
+    global _in_flight
+    if _in_flight >= ARGON2_THREADS + MAX_WAITING_CHECKS:
+        raise PasswordChecksBusy
+    _in_flight += 1
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_POOL, function, *args)
+    finally:
+        _in_flight -= 1
 
 
 async def hash_password(password: str) -> str:
-    return await asyncio.to_thread(_hasher.hash, password)
+    return await _in_pool(_hasher.hash, password)
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
@@ -41,7 +99,7 @@ def _verify(password_hash: str | None, password: str) -> bool:
 
 async def verify_password(password_hash: str | None, password: str) -> bool:
     """Constant-work check: an unknown user costs the same as a wrong password."""
-    return await asyncio.to_thread(_verify, password_hash, password)
+    return await _in_pool(_verify, password_hash, password)
 
 
 def password_problem(password: str) -> str | None:

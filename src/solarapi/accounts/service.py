@@ -84,6 +84,19 @@ async def find_account(session: AsyncSession, email_or_id: str) -> Account:
     return account
 
 
+async def change_password(session: AsyncSession, *, email: str, password: str) -> User:
+    """Set a user's dashboard password (the operator's reset; there is no e-mail flow)."""
+    problem = password_problem(password)
+    if problem:
+        raise ValidationFailed(problem)
+    user = await repository.find_user_by_email(session, email)
+    if user is None:
+        raise NotFound(f"No user with e-mail '{excerpt(email)}'")
+    user.password_hash = await hash_password(password)
+    await session.flush()
+    return user
+
+
 async def check_login(session: AsyncSession, *, email: str, password: str) -> User | None:
     user = await repository.find_user_by_email(session, email)
     ok = await verify_password(None if user is None else user.password_hash, password)

@@ -6,14 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.alerts.rendering import AlertRecord
-from solarapi.alerts.sky import FloatArray, IntArray
 from solarapi.models.alerts import Alert
-from solarapi.models.readings import Reading
 from solarapi.models.systems import System
 
 _COLUMNS = (
@@ -127,20 +124,6 @@ async def open_for_systems(
         select(*_COLUMNS).where(*conditions).order_by(Alert.opened_at.desc(), Alert.id.desc())
     )
     return [_record(row) for row in rows]
-
-
-async def readings_since(
-    session: AsyncSession, system_id: str, since_s: int
-) -> tuple[IntArray, FloatArray]:
-    rows = await session.execute(
-        select(Reading.start_s, Reading.energy_wh)
-        .where(Reading.system_id == system_id, Reading.start_s >= since_s)
-        .order_by(Reading.start_s)
-    )
-    values = rows.all()
-    starts = np.fromiter((row[0] for row in values), dtype=np.int64, count=len(values))
-    energy = np.fromiter((row[1] for row in values), dtype=np.float64, count=len(values))
-    return starts, energy
 
 
 # The columns the rules need of a system.

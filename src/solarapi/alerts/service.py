@@ -29,6 +29,7 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.text import excerpt
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
+from solarapi.readings import repository as readings_repository
 from solarapi.systems import repository as systems_repository
 
 # The sweep reads systems in batches of this many, one transaction each.
@@ -163,11 +164,12 @@ async def evaluate_system(session: AsyncSession, system_id: str, now: datetime) 
         return await _apply(session, system, _stand_down(system, current), current, now)
     now_s = int(now.timestamp())
     since_s = now_s - now_s % QUARTER_S - detectors.HISTORY_DAYS * 86400
-    starts, energy = await repository.readings_since(session, system.id, since_s)
+    # The readings area's driver-level read: arrays straight from the rows, no ORM objects.
+    rows = await readings_repository.readings_between(session, system.id, since_s, now_s)
     frozen = current.get(AlertType.UNDERPERFORMING)
     findings = detectors.evaluate(
         system.site,
-        Observations(starts, energy, system.last_reading_s),
+        Observations(rows.starts, rows.energy_wh, system.last_reading_s),
         now_s,
         system.settings,
         frozen_baseline=_frozen_baseline(frozen),

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
 from solarapi.errors import Unauthorized
 from solarapi.kit.plans import Environment, Plan
+
+
+class Caller(Protocol):
+    """Whoever acts on one environment of an account: an API key's `Principal`, or a
+    signed-in person's `AccountScope` on a dashboard page. The systems services take this,
+    so the API and the dashboard run the same rules."""
+
+    @property
+    def account_id(self) -> str: ...
+
+    @property
+    def environment(self) -> Environment: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AccountScope:
+    """A signed-in person acting on one environment of their account (the dashboard)."""
+
+    account_id: str
+    environment: Environment
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ class KeyRecord:
     account_name: str
     plan: str
     sandbox_provisioned: bool
+    account_disabled: bool = False
 
 
 # Every authenticated request runs this: compiled once, one hand-over to the driver.
@@ -41,6 +42,7 @@ _KEY_BY_HASH = DriverQuery(
         Account.name,
         Account.plan,
         Account.sandbox_provisioned_at,
+        Account.disabled_at,
     )
     .join(Account, Account.id == ApiKey.account_id)
     .where(ApiKey.key_hash == bindparam("key_hash"))
@@ -64,6 +66,7 @@ async def find_key_by_hash(session: AsyncSession, key_hash: str) -> KeyRecord | 
         account_name=row[8],
         plan=row[9],
         sandbox_provisioned=row[10] is not None,
+        account_disabled=row[11] is not None,
     )
 
 

@@ -34,7 +34,9 @@ PRO_READABLE: frozenset[str] = frozenset(
 )
 
 # Routes that need no key at all.
-PUBLIC: frozenset[str] = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+PUBLIC: frozenset[str] = frozenset(
+    {"/health", "/health/live", "/openapi.json", "/docs", "/docs/oauth2-redirect"}
+)
 
 _GROUP_MESSAGES: dict[str, str] = {
     "declarations": "Declarations require the Enterprise plan",

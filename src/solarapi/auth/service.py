@@ -64,6 +64,8 @@ async def authenticate(session: AsyncSession, hashed: str, now: datetime) -> Aut
     record = await repository.find_key_by_hash(session, hashed)
     if record is None or record.revoked_at is not None:
         raise Unauthorized("invalid or revoked key")
+    if record.account_disabled:
+        raise Unauthorized("this key's account is disabled; its operator can enable it again")
     last_used_at = record.last_used_at
     wrote = False
     if _stale(last_used_at, now):

@@ -7,27 +7,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.changes.cursor import Position
-from solarapi.db import fetch_rows
+from solarapi.db import DriverQuery
+from solarapi.db.horizon import snapshot_horizon
+from solarapi.models.readings import ReadingChange
 
-# Above every transaction id: SQLite has no horizon (its writers commit in `seq` order).
+# Above every transaction id: where the database has no horizon (SQLite, whose writers
+# commit in `seq` order), every row may be delivered.
 NO_HORIZON = 2**62
 
-_COLUMNS = "system_id, start_s, energy_wh, power_w, txid, seq"
-_POSTGRES = (
-    f"SELECT {_COLUMNS}, "  # noqa: S608 - constants
-    # The snapshot's xmin: every transaction below it has ended, every one still running
-    # (or still to come) is at or above it. The same statement's snapshot as the rows'.
-    "(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint) AS horizon "
-    "FROM reading_changes WHERE account_id = $1 AND environment = $2 "
-    "AND (txid, seq) > ($3, $4) ORDER BY txid, seq LIMIT $5"
-)
-_SQLITE = (
-    f"SELECT {_COLUMNS} FROM reading_changes "  # noqa: S608 - constants
-    "WHERE account_id = ? AND environment = ? AND (txid, seq) > (?, ?) "
-    "ORDER BY txid, seq LIMIT ?"
+_log = ReadingChange.__table__.c
+_PAGE = DriverQuery(
+    select(
+        _log.system_id,
+        _log.start_s,
+        _log.energy_wh,
+        _log.power_w,
+        _log.txid,
+        _log.seq,
+        # Evaluated once, in the same statement (so the same snapshot) as the rows.
+        select(snapshot_horizon()).scalar_subquery(),
+    )
+    .where(
+        _log.account_id == bindparam("account_id"),
+        _log.environment == bindparam("environment"),
+        tuple_(_log.txid, _log.seq) > tuple_(bindparam("txid"), bindparam("seq")),
+    )
+    .order_by(_log.txid, _log.seq)
+    .limit(bindparam("count"))
+    .offset(bindparam("skip"))  # (SQLite's LIMIT always comes with an OFFSET parameter)
 )
 
 
@@ -45,14 +56,16 @@ async def rows_after(
 ) -> LogRows:
     """Up to `count` rows of the environment's log after `after`, in (`txid`, `seq`) order,
     read in one statement (one snapshot)."""
-    if session.get_bind().dialect.name == "postgresql":
-        params = (account_id, environment, after.txid, after.seq, count)
-        rows = await fetch_rows(session, _POSTGRES, params)
-        if rows:
-            return LogRows(rows, int(rows[0][6]))
-        # Nothing after the position: no row needs a horizon.
-        return LogRows(rows, NO_HORIZON)
-    rows = await fetch_rows(
-        session, _SQLITE, (account_id, environment, after.txid, after.seq, count)
+    rows = await _PAGE.all(
+        session,
+        {
+            "account_id": account_id,
+            "environment": environment,
+            "txid": after.txid,
+            "seq": after.seq,
+            "count": count,
+            "skip": 0,
+        },
     )
-    return LogRows(rows, NO_HORIZON)
+    horizon = rows[0][6] if rows else None
+    return LogRows(rows, NO_HORIZON if horizon is None else int(horizon))

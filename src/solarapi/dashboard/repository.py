@@ -39,3 +39,14 @@ async def delete_session(session: AsyncSession, session_id: str) -> None:
 
 async def delete_expired(session: AsyncSession, now: datetime) -> None:
     await session.execute(delete(WebSession).where(WebSession.expires_at <= now))
+
+
+async def delete_sessions_of_user(session: AsyncSession, user_id: str) -> int:
+    result = await session.execute(delete(WebSession).where(WebSession.user_id == user_id))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def delete_sessions_of_account(session: AsyncSession, account_id: str) -> int:
+    users = select(User.id).where(User.account_id == account_id)
+    result = await session.execute(delete(WebSession).where(WebSession.user_id.in_(users)))
+    return int(getattr(result, "rowcount", 0) or 0)

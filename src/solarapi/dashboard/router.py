@@ -4,17 +4,14 @@ services the API shares."""
 from __future__ import annotations
 
 import secrets
-from datetime import date, timedelta
-from typing import Annotated, Any
-from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from solarapi.dashboard import service
-from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
 from solarapi.dashboard.sessions import claim_form_nonce, end_session
+from solarapi.dashboard.systems_pages import router as systems_pages
 from solarapi.dashboard.throttle import LoginThrottle
 from solarapi.dashboard.web import (
     ASSET_VERSIONS,
@@ -33,18 +30,20 @@ from solarapi.dashboard.web import (
     with_security_headers,
 )
 from solarapi.db import SessionDep
-from solarapi.kit.grid import INTERVAL_LABELS
 from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
-from solarapi.kit.timefmt import parse_timestamp, utcnow
+from solarapi.kit.timefmt import utcnow
 from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
+# Systems: add, edit, delete, upload, and the system page with its chart.
+router.include_router(systems_pages)
 
 _NOTICES = {
     "revoked": "The key was revoked. Requests with it are refused from now on.",
     "already-created": "That form was already sent, so no second key was created. The full "
     "key is shown only once; if you did not copy it, revoke it and create a new one.",
     "logged-out": "You are logged out.",
+    "deleted": "The system and its readings were deleted.",
 }
 _CONTENT_TYPES = {
     ".css": "text/css; charset=utf-8",
@@ -254,6 +253,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             name=form.get("name", ""),
             environment=form.get("environment", ""),
             secret=settings_of(request).effective_secret_key,
+            ip=client_ip(request),
             now=utcnow(),
         )
     except service.FormRejected as exc:
@@ -281,7 +281,7 @@ async def revoke_confirm(
 @router.post("/settings/api/keys/{key_id}/revoke")
 async def revoke(request: Request, key_id: str, session: SessionDep, user: UserDep) -> Response:
     await read_form(request, user)
-    await service.revoke_own_key(session, user, key_id, utcnow())
+    await service.revoke_own_key(session, user, key_id, ip=client_ip(request), now=utcnow())
     return redirect("/settings/api?notice=revoked")
 
 
@@ -325,8 +325,16 @@ def _environment(request: Request) -> Environment:
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     environment = _environment(request)
-    cards = await service.overview(session, user, environment, utcnow())
+    now = utcnow()
+    cards = await service.overview(session, user, environment, now)
     alerts = await service.open_alerts(session, user, environment)
+    # Live only: a sandbox fleet's totals would simulate each system's year to date (seconds
+    # on a cold model cache) for a page that shows simulated data anyway.
+    totals = (
+        await service.fleet_totals(session, user, environment, now)
+        if cards and environment is Environment.LIVE
+        else None
+    )
     return render(
         request,
         "overview.html",
@@ -335,89 +343,8 @@ async def overview_page(request: Request, session: SessionDep, user: UserDep) ->
             "environment": environment.value,
             "alerts": alerts,
             "alert_titles": service.ALERT_TITLES,
+            "fleet": totals,
+            "notice": _notice(request),
         },
         user=user,
     )
-
-
-@router.get("/systems/{system_id}")
-async def system_page(
-    request: Request, system_id: str, session: SessionDep, user: UserDep
-) -> Response:
-    system = await service.own_system(session, user, system_id)
-    now = utcnow()
-    tz = ZoneInfo(system.timezone)
-    params = request.query_params
-    error: str | None = None
-    body: dict[str, Any] | None = None
-    query: service.ProductionQuery | None = None
-    try:
-        query = service.production_query(
-            system, params.get("from"), params.get("to"), params.get("interval"), now
-        )
-        body = await service.production(session, system, query, now)
-    except service.FormRejected as exc:
-        error = exc.message
-    today = now.astimezone(tz).date()
-    chart = None
-    if body is not None and query is not None:
-        points = [
-            ChartPoint(parse_timestamp(item["start"]), item["energy_wh"]) for item in body["data"]
-        ]
-        chart = render_chart(
-            points,
-            query.interval.value,
-            tz,
-            title=f"Energy per {query.interval.label} of {system.name}",
-        )
-    return render(
-        request,
-        "system.html",
-        {
-            "system": system,
-            "query": query,
-            "form": {
-                "from": params.get("from") or (query.first_day.isoformat() if query else ""),
-                "to": params.get("to") or (query.last_day.isoformat() if query else ""),
-                "interval": params.get("interval") or (query.interval.value if query else "1d"),
-            },
-            "body": body,
-            "chart": chart,
-            "error": error,
-            "presets": _presets(system.id, today),
-            "current_url": str(request.url.path)
-            + ("?" + request.url.query if request.url.query else ""),
-            "intervals": INTERVAL_LABELS,
-            "tz": tz,
-            "bucket_label": bucket_label,
-            "parse": parse_timestamp,
-            "alerts": await service.open_alerts(
-                session, user, Environment(system.environment), system.id
-            ),
-            "alert_titles": service.ALERT_TITLES,
-        },
-        status_code=400 if error else 200,
-        user=user,
-    )
-
-
-def _presets(system_id: str, today: date) -> list[tuple[str, str]]:
-    def link(first: date, last: date, interval: str) -> str:
-        return f"/systems/{system_id}?" + urlencode(
-            {"from": first.isoformat(), "to": last.isoformat(), "interval": interval}
-        )
-
-    return [
-        ("Today", link(today, today, "15m")),
-        ("Yesterday", link(today - timedelta(days=1), today - timedelta(days=1), "15m")),
-        ("Last 3 days", link(today - timedelta(days=2), today, "1h")),
-        ("Last 7 days", link(today - timedelta(days=6), today, "1d")),
-        ("Last 30 days", link(today - timedelta(days=29), today, "1d")),
-        ("This year", link(date(today.year, 1, 1), today, "1M")),
-        ("Last 12 months", link(_months_before(today, 11), today, "1M")),
-    ]
-
-
-def _months_before(today: date, months: int) -> date:
-    index = today.year * 12 + today.month - 1 - months
-    return date(index // 12, index % 12 + 1, 1)

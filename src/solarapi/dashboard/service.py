@@ -13,20 +13,23 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
+from solarapi.accounts.passwords import PasswordChecksBusy
 from solarapi.accounts.service import check_login, create_account
 from solarapi.alerts import service as alerts_service
 from solarapi.alerts.rendering import AlertRecord
+from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
-from solarapi.dashboard.throttle import LoginThrottle
+from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.portfolio import service as portfolio
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
 from solarapi.readings import service as readings_service
@@ -35,6 +38,10 @@ from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
 
 LOGIN_FAILED = "E-mail or password is incorrect."
+ACCOUNT_DISABLED = (
+    "This account is disabled, so it cannot log in. Ask the operator of this service to "
+    "enable it again."
+)
 # Without sending e-mail, a sign-up form cannot hide entirely whether an address is taken;
 # it says no more than that, after the same amount of work as a successful sign-up.
 SIGNUP_REFUSED = (
@@ -44,7 +51,9 @@ SIGNUP_REFUSED = (
 STARTER_NO_KEYS = (
     "API access needs the Pro plan (read-only) or the Enterprise plan (full access). Your "
     "account is on the Starter plan, which includes the dashboard only, so it cannot create "
-    "API keys. Ask your operator to change the plan."
+    "API keys. Systems, readings uploads and ingest tokens for data loggers work on every "
+    "plan, here in the dashboard. To change the plan, the operator of this server runs "
+    "`solarapi accounts set-plan <your e-mail> pro` (or `enterprise`); see Settings → Plan."
 )
 
 
@@ -81,10 +90,26 @@ async def sign_up(
         )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many sign-ups and log-ins are being checked at this moment. Try again in a "
+            "minute.",
+            503,
+        ) from None
     except Conflict:
         # create_account hashed the password before finding the e-mail taken, so the
         # refusal costs the same time as a sign-up.
         raise FormRejected(SIGNUP_REFUSED) from None
+    await record_audit(
+        session,
+        AuditAction.ACCOUNT_CREATED,
+        actor=Actor.user(created.user.id),
+        account_id=created.account.id,
+        subject=created.user.email,
+        ip=ip,
+        now=now,
+        details={"plan": plan.value, "via": "dashboard sign-up"},
+    )
     return await start_session(session, user_id=created.user.id, secret=secret, now=now)
 
 
@@ -99,18 +124,56 @@ async def log_in(
     now: datetime,
 ) -> str:
     """Check the password (same work for unknown e-mails) and start a session."""
-    blocked = await throttle.login_blocked(email, ip)
-    if blocked is not None:
+    attempt = await throttle.login_attempt(email, ip)  # counted before Argon2 runs
+    if isinstance(attempt, Throttled):
         raise FormRejected(
             f"Too many failed log-ins for this e-mail or from your network. Try again in "
-            f"{blocked.minutes} minutes.",
+            f"{attempt.minutes} minutes.",
             429,
         )
-    user = await check_login(session, email=email, password=password[:1024])
+    try:
+        user = await check_login(session, email=email, password=password[:1024])
+    except PasswordChecksBusy:
+        raise FormRejected(
+            "Too many log-ins are being checked at this moment. Try again in a minute.", 503
+        ) from None
     if user is None:
-        await throttle.login_failed(email, ip)
+        await _audit_failed_login(session, email=email, ip=ip, now=now, reason="wrong password")
         raise FormRejected(LOGIN_FAILED, 400)
+    account = await account_repository.get_account(session, user.account_id)
+    if account is None or account.disabled_at is not None:
+        # Said only after the right password: it tells nobody else that the address exists.
+        await _audit_failed_login(session, email=email, ip=ip, now=now, reason="disabled")
+        raise FormRejected(ACCOUNT_DISABLED, 403)
+    await throttle.succeeded(attempt)
+    await record_audit(
+        session,
+        AuditAction.LOGIN_SUCCEEDED,
+        actor=Actor.user(user.id),
+        account_id=user.account_id,
+        subject=user.email,
+        ip=ip,
+        now=now,
+    )
     return await start_session(session, user_id=user.id, secret=secret, now=now)
+
+
+async def _audit_failed_login(
+    session: AsyncSession, *, email: str, ip: str, now: datetime, reason: str
+) -> None:
+    """A failed log-in names the account when the e-mail belongs to one (the operator sees
+    attempts on it); the address is kept as typed, whether or not it exists."""
+    known = await account_repository.find_user_by_email(session, email)
+    await record_audit(
+        session,
+        AuditAction.LOGIN_FAILED,
+        actor=Actor.anonymous() if known is None else Actor.user(known.id),
+        account_id=None if known is None else known.account_id,
+        subject=email.strip(),
+        ip=ip,
+        now=now,
+        details={"reason": reason},
+    )
 
 
 def _sentence(message: str) -> str:
@@ -140,6 +203,7 @@ async def issue_key(
     name: str,
     environment: str,
     secret: bytes,
+    ip: str,
     now: datetime,
 ) -> tuple[ApiKey, NewKey]:
     if not can_create_keys(user.plan):
@@ -149,11 +213,22 @@ async def issue_key(
     except ValueError:
         raise FormRejected("Choose live or test for the key's environment.") from None
     try:
-        return await create_key(
+        record, new = await create_key(
             session, account_id=user.account_id, name=name, environment=env, secret=secret, now=now
         )
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message.replace("key name", "Key name"))) from None
+    await record_audit(
+        session,
+        AuditAction.KEY_CREATED,
+        actor=Actor.user(user.user_id),
+        account_id=user.account_id,
+        subject=record.id,
+        ip=ip,
+        now=now,
+        details={"environment": record.environment, "display": record.display},
+    )
+    return record, new
 
 
 async def find_own_key(session: AsyncSession, user: WebUser, key_id: str) -> ApiKey | None:
@@ -162,9 +237,23 @@ async def find_own_key(session: AsyncSession, user: WebUser, key_id: str) -> Api
 
 
 async def revoke_own_key(
-    session: AsyncSession, user: WebUser, key_id: str, now: datetime
+    session: AsyncSession, user: WebUser, key_id: str, *, ip: str, now: datetime
 ) -> ApiKey:
-    return await revoke_key(session, key_id=key_id, now=now, account_id=user.account_id)
+    found = await find_own_key(session, user, key_id)
+    was_active = found is not None and found.revoked_at is None
+    key = await revoke_key(session, key_id=key_id, now=now, account_id=user.account_id)
+    if was_active:
+        await record_audit(
+            session,
+            AuditAction.KEY_REVOKED,
+            actor=Actor.user(user.user_id),
+            account_id=user.account_id,
+            subject=key.id,
+            ip=ip,
+            now=now,
+            details={"environment": key.environment, "display": key.display},
+        )
+    return key
 
 
 # --- usage ------------------------------------------------------------------------------
@@ -227,6 +316,16 @@ async def overview(
     ):
         cards.append(await _card(session, system, now))
     return cards
+
+
+async def fleet_totals(
+    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
+) -> dict[str, Any]:
+    """The overview's fleet totals (today, month, year, specific yield today): what
+    `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
+    systems = await systems_repository.list_for_account(session, user.account_id, environment.value)
+    _, totals = await portfolio.summaries(session, systems, now)
+    return totals
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,11 @@ async def resolve_session(
     if found is None:
         return None
     web_session, user, account = found
-    if now >= web_session.expires_at or now - web_session.last_seen_at >= IDLE_TIMEOUT:
+    if (
+        now >= web_session.expires_at
+        or now - web_session.last_seen_at >= IDLE_TIMEOUT
+        or account.disabled_at is not None
+    ):
         await repository.delete_session(session, web_session.id)
         return None
     if now - web_session.last_seen_at >= TOUCH_RESOLUTION:

@@ -409,6 +409,43 @@ async def read_form(request: Request, user: WebUser | None) -> dict[str, str]:
     return form
 
 
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+
+async def read_upload(request: Request, user: WebUser, field: str) -> tuple[dict[str, str], bytes]:
+    """A POSTed file form (multipart, one file in `field`, at most 10 MiB) after the same
+    CSRF and origin checks as `read_form`: its text fields and the file's bytes."""
+    content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type != "multipart/form-data":
+        raise PageError(415, "Unsupported form", "Files must be sent from the page's form.")
+    length = request.headers.get("content-length", "")
+    if not length.isdigit():
+        raise PageError(411, "That request did not work", "The upload must state its length.")
+    if int(length) > MAX_UPLOAD_BYTES:
+        raise PageError(
+            413,
+            "Too much data",
+            f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MiB; split it into several "
+            "files or use `solarapi readings import`.",
+        )
+    _check_origin(request)
+    async with request.form(max_files=1, max_fields=8) as posted:
+        fields: dict[str, str] = {}
+        data = b""
+        for name, value in posted.multi_items():
+            if isinstance(value, str):
+                if "\x00" in name or "\x00" in value:
+                    raise PageError(
+                        400, "That request did not work", f"Form fields: {NUL_MESSAGE}."
+                    )
+                fields.setdefault(name, value)
+            elif name == field:
+                data = await value.read()
+    if not csrf_valid(_secret(request), f"session:{user.session_id}", fields.get("csrf")):
+        raise CsrfRejected
+    return fields, data
+
+
 def _check_origin(request: Request) -> None:
     # Defence in depth beside the token: browsers send Origin on cross-site POSTs.
     origin = request.headers.get("origin")

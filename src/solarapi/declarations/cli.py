@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.cli_support import load_settings, print_json, run_in_session
 from solarapi.declarations.service import decide_as_operator, pending_declarations
-from solarapi.declarations.views import declaration_to_api
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 
@@ -50,7 +49,7 @@ def decide(
         declaration = await decide_as_operator(
             session, declaration_id, approve=approve, reason=reason, now=utcnow()
         )
-        return declaration_to_api(declaration)
+        return declaration.render()
 
     payload = run_in_session(load_settings(), work)
     if as_json:
@@ -71,7 +70,7 @@ def pending(
 
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         rows = await pending_declarations(session, env, limit)
-        return [{**declaration_to_api(d), "account_id": d.account_id} for d in rows]
+        return [{**d.render(), "account_id": d.account_id} for d in rows]
 
     payload = run_in_session(load_settings(), work)
     if as_json:

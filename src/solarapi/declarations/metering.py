@@ -87,6 +87,20 @@ def validate_period(system: System, period_start: date, period_end: date, now: d
             f"the period spans {days} days, more than the {MAX_PERIOD_DAYS} allowed; split it "
             "into several declarations"
         )
+    start_s, end_s = period_bounds(system, period_start, period_end)
+    if start_s == end_s:
+        # Pacific/Apia skipped 2011-12-30 when it moved across the date line: such a period
+        # has no quarter-hour at all (was: "'from' must be before 'to'").
+        period = (
+            period_start.isoformat()
+            if period_start == period_end
+            else f"{period_start.isoformat()} to {period_end.isoformat()}"
+        )
+        raise ValidationFailed(
+            f"the period {period} has no day in the system's time zone {system.timezone}: "
+            "the zone skipped those dates when it changed its UTC offset; choose a period "
+            "with at least one day that exists there"
+        )
     today = local_today(system, now)
     if period_end >= today:
         raise ValidationFailed(

@@ -17,7 +17,6 @@ from solarapi.declarations.schemas import (
     DeclarationUpdate,
     HistoryOut,
 )
-from solarapi.declarations.views import declaration_to_api, transition_to_api
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
@@ -68,7 +67,7 @@ async def create_declaration(
 ) -> Response:
     declaration = await service.create_declaration(session, _caller(principal), body, utcnow())
     return OrjsonResponse(
-        declaration_to_api(declaration),
+        declaration.render(),
         status_code=201,
         headers={"Location": _location(declaration.id)},
     )
@@ -98,7 +97,7 @@ async def list_declarations(
         offset=page.offset,
         limit=page.limit,
     )
-    return page_response(request, [declaration_to_api(d) for d in rows], total, page)
+    return page_response(request, [d.render() for d in rows], total, page)
 
 
 @router.get(_PATH, response_model=DeclarationOut, summary="Get a declaration")
@@ -106,7 +105,7 @@ async def get_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     declaration = await service.get_declaration(session, _caller(principal), declaration_id)
-    return OrjsonResponse(declaration_to_api(declaration))
+    return OrjsonResponse(declaration.render())
 
 
 @router.patch(
@@ -123,7 +122,7 @@ async def update_declaration(
     declaration = await service.update_declaration(
         session, _caller(principal), declaration_id, changes, utcnow()
     )
-    return OrjsonResponse(declaration_to_api(declaration))
+    return OrjsonResponse(declaration.render())
 
 
 @router.delete(_PATH, status_code=204, summary="Delete a draft", responses=_conflict(_NOT_A_DRAFT))
@@ -147,7 +146,7 @@ async def submit_declaration(
     declaration = await service.submit_declaration(
         session, _caller(principal), declaration_id, utcnow()
     )
-    return OrjsonResponse(declaration_to_api(declaration))
+    return OrjsonResponse(declaration.render())
 
 
 @router.post(
@@ -165,7 +164,7 @@ async def withdraw_declaration(
     declaration = await service.withdraw_declaration(
         session, _caller(principal), declaration_id, utcnow()
     )
-    return OrjsonResponse(declaration_to_api(declaration))
+    return OrjsonResponse(declaration.render())
 
 
 @router.get(
@@ -177,4 +176,4 @@ async def declaration_history(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     transitions = await service.history(session, _caller(principal), declaration_id)
-    return OrjsonResponse({"data": [transition_to_api(t) for t in transitions]})
+    return OrjsonResponse({"data": [t.render() for t in transitions]})

@@ -9,7 +9,6 @@ transitions of one declaration, never interleave. Status changes are also compar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -32,7 +31,7 @@ from solarapi.declarations.statemachine import (
     TransitionNotAllowed,
     transition_for,
 )
-from solarapi.declarations.views import declaration_to_api
+from solarapi.declarations.views import DeclarationView, TransitionView
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
@@ -75,7 +74,21 @@ async def _owned_system(session: AsyncSession, caller: Caller, system_id: str) -
     )
 
 
+async def _locked_system(session: AsyncSession, system_id: str) -> System:
+    """The system under its lock, re-read (`systems.repository.lock_fresh`)."""
+    system = await systems_repository.lock_fresh(session, system_id)
+    if system is None:
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
+    return system
+
+
 async def get_declaration(
+    session: AsyncSession, caller: Caller, declaration_id: str
+) -> DeclarationView:
+    return DeclarationView.of(await _owned_declaration(session, caller, declaration_id))
+
+
+async def _owned_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str
 ) -> Declaration:
     found = await repository.get_declaration(
@@ -97,7 +110,7 @@ async def list_declarations(
     declaration_type: str | None,
     offset: int,
     limit: int,
-) -> tuple[Sequence[Declaration], int]:
+) -> tuple[list[DeclarationView], int]:
     if status is not None and status not in set(DeclarationStatus):
         names = ", ".join(s.value for s in DeclarationStatus)
         raise ValidationFailed(f"status must be one of {names}; got '{excerpt(status)}'")
@@ -107,7 +120,7 @@ async def list_declarations(
         )
     if system_id is not None:
         await _owned_system(session, caller, system_id)
-    return await repository.list_declarations(
+    rows, total = await repository.list_declarations(
         session,
         account_id=caller.account_id,
         environment=caller.environment,
@@ -117,13 +130,17 @@ async def list_declarations(
         offset=offset,
         limit=limit,
     )
+    return [DeclarationView.of(row) for row in rows], total
 
 
 async def history(
     session: AsyncSession, caller: Caller, declaration_id: str
-) -> Sequence[DeclarationTransition]:
-    declaration = await get_declaration(session, caller, declaration_id)
-    return await repository.list_transitions(session, declaration.id)
+) -> list[TransitionView]:
+    declaration = await _owned_declaration(session, caller, declaration_id)
+    return [
+        TransitionView.of(step)
+        for step in await repository.list_transitions(session, declaration.id)
+    ]
 
 
 # --- the transitions ------------------------------------------------------------------------
@@ -201,7 +218,7 @@ async def _record(
             account_id=declaration.account_id,
             environment=declaration.environment,
             event_type=event_type,
-            data=declaration_to_api(declaration),
+            data=DeclarationView.of(declaration).render(),
         )
 
 
@@ -252,8 +269,11 @@ async def _locked_reload(
 
 async def create_declaration(
     session: AsyncSession, caller: Caller, body: DeclarationCreate, now: datetime
-) -> Declaration:
-    system = await _owned_system(session, caller, body.system_id)
+) -> DeclarationView:
+    await _owned_system(session, caller, body.system_id)
+    # Locked before anything is measured: the period's days follow the system's time zone,
+    # which a concurrent PATCH may be changing (the metering goes through the same rollups).
+    system = await _locked_system(session, body.system_id)
     validate_period(system, body.period_start, body.period_end, now)
     # A period without readings is a valid draft (coverage 0, energies null): the contract
     # gates submission on coverage, not creation.
@@ -262,7 +282,6 @@ async def create_declaration(
     energy_wh = metered if body.energy_wh is None else body.energy_wh
     validate_energy(energy_wh, metered, body.type)
 
-    await systems_repository.lock(session, system.id)
     await _check_overlap(
         session,
         system_id=system.id,
@@ -300,7 +319,7 @@ async def create_declaration(
         reason=None,
         now=now,
     )
-    return declaration
+    return DeclarationView.of(declaration)
 
 
 async def update_declaration(
@@ -309,14 +328,14 @@ async def update_declaration(
     declaration_id: str,
     changes: dict[str, Any],
     now: datetime,
-) -> Declaration:
+) -> DeclarationView:
     """`changes` holds only the fields the client sent (`energy_wh: None` = use metered)."""
-    declaration = await get_declaration(session, caller, declaration_id)
+    declaration = await _owned_declaration(session, caller, declaration_id)
     for name in ("period_start", "period_end"):
         if name in changes and changes[name] is None:
             raise ValidationFailed(f"{name}: may not be null")
-    system = await systems_repository.get(session, declaration.system_id)
-    assert system is not None  # the foreign key cascades
+    declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
+    system = await _locked_system(session, declaration.system_id)
     period_start: date = changes.get("period_start", declaration.period_start)
     period_end: date = changes.get("period_end", declaration.period_end)
     validate_period(system, period_start, period_end, now)
@@ -330,7 +349,6 @@ async def update_declaration(
         energy_wh = metered if declaration.energy_wh is None else declaration.energy_wh
     validate_energy(energy_wh, metered, declaration.type)
 
-    declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
     await _check_overlap(
         session,
         system_id=declaration.system_id,
@@ -348,7 +366,7 @@ async def update_declaration(
     }
     if "reference" in changes:
         values["reference"] = changes["reference"]
-    return await _transition(
+    updated = await _transition(
         session,
         declaration,
         DeclarationAction.UPDATE,
@@ -357,10 +375,11 @@ async def update_declaration(
         reason=None,
         now=now,
     )
+    return DeclarationView.of(updated)
 
 
 async def delete_declaration(session: AsyncSession, caller: Caller, declaration_id: str) -> None:
-    declaration = await get_declaration(session, caller, declaration_id)
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.DELETE)
     if not await repository.delete_if_status(session, declaration.id, declaration.status):
         raise _refuse(declaration.id, "deleted", DeclarationAction.DELETE)
@@ -368,11 +387,10 @@ async def delete_declaration(session: AsyncSession, caller: Caller, declaration_
 
 async def submit_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
-) -> Declaration:
-    declaration = await get_declaration(session, caller, declaration_id)
+) -> DeclarationView:
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.SUBMIT)
-    system = await systems_repository.get(session, declaration.system_id)
-    assert system is not None
+    system = await _locked_system(session, declaration.system_id)
     metering = await measure_period(
         session, system, declaration.period_start, declaration.period_end, now
     )
@@ -401,7 +419,7 @@ async def submit_declaration(
     )
     if caller.environment is Environment.TEST:
         submitted = await _decide_in_sandbox(session, submitted, now)
-    return submitted
+    return DeclarationView.of(submitted)
 
 
 async def _decide_in_sandbox(
@@ -423,10 +441,10 @@ async def _decide_in_sandbox(
 
 async def withdraw_declaration(
     session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
-) -> Declaration:
-    declaration = await get_declaration(session, caller, declaration_id)
+) -> DeclarationView:
+    declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.WITHDRAW)
-    return await _transition(
+    withdrawn = await _transition(
         session,
         declaration,
         DeclarationAction.WITHDRAW,
@@ -435,6 +453,7 @@ async def withdraw_declaration(
         reason=None,
         now=now,
     )
+    return DeclarationView.of(withdrawn)
 
 
 async def decide(
@@ -463,25 +482,27 @@ async def decide(
 
 async def decide_as_operator(
     session: AsyncSession, declaration_id: str, *, approve: bool, reason: str | None, now: datetime
-) -> Declaration:
+) -> DeclarationView:
     """The issuing body's answer for a live declaration, entered by the operator (CLI)."""
     declaration = await repository.get_declaration_by_id(session, declaration_id)
     if declaration is None:
         raise NotFound(f"No declaration {excerpt(declaration_id)}")
-    return await decide(
+    decided = await decide(
         session, declaration, approve=approve, reason=reason, actor=OPERATOR, now=now
     )
+    return DeclarationView.of(decided)
 
 
 async def pending_declarations(
     session: AsyncSession, environment: Environment | None, limit: int
-) -> Sequence[Declaration]:
-    return await repository.list_by_status(
+) -> list[DeclarationView]:
+    rows = await repository.list_by_status(
         session,
         DeclarationStatus.SUBMITTED.value,
         environment.value if environment else None,
         limit,
     )
+    return [DeclarationView.of(row) for row in rows]
 
 
 async def blocks_system_deletion(session: AsyncSession, system_id: str) -> bool:

@@ -47,7 +47,7 @@ async def get_events(
         page=page,
         now=utcnow(),
     )
-    return page_response(request, items, total, page)
+    return page_response(request, [item.render() for item in items], total, page)
 
 
 def add_routes(router: APIRouter) -> None:

@@ -6,6 +6,7 @@ pattern); the webhook deliveries it schedules are jobs in that same transaction 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -100,15 +101,35 @@ def _plain_json(data: dict[str, Any]) -> dict[str, Any]:
     return decoded
 
 
-def event_to_api(event: Event) -> dict[str, Any]:
-    """The event as the API and webhook bodies show it."""
-    return {
-        "id": event.id,
-        "type": event.type,
-        "created_at": format_timestamp(event.created_at),
-        "environment": event.environment,
-        "data": event.data,
-    }
+@dataclass(frozen=True, slots=True)
+class EventView:
+    """An event as the API and webhook bodies show it: a frozen value, rendered once
+    (`render`, documented by the router's `EventOut`)."""
+
+    id: str
+    type: str
+    created_at: datetime
+    environment: str
+    data: dict[str, Any]  # the object as the API showed it when the event happened: JSON
+
+    @classmethod
+    def of(cls, event: Event) -> EventView:
+        return cls(
+            id=event.id,
+            type=event.type,
+            created_at=event.created_at,
+            environment=event.environment,
+            data=event.data,
+        )
+
+    def render(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "created_at": format_timestamp(self.created_at),
+            "environment": self.environment,
+            "data": self.data,
+        }
 
 
 def parse_type_filter(raw: str | None) -> str | None:
@@ -127,7 +148,7 @@ async def list_events(
     event_type: str | None,
     page: PageParams,
     now: datetime,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[EventView], int]:
     # Expired events are hidden at once, whenever the clean-up last ran.
     rows, total = await repository.list_page(
         session,
@@ -138,7 +159,7 @@ async def list_events(
         offset=page.offset,
         limit=page.limit,
     )
-    return [event_to_api(row) for row in rows], total
+    return [EventView.of(row) for row in rows], total
 
 
 async def purge_expired(session: AsyncSession, now: datetime) -> int:

@@ -7,10 +7,9 @@ import json
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.types import Message, Receive, Scope
 
-from solarapi.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from solarapi.errors import ApiError, PayloadTooLarge, UnsupportedMediaType, ValidationFailed
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -19,21 +18,6 @@ _BOM = b"\xef\xbb\xbf"
 # fraction of a millisecond at this size); larger ones only go to endpoints that decode them
 # in a way of their own and check there (the readings upload).
 DUPLICATE_CHECK_BYTES = 256 * 1024
-
-
-class _BodyTooLarge(HTTPException):
-    # An HTTPException: raised while the app reads the body, it reaches the app's handlers
-    # (FastAPI re-raises HTTPExceptions from body reading).
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            413, f"Request body exceeds the limit of {limit} bytes", {"Connection": "close"}
-        )
-
-
-class _BadBody(HTTPException):
-    # An HTTPException, like _BodyTooLarge, for the same reason.
-    def __init__(self, problem: str) -> None:
-        super().__init__(400, f"request body: {problem}")
 
 
 class _DuplicateKey(ValueError):
@@ -71,7 +55,9 @@ def check_body(
     scope: Scope, headers: Headers, receive: Receive, max_bytes: int
 ) -> tuple[ApiError | None, Receive]:
     """The error of a body refused by its headers (413, 415), or None and the `receive` the
-    endpoint reads the body through, which refuses it while it streams (413, 400)."""
+    endpoint reads the body through, which refuses it while it streams (413, 400: raised as
+    the `ApiError`s they are, which reach the app's handlers through FastAPI's body reading
+    because `ApiError` is an HTTPException)."""
     if scope["method"] not in _BODY_METHODS:
         return None, receive
     length_header = headers.get("content-length")
@@ -109,12 +95,14 @@ def check_body(
             if len(start) < len(_BOM):
                 start += chunk[: len(_BOM) - len(start)]
                 if start.startswith(_BOM):
-                    raise _BadBody("starts with a byte order mark (BOM); send UTF-8 without one")
+                    raise ValidationFailed(
+                        "request body: starts with a byte order mark (BOM); send UTF-8 without one"
+                    )
             received += len(chunk)
             if received > max_bytes:
-                raise _BodyTooLarge(max_bytes)
+                raise PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes")
             if nul_scanner.feed(chunk):
-                raise _BadBody(NUL_MESSAGE)
+                raise ValidationFailed(f"request body: {NUL_MESSAGE}")
             if received <= DUPLICATE_CHECK_BYTES:
                 kept.append(chunk)
             else:
@@ -125,6 +113,6 @@ def check_body(
 
     def _check_whole(body: bytes | None) -> None:
         if body is not None and (key := duplicate_key(body)) is not None:
-            raise _BadBody(duplicate_key_message(key))
+            raise ValidationFailed(f"request body: {duplicate_key_message(key)}")
 
     return None, limited_receive

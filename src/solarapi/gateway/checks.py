@@ -16,12 +16,12 @@ from solarapi.errors import (
     ValidationFailed,
     render_api_error,
 )
-from solarapi.gateway import plan, ratelimits
+from solarapi.gateway import ingest, plan, ratelimits
 from solarapi.gateway.authentication import authenticate_request
 from solarapi.gateway.body import check_body
 from solarapi.gateway.direct import DIRECT
 from solarapi.gateway.exchange import Exchange
-from solarapi.gateway.health import HEALTH, health_answer
+from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
 from solarapi.gateway.query import parse_query
 from solarapi.gateway.routing import RouteMatch
 from solarapi.kit.direct import DIRECT_QUERY
@@ -59,6 +59,8 @@ class Checks:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return render_api_error(_routing_error(scope, found)), receive
         relative = found.template.removeprefix(API_PREFIX)
+        if relative == LIVE:
+            return live_answer(), receive
         if relative == HEALTH:
             await ratelimits.anonymous(exchange, self.now, count=False)
             return await health_answer(exchange), receive
@@ -70,6 +72,8 @@ class Checks:
             error = await self._counted_anonymously(
                 ValidationFailed("the request has more than one Authorization header; send one")
             )
+        elif relative == ingest.INGEST_ROUTE:
+            error = await self._ingest_token()
         else:
             error = await self._key_and_plan(relative)
         if error is None and url_has_nul(scope["path"], scope.get("query_string", b"")):
@@ -101,8 +105,19 @@ class Checks:
         decision = await ratelimits.anonymous(self.exchange, self.now, count=True)
         return error if decision.allowed else ratelimits.too_many(decision, anonymous=True)
 
+    async def _ingest_token(self) -> ApiError | None:
+        """401 or 429 from the ingest token's own window, or None with the logger on the
+        request (`gateway.ingest`)."""
+        refused = await ingest.token_caller(self.exchange, self.now)
+        if isinstance(refused, Unauthorized):
+            return await self._counted_anonymously(refused)
+        return refused
+
     async def _key_and_plan(self, relative: str) -> ApiError | None:
         """401, 429 or 403, or None with the caller's Principal on the request."""
+        misplaced = ingest.misplaced_token(self.exchange)
+        if misplaced is not None:
+            return await self._counted_anonymously(misplaced)
         principal = await authenticate_request(self.exchange, self.now)
         if isinstance(principal, Unauthorized):
             return await self._counted_anonymously(principal)

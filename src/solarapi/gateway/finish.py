@@ -6,6 +6,7 @@ import logging
 import time
 
 from solarapi.auth.principal import Principal
+from solarapi.dashboard.sessions import WebUser
 from solarapi.db import REQUEST_SESSION, untouched
 from solarapi.gateway.exchange import Exchange
 
@@ -34,6 +35,9 @@ async def finish(exchange: Exchange) -> None:
         return
     principal = scope_state.get("principal")
     caller = principal if isinstance(principal, Principal) else None
+    # A dashboard page: the signed-in person, so a page's line names its account too.
+    web_user = scope_state.get("web_user") if caller is None else None
+    person = web_user if isinstance(web_user, WebUser) else None
     log.info(
         "request",
         extra={
@@ -45,7 +49,8 @@ async def finish(exchange: Exchange) -> None:
             "latency_ms": round(elapsed * 1000, 2),
             "key_id": caller.key_id if caller else None,
             "key": caller.key_display if caller else None,
-            "account_id": caller.account_id if caller else None,
+            "account_id": caller.account_id if caller else (person.account_id if person else None),
+            "user_id": person.user_id if person else None,
             "client_ip": exchange.client_ip,
         },
     )

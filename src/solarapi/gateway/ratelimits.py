@@ -28,10 +28,12 @@ def too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
     message = limit_message(decision)
     if anonymous:
         message = message.replace(". Retry", " without a valid API key. Retry", 1)
-    # The exhausted window that resets last is the one the client waits for.
-    blocked = [w for w in decision.windows if w.used >= w.limit] or [decision.binding]
-    window = max(blocked, key=lambda w: w.reset).name
-    return Refused(message, decision.retry_after, window, "anonymous" if anonymous else "key")
+    return Refused(
+        message,
+        decision.retry_after,
+        decision.waited_for.name,
+        "anonymous" if anonymous else "key",
+    )
 
 
 def _use(exchange: Exchange, decision: Decision) -> Decision:

@@ -1,1 +1,2 @@
-"""`GET|HEAD /health`: liveness for load balancers, never rate limited."""
+"""`GET|HEAD /health` (readiness: the database answers) and `/health/live` (liveness: the
+process answers), for load balancers and orchestrators; never rate limited."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from solarapi.health.service import health_response
+from solarapi.health.service import health_response, live_response
 
 router = APIRouter(tags=["Health"])
 
@@ -22,6 +22,11 @@ class Health(BaseModel):
     status: Literal["ok", "degraded", "unavailable"]
     version: str
     api_version: str
+    tzdata: str = Field(
+        description="The IANA tz database release every local calendar follows (the "
+        "`tzdata` package shipped with the service, never the host's files)",
+        examples=["2026f"],
+    )
     time: str
     checks: HealthChecks
 
@@ -40,3 +45,22 @@ async def health(request: Request) -> Response:
     # The gateway answers /health itself before the app runs (see ApiGateway); this route
     # documents it and answers the same for an app mounted without the gateway.
     return health_response(await request.app.state.health.checks())
+
+
+class Live(BaseModel):
+    status: Literal["ok"]
+
+
+@router.head("/health/live", include_in_schema=False)
+@router.get(
+    "/health/live",
+    response_model=Live,
+    summary="Liveness",
+    description="No authentication, never counted in a rate-limit window. 200 `ok` as long as "
+    "the process serves requests, whatever the database or Redis say: the liveness check, so "
+    "an orchestrator never restarts a healthy worker because the database blinked. "
+    "`/health` is the readiness check.",
+)
+async def live() -> Response:
+    # The gateway answers it before the app runs; this route documents it.
+    return live_response()

@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.responses import Response
 
 from solarapi.db import schema_revision
 from solarapi.dbfaults import SCHEMA_REVISION, is_database_unavailable, revision_is_current
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp
+from solarapi.kit.tzdb import TZDATA_VERSION
 from solarapi.kit.version import API_VERSION
 from solarapi.ratelimit.base import RateLimiter
 
@@ -166,6 +168,7 @@ def health_response(checks: Checks) -> OrjsonResponse:
         "status": status,
         "version": _VERSION,
         "api_version": API_VERSION,
+        "tzdata": TZDATA_VERSION,
         "time": _time_text(int(time.time())),
         "checks": {"database": checks.database, "rate_limiter": checks.rate_limiter},
     }
@@ -174,4 +177,14 @@ def health_response(checks: Checks) -> OrjsonResponse:
         headers["Retry-After"] = "5"
     return OrjsonResponse(
         body, status_code=503 if status == "unavailable" else 200, headers=headers
+    )
+
+
+_LIVE_BODY = b'{"status":"ok"}'
+
+
+def live_response() -> Response:
+    """`/health/live`: the process answers. It asks nothing of the database or Redis."""
+    return Response(
+        _LIVE_BODY, media_type="application/json", headers={"Cache-Control": "no-store"}
     )

@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 
 import orjson
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
-from solarapi.errors import ApiError, Conflict, PayloadTooLarge, ValidationFailed, render_api_error
+from solarapi.errors import ApiError, Conflict, ValidationFailed, render_api_error
 from solarapi.idempotency import store
 from solarapi.kit.timefmt import utcnow
 
@@ -163,16 +162,8 @@ async def _checked_body(key: str, receive: Receive) -> bytes | None:
     problem = key_problem(key)
     if problem is not None:
         raise ValidationFailed(problem)
-    try:
-        return await _read_body(receive)
-    except HTTPException as exc:
-        # The gateway's body checks fail while the body is read: over the size limit (413)
-        # or a NUL character (400).
-        if exc.status_code == 413:
-            raise PayloadTooLarge(str(exc.detail)) from None
-        if exc.status_code == 400:
-            raise ValidationFailed(str(exc.detail)) from None
-        raise
+    # The gateway's body checks raise their ApiErrors (413, 400) while the body is read.
+    return await _read_body(receive)
 
 
 async def _claim(scope: Scope, key: str, body: bytes) -> store.ClaimOutcome:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import signal
 from typing import Annotated
 
 import typer
 
-from solarapi.cli_support import load_settings
+from solarapi.cli_support import load_settings, startup_summary
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
+from solarapi.jobs.queue import HANDLERS
 from solarapi.jobs.repository import queue_stats
 from solarapi.jobs.runner import (
     JobRunner,
@@ -58,12 +60,16 @@ def worker(
     # `solarapi serve`, which may run on the same host.
     settings = load_settings().model_copy(update={"metrics_port": metrics_port})
     configure_logging(settings.log_level)
+    logging.getLogger("solarapi.startup").info(
+        "starting",
+        extra={"config": startup_summary(settings, "worker", concurrency=concurrency, once=once)},
+    )
     if metrics_port is not None:
         # prometheus_client costs ~90 ms to import (-X importtime): only with --metrics-port.
         from solarapi.metrics.exposition import start_metrics_server
 
         try:
-            start_metrics_server(settings, None, queue_stats)
+            start_metrics_server(settings, None, queue_stats, HANDLERS.keys)
         except OSError as exc:
             typer.echo(f"error: cannot serve metrics on port {metrics_port}: {exc}", err=True)
             raise typer.Exit(2) from None

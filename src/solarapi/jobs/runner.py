@@ -18,6 +18,7 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -162,6 +163,8 @@ async def execute(
 ) -> str:
     """Run one claimed job to its outcome; returns the job's new status (or "lost")."""
     handler = HANDLERS[job.kind]
+    started = time.monotonic()
+    log.info("job started", extra=_job_fields(job, worker_id, "started"))
     set_current_job(JobContext(job.id, job.kind, job.attempt, job.max_attempts, worker_id))
     try:
         # The task copies the context, so the handler sees its JobContext.
@@ -186,7 +189,11 @@ async def execute(
                 log.exception("job %s: could not renew the lease", job.id)
                 continue
             if not held:
-                log.warning("job %s: cancelled or taken over; stopping its handler", job.id)
+                log.warning(
+                    "job %s: cancelled or taken over; stopping its handler",
+                    job.id,
+                    extra=_job_fields(job, worker_id, "lost", started),
+                )
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -200,7 +207,25 @@ async def execute(
             async with maker() as session, session.begin():
                 await repository.release(session, job.id, worker_id, clock())
         raise
-    return await _record_outcome(maker, job, task, worker_id, settings, clock())
+    return await _record_outcome(maker, job, task, worker_id, settings, clock(), started)
+
+
+def _job_fields(
+    job: ClaimedJob, worker_id: str, event: str, started: float | None = None
+) -> dict[str, object]:
+    """What each job log line carries: one line when a job starts and one when it ends
+    (finished, retrying, failed, lost), with how long it ran."""
+    fields: dict[str, object] = {
+        "job_id": job.id,
+        "kind": job.kind,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "worker": worker_id,
+        "event": event,
+    }
+    if started is not None:
+        fields["duration_s"] = round(time.monotonic() - started, 3)
+    return fields
 
 
 async def _record_outcome(
@@ -210,11 +235,14 @@ async def _record_outcome(
     worker_id: str,
     settings: RunnerSettings,
     now: datetime,
+    started: float,
 ) -> str:
     exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
     async with maker() as session, session.begin():
         if exc is None:
             ok = await repository.mark_succeeded(session, job.id, worker_id, now)
+            outcome = "finished" if ok else "lost"
+            log.info(f"job {outcome}", extra=_job_fields(job, worker_id, outcome, started))
             return "succeeded" if ok else "lost"
         error = describe_error(exc)
         permanent = isinstance(exc, PermanentJobError)
@@ -232,6 +260,7 @@ async def _record_outcome(
                 retry_at.isoformat(),
                 error,
                 exc_info=exc,
+                extra=_job_fields(job, worker_id, "retrying", started),
             )
             return "queued" if ok else "lost"
         ok = await repository.mark_failed(session, job.id, worker_id, error=error, now=now)
@@ -240,7 +269,14 @@ async def _record_outcome(
         hook = FAILURE_HANDLERS.get(job.kind)
         if hook is not None:
             await hook(session, job.payload, error)
-        log.error("job %s (%s) failed for good: %s", job.id, job.kind, error, exc_info=exc)
+        log.error(
+            "job %s (%s) failed for good: %s",
+            job.id,
+            job.kind,
+            error,
+            exc_info=exc,
+            extra=_job_fields(job, worker_id, "failed", started),
+        )
         return "failed"
 
 

@@ -18,6 +18,9 @@ KIB = 1024
 # (its text fields at their longest are a few kB; a 65 kB name is still refused with a 400
 # that names the field, not a 413).
 SMALL_BODY = 256 * KIB
+# An upload of up to 10,000 quarter-hours (readings, irradiance): ~1.1 MB as compact JSON,
+# ~1.5 MB pretty-printed with long timestamps.
+UPLOAD_BODY = 2 * 1024 * KIB
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 

@@ -1,9 +1,16 @@
 """The bucket grid: the one module that knows where time-series buckets start and end.
 
-`15m`, `30m` and `1h` buckets align to the UTC epoch. `1d`, `1w` (ISO weeks, from Monday) and
-`1M` follow a local calendar (a system's or a price zone's IANA time zone), so a day is 23 or
-25 hours on DST changes and a Sydney day is not a UTC day. All instants here are integer epoch
-seconds (UTC); calendar edges are the UTC instants of local midnights.
+Every bucket follows a local clock and calendar (a system's or a price zone's IANA time zone,
+from the tz database shipped with the service, `kit/tzdb.py`). The native grid is the
+quarter-hour on the UTC epoch; a bucket is the run of consecutive quarter-hours that share one
+local label: for `15m`, `30m` and `1h` the local start time floored to the interval together
+with the UTC offset in force (so a repeated autumn hour is two buckets, and an hour in Kolkata
+is 12:00–13:00 IST, 06:30–07:30Z), for `1d`, `1w` (ISO weeks, from Monday) and `1M` the local
+date, week or month (a day is 23 or 25 hours on DST changes; a Sydney day is not a UTC day; a
+day that does not exist, Pacific/Apia's 2011-12-30, has no bucket). In whole-hour zones the
+sub-daily buckets are exactly the UTC-epoch grid. All instants here are integer epoch seconds
+(UTC), and every edge lies on the quarter-hour grid, even where a historical offset does not
+(Africa/Monrovia's −0:44:30 until 1972): a bucket edge is the first quarter-hour of its run.
 
 It also owns the request rules every time-series endpoint shares: the interval parameter,
 the `from`/`to` defaults, widening to the grid and the 10,000-bucket cap.
@@ -47,7 +54,8 @@ class Interval(enum.StrEnum):
 
     @property
     def fixed_seconds(self) -> int | None:
-        """Length of a UTC-grid bucket; None for local-calendar intervals."""
+        """The local clock's step of a sub-daily interval (a bucket is at most this long, and
+        exactly this long away from offset changes); None for calendar intervals."""
         return _FIXED.get(self)
 
     @property
@@ -94,10 +102,16 @@ def local_date(instant_s: int, tz: ZoneInfo) -> date:
     return datetime.fromtimestamp(instant_s, tz).date()
 
 
+def _ceil_quarter(instant_s: int) -> int:
+    return instant_s + (-instant_s) % QUARTER_S
+
+
 def local_midnight(day: date, tz: ZoneInfo) -> int:
-    """UTC epoch seconds of 00:00 local time on `day` (fold 0 when midnight repeats; the
-    transition instant when midnight is skipped)."""
-    return int(datetime(day.year, day.month, day.day, tzinfo=tz).timestamp())
+    """Where the local day `day` starts on the grid: the first quarter-hour (UTC epoch
+    seconds) at or after 00:00 local time (fold 0 when midnight repeats; the transition
+    instant when midnight is skipped). A day that does not exist (Pacific/Apia 2011-12-30)
+    starts where the next one does: it has no length and so no bucket."""
+    return _ceil_quarter(int(datetime(day.year, day.month, day.day, tzinfo=tz).timestamp()))
 
 
 def _period_start(day: date, interval: Interval) -> date:
@@ -125,6 +139,110 @@ def _periods_between(first: date, last: date, interval: Interval) -> int:
     return (last.year - first.year) * 12 + last.month - first.month
 
 
+# --- the local clock ------------------------------------------------------------------------
+
+# Offsets are sampled this far apart, and a change between two samples is located to the
+# second by bisection. No zone of the tz database changes its offset and back within a day.
+_SAMPLE_S = 86400
+
+
+def _offset_s(instant_s: int, tz: ZoneInfo) -> int:
+    offset = datetime.fromtimestamp(instant_s, tz).utcoffset()
+    assert offset is not None  # a ZoneInfo always has one
+    return int(offset.total_seconds())
+
+
+@functools.lru_cache(maxsize=4096)
+def _year_changes(tz: ZoneInfo, year: int) -> tuple[tuple[int, int], ...]:
+    """(instant, offset from then on) of every offset change in the UTC year `year`.
+    Cached: ~2 ms per zone and year, and the same few years are asked for again and again."""
+    lo = int(datetime(year, 1, 1, tzinfo=UTC).timestamp())
+    hi = int(datetime(year + 1, 1, 1, tzinfo=UTC).timestamp())
+    changes: list[tuple[int, int]] = []
+    at, offset = lo, _offset_s(lo, tz)
+    while at < hi:
+        probe = min(at + _SAMPLE_S, hi)
+        if _offset_s(probe, tz) == offset:
+            at = probe
+            continue
+        # The first second in (at, probe] whose offset is not `offset`.
+        before, after = at, probe
+        while after - before > 1:
+            middle = (before + after) // 2
+            if _offset_s(middle, tz) == offset:
+                before = middle
+            else:
+                after = middle
+        offset = _offset_s(after, tz)
+        changes.append((after, offset))
+        at = after  # another change may follow before `probe`
+    return tuple(changes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _year_on_utc_hours(tz: ZoneInfo, year: int) -> bool:
+    """Whether, all through the UTC year `year`, the zone's offset is a whole number of hours
+    and changes only on a UTC hour: then its local clock's 15m/30m/1h buckets are exactly
+    the UTC-epoch ones (every whole-hour zone, and UTC itself)."""
+    start = int(datetime(year, 1, 1, tzinfo=UTC).timestamp())
+    if _offset_s(start, tz) % 3600:
+        return False
+    return all(
+        instant % 3600 == 0 and offset % 3600 == 0 for instant, offset in _year_changes(tz, year)
+    )
+
+
+_MEAN_YEAR_S = 31_556_952
+
+
+def _on_utc_grid(lo: int, hi: int, tz: ZoneInfo) -> bool:
+    """`_year_on_utc_hours` for every UTC year that [lo, hi] touches (a year either side, as
+    the year is estimated without building a datetime)."""
+    first = 1970 + lo // _MEAN_YEAR_S - 1
+    last = 1970 + hi // _MEAN_YEAR_S + 1
+    return all(_year_on_utc_hours(tz, year) for year in range(first, last + 1))
+
+
+def _segments(lo: int, hi: int, tz: ZoneInfo) -> list[tuple[int, int]]:
+    """(start, offset) of the runs of one UTC offset that cover [lo, hi]; the first starts
+    at `lo`."""
+    segments = [(lo, _offset_s(lo, tz))]
+    first_year = datetime.fromtimestamp(lo, UTC).year
+    last_year = datetime.fromtimestamp(hi, UTC).year
+    for year in range(first_year, last_year + 1):
+        for instant, offset in _year_changes(tz, year):
+            if lo < instant <= hi and offset != segments[-1][1]:
+                segments.append((instant, offset))
+    return segments
+
+
+def _clock_edges(lo: int, hi: int, step: int, tz: ZoneInfo) -> IntArray:
+    """Every edge of the local-clock grid of `step` seconds in [lo, hi] (both quarter-hour
+    instants): the quarter-hours whose label (local start floored to `step`, UTC offset)
+    differs from the quarter-hour before's."""
+    segments = _segments(lo - QUARTER_S, hi, tz)
+    pieces: list[IntArray] = []
+    for i, (start, offset) in enumerate(segments):
+        first = _ceil_quarter(start)  # the first quarter-hour with this offset
+        stop = _ceil_quarter(segments[i + 1][0]) if i + 1 < len(segments) else hi + QUARTER_S
+        if first >= stop:
+            continue  # a run too short to hold the start of a quarter-hour
+        # Within one offset, the label changes at the quarter-hour in which the local clock
+        # passes a multiple of `step`: one per `step` seconds.
+        lag = (first + offset) % step
+        on_clock = first if lag < QUARTER_S else first + _ceil_quarter(step - lag)
+        edges = np.arange(on_clock, stop, step, dtype=np.int64)
+        if i > 0 and on_clock != first:
+            edges = np.concatenate(([first], edges))  # the offset itself changed here
+        pieces.append(edges)
+    edges = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    return edges[(edges >= lo) & (edges <= hi)]
+
+
+def _quarter_floor(instant_s: int) -> int:
+    return instant_s - instant_s % QUARTER_S
+
+
 # --- the grid -------------------------------------------------------------------------------
 
 
@@ -132,8 +250,17 @@ def floor_to_grid(instant_s: int, interval: Interval, tz: ZoneInfo) -> int:
     """Start of the bucket that contains `instant_s`."""
     step = interval.fixed_seconds
     if step is not None:
-        return instant_s - instant_s % step
-    return local_midnight(_period_start(local_date(instant_s, tz), interval), tz)
+        if _on_utc_grid(instant_s - step, instant_s, tz):
+            return instant_s - instant_s % step
+        quarter = _quarter_floor(instant_s)
+        # A bucket is at most `step` long, so its start is within the `step` before.
+        return int(_clock_edges(quarter - step, quarter, step, tz)[-1])
+    start = local_midnight(_period_start(local_date(instant_s, tz), interval), tz)
+    if start > instant_s:
+        # In the quarter-hour before a local midnight that is not on the grid: that
+        # quarter-hour still belongs to the previous day.
+        return floor_to_grid(start - QUARTER_S, interval, tz)
+    return start
 
 
 def ceil_to_grid(instant_s: int, interval: Interval, tz: ZoneInfo) -> int:
@@ -148,30 +275,63 @@ def nth_edge(edge_s: int, count: int, interval: Interval, tz: ZoneInfo) -> int:
     """The edge `count` buckets after the edge `edge_s`."""
     step = interval.fixed_seconds
     if step is not None:
-        return edge_s + count * step
+        if _on_utc_grid(edge_s, edge_s + count * step, tz):
+            return edge_s + count * step
+        # `count` buckets span at most `count` steps.
+        return int(_clock_edges(edge_s, edge_s + count * step, step, tz)[count])
     first = _period_start(local_date(edge_s, tz), interval)
-    return local_midnight(_add_periods(first, count, interval), tz)
+    edges = _calendar_edges(
+        edge_s, local_midnight(_add_periods(first, count, interval), tz), interval, tz
+    )
+    if len(edges) > count:
+        return int(edges[count])
+    # Days that do not exist were skipped: look one period further per missing one.
+    return nth_edge(int(edges[-1]), count - len(edges) + 1, interval, tz)
 
 
 def bucket_count(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> int:
-    """Buckets between two edges, without building them (ranges can be absurdly long)."""
+    """Buckets between two edges, without building them when the range is absurdly long
+    (then a lower bound for sub-daily intervals, exact in whole-hour zones; at most a few
+    too many for calendar intervals, if days were skipped)."""
     step = interval.fixed_seconds
     if step is not None:
-        return (end_s - start_s) // step
+        if end_s - start_s > MAX_BUCKETS * step or _on_utc_grid(start_s, end_s, tz):
+            # Exact on the UTC grid; else a lower bound (a bucket is at most `step` long).
+            return (end_s - start_s) // step
+        return len(_clock_edges(start_s, end_s, step, tz)) - 1
     first = _period_start(local_date(start_s, tz), interval)
     last = _period_start(local_date(end_s, tz), interval)
-    return _periods_between(first, last, interval)
+    periods = _periods_between(first, last, interval)
+    if periods > MAX_BUCKETS:
+        return periods
+    return len(_calendar_edges(start_s, end_s, interval, tz)) - 1
 
 
 def bucket_edges(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> IntArray:
     """Edges e0 < e1 < … < en of the buckets that tile [start_s, end_s) widened to the grid;
     bucket i is [e_i, e_(i+1))."""
+    step = interval.fixed_seconds
+    if step is not None and _on_utc_grid(start_s - step, end_s + step, tz):
+        # Every whole-hour zone (the usual case): the UTC grid, by arithmetic.
+        return np.arange(start_s - start_s % step, end_s + (-end_s) % step + 1, step)
+    if step is not None:
+        return _covering_clock_edges(start_s, end_s, step, tz)
     first = floor_to_grid(start_s, interval, tz)
     last = ceil_to_grid(end_s, interval, tz)
-    step = interval.fixed_seconds
-    if step is not None:
-        return np.arange(first, last + 1, step, dtype=np.int64)
     return _calendar_edges(first, last, interval, tz)
+
+
+@functools.lru_cache(maxsize=512)
+def _covering_clock_edges(lo: int, hi: int, step: int, tz: ZoneInfo) -> IntArray:
+    """The local clock's edges from the last at or before `lo` to the first at or after
+    `hi`, computed once over a window a step wider on each side (a bucket is at most a
+    step long, so both are in it). Cached and shared, so read-only."""
+    window = _clock_edges(_quarter_floor(lo) - step, _ceil_quarter(hi) + step, step, tz)
+    first = int(np.searchsorted(window, lo, side="right")) - 1
+    last = int(np.searchsorted(window, hi, side="left"))
+    edges = window[first : last + 1].copy()
+    edges.flags.writeable = False
+    return edges
 
 
 @functools.lru_cache(maxsize=512)
@@ -179,13 +339,18 @@ def _calendar_edges(first: int, last: int, interval: Interval, tz: ZoneInfo) -> 
     # Cached: a year of local midnights costs ~1 ms to compute, and dashboards and clients
     # ask for the same ranges again and again. The array is shared, so read-only.
     day = _period_start(local_date(first, tz), interval)
-    count = bucket_count(first, last, interval, tz)
-    edges = np.array(
-        [local_midnight(_add_periods(day, i, interval), tz) for i in range(count + 1)],
-        dtype=np.int64,
-    )
+    count = _periods_between(day, _period_start(local_date(last, tz), interval), interval)
+    midnights = [local_midnight(_add_periods(day, i, interval), tz) for i in range(count + 2)]
+    # A day that does not exist starts where the next one does: one edge, no bucket.
+    edges = np.unique(np.array(midnights, dtype=np.int64))
+    edges = edges[(edges >= first) & (edges <= last)]
     edges.flags.writeable = False
     return edges
+
+
+def hour_aligned(edges: IntArray) -> bool:
+    """Whether every edge is a UTC hour, so rows of the hourly rollup tile the buckets."""
+    return bool(np.all(edges % 3600 == 0))
 
 
 # --- the request rules ----------------------------------------------------------------------
@@ -239,9 +404,24 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
             f"the range must lie between {format_timestamp(EARLIEST)} and "
             f"{format_timestamp(LATEST)}"
         )
-    start_s = floor_to_grid(_floor_seconds(start), interval, tz)
-    end_s = ceil_to_grid(_ceil_seconds(end), interval, tz)
-    count = bucket_count(start_s, end_s, interval, tz)
+    lo, hi = _floor_seconds(start), _ceil_seconds(end)
+    step = interval.fixed_seconds
+    if (
+        step is not None
+        and hi - lo <= (MAX_BUCKETS + 1) * step
+        and _on_utc_grid(lo - step, hi + step, tz)
+    ):
+        # Every whole-hour zone (the usual case): the UTC grid, by arithmetic. (Checked
+        # only for a span that may be within the cap: a longer one is refused below.)
+        start_s, end_s = lo - lo % step, hi + (-hi) % step
+        count = (end_s - start_s) // step
+    elif step is not None and hi - lo <= (MAX_BUCKETS + 1) * step:
+        edges = _covering_clock_edges(lo, hi, step, tz)
+        start_s, end_s, count = int(edges[0]), int(edges[-1]), len(edges) - 1
+    else:
+        start_s = floor_to_grid(lo, interval, tz)
+        end_s = ceil_to_grid(hi, interval, tz)
+        count = bucket_count(start_s, end_s, interval, tz)
     if count > MAX_BUCKETS:
         largest = nth_edge(start_s, MAX_BUCKETS, interval, tz)
         raise ValidationFailed(

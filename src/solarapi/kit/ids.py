@@ -7,7 +7,21 @@ from typing import Literal
 from ulid import ULID
 
 IdPrefix = Literal[
-    "sys", "dcl", "rpt", "key", "whk", "evt", "acct", "usr", "job", "req", "dlv", "ses", "alr"
+    "sys",
+    "dcl",
+    "rpt",
+    "key",
+    "whk",
+    "evt",
+    "acct",
+    "usr",
+    "job",
+    "req",
+    "dlv",
+    "ses",
+    "alr",
+    "aud",
+    "itk",
 ]
 
 

@@ -32,9 +32,10 @@ PLAN_LIMITS: dict[Plan, PlanLimits] = {
 }
 
 PLAN_DESCRIPTIONS: dict[Plan, str] = {
-    Plan.STARTER: "Dashboard only; no API access.",
-    Plan.PRO: "Read-only API: account, systems, readings, summaries, market prices and "
-    "market value. 60 requests per minute, 10,000 per day.",
-    Plan.ENTERPRISE: "Full API including writes, declarations, reports and webhooks. "
-    "300 requests per minute, 100,000 per day.",
+    Plan.STARTER: "Dashboard only, no API keys: add and edit systems, upload readings CSVs, "
+    "give data loggers ingest tokens, see charts and usage.",
+    Plan.PRO: "Everything of Starter, plus a read-only API: account, systems, readings, "
+    "summaries, market prices and market value. 60 requests per minute, 10,000 per day.",
+    Plan.ENTERPRISE: "Everything of Pro, plus the full API: writes, declarations, reports and "
+    "webhooks. 300 requests per minute, 100,000 per day.",
 }

@@ -7,15 +7,18 @@ a zone is the classic cause of shifted solar data.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from solarapi.kit.text import excerpt
 
+# ASCII digits only (`\d` alone also matches Arabic-Indic and other digits, which int() and
+# fromisoformat then read), the whole text (no surrounding whitespace: RFC 3339 has none).
 _RFC3339 = re.compile(
-    r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)"
-    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})?$"
+    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)"
+    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})?",
+    re.ASCII,
 )
-_FAST_UTC = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_FAST_UTC = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 
 
 class TimestampError(ValueError):
@@ -24,7 +27,7 @@ class TimestampError(ValueError):
 
 def parse_timestamp(text: str) -> datetime:
     """Parse RFC 3339 with `Z` or a numeric offset and return an aware UTC datetime."""
-    match = _RFC3339.match(text.strip())
+    match = _RFC3339.fullmatch(text)
     if match is None:
         raise TimestampError(
             f"'{excerpt(text)}' is not an RFC 3339 timestamp such as 2025-06-15T12:00:00Z"
@@ -42,10 +45,21 @@ def parse_timestamp(text: str) -> datetime:
     iso += "+00:00" if zone == "Z" else zone
     try:
         value = datetime.fromisoformat(iso)
-    except ValueError as exc:
-        raise TimestampError(f"'{excerpt(text)}' is not a valid date and time: {exc}") from None
+    except ValueError:
+        # Not fromisoformat's own words ("Invalid isoformat string: …", "day is out of range
+        # for month"): they name Python, not the rule.
+        raise TimestampError(
+            f"'{excerpt(text)}' is not a valid date and time: the month must be 01–12, the "
+            "day exist in that month, the hour be 00–23, minutes and seconds 00–59, and an "
+            "offset at most ±23:59"
+        ) from None
     try:
-        return value.astimezone(UTC)
+        value = value.astimezone(UTC)
+        if frac[6:].strip("0"):
+            # Finer than a microsecond: rounded up, never down, so 12:00:00.0000001 is not
+            # taken for the whole second 12:00:00 (was: truncated, and passed as aligned).
+            value += timedelta(microseconds=1)
+        return value
     except OverflowError:
         # 0001-01-01T00:00:00+14:00 is a valid text for an instant before year 1.
         raise TimestampError(
@@ -92,7 +106,7 @@ def as_utc(value: datetime) -> datetime:
 
 def parse_date(text: str) -> date:
     try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text, re.ASCII):
             raise ValueError
         return date.fromisoformat(text)
     except ValueError:

@@ -3,4 +3,14 @@
 
 from __future__ import annotations
 
+import functools
+from importlib.metadata import version
+
 API_VERSION = "1.0"
+
+
+@functools.cache
+def package_version() -> str:
+    """The installed package's version (`pyproject.toml`), as `/health` and `--version` show
+    it. Cached: importlib.metadata scans the installed distributions on every call."""
+    return version("solarapi")

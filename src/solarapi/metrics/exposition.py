@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import platform
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from datetime import datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import Path
 from typing import Protocol
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import start_http_server
+from prometheus_client import PLATFORM_COLLECTOR, PROCESS_COLLECTOR, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.version import API_VERSION, package_version
 
 log = logging.getLogger("solarapi.metrics")
 # A scrape must answer even when the database does not.
@@ -48,15 +54,23 @@ class QueueRow(Protocol):
 # `jobs.repository.queue_stats`, passed in by the command that serves the metrics (the jobs
 # area imports this module, so this module does not import it back).
 QueueReader = Callable[[AsyncSession, datetime], Awaitable[Sequence[QueueRow]]]
+# The job kinds the process knows (asked at each scrape: a worker registers its handlers
+# after the metrics server starts).
+KnownKinds = Callable[[], Collection[str]]
 
 
 class JobQueueCollector(Collector):
     """Queue depth and age by job kind, read from the database at scrape time (the queue
     lives there, shared by every API and worker process)."""
 
-    def __init__(self, settings: Settings, read_queue: QueueReader) -> None:
+    def __init__(
+        self, settings: Settings, read_queue: QueueReader, kinds: KnownKinds = tuple
+    ) -> None:
         self._settings = settings
         self._read_queue = read_queue
+        # Kinds shown (at 0) even with no job of theirs in the table: an idle queue is a
+        # series at 0, not a missing series that alert rules cannot tell from a dead scrape.
+        self._kinds = kinds
 
     async def _read(self) -> tuple[Sequence[QueueRow], datetime]:
         engine = create_oneshot_engine(self._settings)
@@ -103,6 +117,10 @@ class JobQueueCollector(Collector):
                 labels=["kind"],
             ),
         }
+        seen = {item.kind for item in stats}
+        for kind in sorted(set(self._kinds()) - seen):
+            for family in families.values():
+                family.add_metric([kind], 0)
         for item in stats:
             families["due"].add_metric([item.kind], item.due)
             families["scheduled"].add_metric([item.kind], item.scheduled)
@@ -112,12 +130,64 @@ class JobQueueCollector(Collector):
         yield from families.values()
 
 
+class BuildInfoCollector(Collector):
+    """`solarapi_build_info{version, api_version, python, tzdata} 1`: what runs, for joins."""
+
+    def collect(self) -> Iterator[Metric]:
+        info = GaugeMetricFamily(
+            "solarapi_build_info",
+            "The running release: package version, API version, Python, shipped tzdata.",
+            labels=["version", "api_version", "python", "tzdata"],
+        )
+        try:
+            tzdata = distribution_version("tzdata")
+        except PackageNotFoundError:
+            tzdata = ""
+        info.add_metric([package_version(), API_VERSION, platform.python_version(), tzdata], 1)
+        yield info
+
+
+class WorkerProcessCollector(Collector):
+    """`process_*` (CPU, memory, open files, start time) of every process writing to the
+    multiprocess directory, labelled by `pid`, and of this one: prometheus_client's
+    multiprocess mode has no process metrics of the workers at all."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    def _pids(self) -> list[int]:
+        pids = {os.getpid()}
+        for path in self._directory.glob("*.db"):
+            tail = path.stem.rsplit("_", 1)[-1]
+            if tail.isdigit() and Path(f"/proc/{tail}").exists():
+                pids.add(int(tail))
+        return sorted(pids)
+
+    def collect(self) -> Iterator[Metric]:
+        merged: dict[str, Metric] = {}
+        for pid in self._pids():
+            reader = ProcessCollector(pid=lambda pid=pid: pid, registry=None)  # type: ignore[misc]
+            for family in reader.collect():
+                target = merged.get(family.name)
+                if target is None:
+                    target = Metric(family.name, family.documentation, family.type)
+                    merged[family.name] = target
+                for sample in family.samples:
+                    target.add_sample(sample.name, {**sample.labels, "pid": str(pid)}, sample.value)
+        yield from merged.values()
+
+
 def metrics_registry(
-    settings: Settings, multiproc_dir: Path | None, read_queue: QueueReader
+    settings: Settings,
+    multiproc_dir: Path | None,
+    read_queue: QueueReader,
+    kinds: KnownKinds = tuple,
 ) -> CollectorRegistry:
     registry = CollectorRegistry()
+    registry.register(BuildInfoCollector())
     if multiproc_dir is not None:
         MultiProcessCollector(registry, path=str(multiproc_dir))  # type: ignore[no-untyped-call]
+        registry.register(WorkerProcessCollector(multiproc_dir))
     else:
         # Not at module level: importing the recorder registers its metrics, and under
         # PROMETHEUS_MULTIPROC_DIR every process that does so writes value files of its own;
@@ -134,12 +204,17 @@ def metrics_registry(
             RECORDER.report_seconds,
         ):
             registry.register(metric)
-    registry.register(JobQueueCollector(settings, read_queue))
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR):
+            registry.register(collector)
+    registry.register(JobQueueCollector(settings, read_queue, kinds))
     return registry
 
 
 def start_metrics_server(
-    settings: Settings, multiproc_dir: Path | None, read_queue: QueueReader
+    settings: Settings,
+    multiproc_dir: Path | None,
+    read_queue: QueueReader,
+    kinds: KnownKinds = tuple,
 ) -> tuple[WSGIServer, threading.Thread]:
     """Serve `/metrics` on the operator port in a daemon thread; raises OSError when the port
     cannot be bound."""
@@ -147,5 +222,5 @@ def start_metrics_server(
     return start_http_server(
         settings.metrics_port,
         addr=settings.metrics_host,
-        registry=metrics_registry(settings, multiproc_dir, read_queue),
+        registry=metrics_registry(settings, multiproc_dir, read_queue, kinds),
     )

@@ -34,8 +34,24 @@ async def _run_async() -> None:
     await engine.dispose()
 
 
+def _run_offline() -> None:
+    """`solarapi migrate --sql`: the statements as text, for the database's dialect."""
+    settings = context.config.attributes.get("settings") or Settings()
+    context.configure(
+        url=settings.async_database_url,
+        target_metadata=target_metadata,
+        render_as_batch=settings.is_sqlite,
+        literal_binds=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
 connection = context.config.attributes.get("connection")
-if connection is not None:
+if context.is_offline_mode():
+    _run_offline()
+elif connection is not None:
     _run(connection)
 else:
     asyncio.run(_run_async())

@@ -2,8 +2,10 @@
 
 from solarapi.models import (  # noqa: F401 - imported to register their tables
     alerts,
+    audit,
     dashboard,
     declarations,
+    ingest,
     irradiance,
     jobs,
     prices,

@@ -19,6 +19,8 @@ class Account(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # Set when the sandbox's simulated systems were provisioned (first sandbox use).
     sandbox_provisioned_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # Set by `solarapi accounts disable`: its keys are refused (401), its users cannot log in.
+    disabled_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class User(Base):

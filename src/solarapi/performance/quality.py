@@ -123,13 +123,10 @@ def _clipping(
 ) -> BoolArray:
     if inverter_capacity_kw is not None:
         limit_wh = inverter_capacity_kw * 1000 * (QUARTER_S / 3600)
-        near = has & (np.abs(energy - limit_wh) <= CLIP_TOLERANCE * limit_wh)
-        # A bucket is flagged by two such quarter-hours; a lone one is a bright moment.
-        result = np.zeros(len(energy), dtype=bool)
-        for d in np.unique(day[near]).tolist():
-            in_day = near & (day == d)
-            if int(in_day.sum()) >= CLIP_MIN_QUARTERS:
-                result |= in_day
+        near = has & (np.abs(energy - limit_wh) <= CLIP_TOLERANCE * limit_wh) & (day >= 0)
+        # A day is flagged by two such quarter-hours; a lone one is a bright moment.
+        per_day = np.bincount(day[near], minlength=max(int(day.max()) + 1, 1) if len(day) else 1)
+        result: BoolArray = near & (per_day[np.maximum(day, 0)] >= CLIP_MIN_QUARTERS)
         return result
     # No rating: a flat top at the day's maximum while the clear sky still changes.
     day_max = np.zeros(len(energy))

@@ -6,12 +6,15 @@ SQLite and PostgreSQL (both have spoken it since 2018), so nothing here looks at
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import select, text
+import numpy.typing as npt
+from sqlalchemy import bindparam, case, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import fetch_rows
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.irradiance import IrradianceReading
 
@@ -91,30 +94,54 @@ async def upsert(
     await session.execute(_UPSERT, rows)
 
 
-async def rows_between(
-    session: AsyncSession, system_id: str, source: str, start_s: int, end_s: int
-) -> IrradianceRows:
-    """Rows of `source` with start in [start_s, end_s), in time order."""
-    result = await session.execute(
-        select(
-            IrradianceReading.start_s,
-            *(getattr(IrradianceReading, column) for column in VALUE_COLUMNS),
-        )
-        .where(
-            IrradianceReading.system_id == system_id,
-            IrradianceReading.source == source,
-            IrradianceReading.start_s >= start_s,
-            IrradianceReading.start_s < end_s,
-        )
-        .order_by(IrradianceReading.start_s)
+# Constants written into the SQL (a DriverQuery passes only the named parameters).
+_SOURCE_CODE = case(
+    (IrradianceReading.source == literal_column("'sensor'"), literal_column("1")),
+    else_=literal_column("2"),
+)
+_RANGE = (
+    select(
+        _SOURCE_CODE,
+        IrradianceReading.start_s,
+        *(getattr(IrradianceReading, column) for column in VALUE_COLUMNS),
     )
-    rows = result.all()
-    starts = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-    columns = [
-        np.array([np.nan if row[i] is None else row[i] for row in rows], dtype=np.float64)
-        for i in range(1, len(VALUE_COLUMNS) + 1)
-    ]
-    return IrradianceRows(starts, *columns)
+    .where(
+        IrradianceReading.system_id == bindparam("id"),
+        IrradianceReading.start_s >= bindparam("start"),
+        IrradianceReading.start_s < bindparam("end"),
+    )
+    .order_by(IrradianceReading.source, IrradianceReading.start_s)
+)
+# The range read compiled once per dialect (its parameter style), run through the driver.
+_RANGE_SQL: dict[str, str] = {}
+
+
+async def both_between(
+    session: AsyncSession, system_id: str, start_s: int, end_s: int
+) -> tuple[IrradianceRows, IrradianceRows]:
+    """The `sensor` and the `satellite` rows with start in [start_s, end_s), each in time
+    order: one read straight through the driver (a year of a system is ~35,000 rows a
+    source; through the ORM's result machinery, or converting each value by its column
+    type, that read cost more than the model and the buckets together)."""
+    dialect = session.get_bind().dialect
+    sql = _RANGE_SQL.get(dialect.name)
+    if sql is None:
+        sql = _RANGE_SQL[dialect.name] = str(_RANGE.compile(dialect=dialect))
+    # Numbers only: no type processing needed, so the driver's rows are used as they come.
+    rows = await fetch_rows(session, sql, [system_id, start_s, end_s])
+    width = 2 + len(VALUE_COLUMNS)
+    # NULL (None) becomes NaN in a float array; epoch seconds are exact in float64.
+    flat = np.array(list(itertools.chain.from_iterable(rows)), dtype=np.float64)
+    matrix = flat.reshape(len(rows), width)
+    sensor = matrix[:, 0] == 1
+
+    def part(keep: npt.NDArray[np.bool_]) -> IrradianceRows:
+        chosen = matrix[keep]
+        return IrradianceRows(
+            chosen[:, 1].astype(np.int64), *(chosen[:, i] for i in range(2, width))
+        )
+
+    return part(sensor), part(~sensor)
 
 
 def _nullable(values: FloatArray) -> list[float | None]:

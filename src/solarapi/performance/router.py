@@ -12,6 +12,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import DATA_VERSION, SessionDep
 from solarapi.errors import ValidationFailed
+from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.grid import QUARTER_S, Interval, parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import format_timestamp, utcnow
@@ -105,6 +106,7 @@ _UPLOAD_SCHEMA = {
         }
     },
 )
+@body_limit(UPLOAD_BODY)
 async def upload_irradiance(
     system_id: str, request: Request, principal: PrincipalDep, session: SessionDep
 ) -> Response:

@@ -42,7 +42,7 @@ from solarapi.models.systems import (
     model_parameters,
 )
 from solarapi.performance import repository
-from solarapi.performance.quality import quality_flags
+from solarapi.performance.quality import FLAGS, MIN_COVERAGE, quality_flags
 from solarapi.performance.repository import IrradianceRows
 from solarapi.performance.values import Irradiance, Modelled, Plant, Source
 from solarapi.readings import service as readings
@@ -114,9 +114,7 @@ async def read_irradiance(
     """`GET /systems/{id}/irradiance`: the caller's system's stored `sensor` and `satellite`
     quarter-hours starting in [start_s, end_s)."""
     system = await read_system(session, principal, system_id)
-    sensor = await repository.rows_between(session, system.id, "sensor", start_s, end_s)
-    satellite = await repository.rows_between(session, system.id, "satellite", start_s, end_s)
-    return sensor, satellite
+    return await repository.both_between(session, system.id, start_s, end_s)
 
 
 def plant_of(system: ReadableSystem) -> Plant:
@@ -161,11 +159,14 @@ async def performance(
     edges = time_range.edges()
     day_edges = bucket_edges(time_range.start_s, time_range.end_s, Interval.DAY, tz)
     buckets = _kpis(system, series, edges, day_edges)
+    # The range's flags: its own coverage, and whatever any bucket showed.
+    shown = {flag for flags in buckets.quality for flag in flags if flag != "gap"}
     totals = _kpis(
         system,
         series,
         np.array([time_range.start_s, time_range.end_s], dtype=np.int64),
         day_edges,
+        found=tuple(flag for flag in FLAGS if flag in shown),
     )
     return Performance(
         system_id=system.id,
@@ -234,8 +235,7 @@ async def _irradiance(
     if system.data_source == "simulated":
         await _simulated_irradiance(system, start_s, end_s, now, columns)
     else:
-        sensor = await repository.rows_between(session, system.id, "sensor", start_s, end_s)
-        satellite = await repository.rows_between(session, system.id, "satellite", start_s, end_s)
+        sensor, satellite = await repository.both_between(session, system.id, start_s, end_s)
         for name, rows, values in (
             ("sensor_poa_w_m2", sensor, sensor.poa_w_m2),
             ("sensor_module_temp_c", sensor, sensor.module_temp_c),
@@ -309,8 +309,14 @@ def _place(grid: IntArray, at: IntArray, target: FloatArray, values: FloatArray)
 
 
 def _kpis(
-    system: ReadableSystem, series: QuarterHourPerformance, edges: IntArray, day_edges: IntArray
+    system: ReadableSystem,
+    series: QuarterHourPerformance,
+    edges: IntArray,
+    day_edges: IntArray,
+    found: tuple[str, ...] | None = None,
 ) -> Kpis:
+    """The sums of each bucket of `edges`, with its flags (`found`: the flags other than
+    `gap` already known for a single bucket, which are then not looked for again)."""
     starts = series.starts
     modelled = series.modelled
     counted = ~np.isnan(series.energy_wh)
@@ -341,6 +347,10 @@ def _kpis(
         valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
     )
     coverage = samples / np.maximum(expected_samples, 1)
+    if found is not None:
+        gap = ("gap",) if coverage[0] < MIN_COVERAGE else ()
+        return _with_flags(energy, expected, insolation, reference, samples, expected_samples,
+                           counts[Source.TYPICAL], sources, [(*gap, *found)])  # fmt: skip
     flags = quality_flags(
         bucket=bucket,
         bucket_count=len(edges) - 1,
@@ -354,6 +364,21 @@ def _kpis(
         capacity_kwp=system.capacity_kwp,
         inverter_capacity_kw=system.inverter_capacity_kw,
     )
+    return _with_flags(energy, expected, insolation, reference, samples, expected_samples,
+                       counts[Source.TYPICAL], sources, flags)  # fmt: skip
+
+
+def _with_flags(
+    energy: FloatArray,
+    expected: FloatArray,
+    insolation: FloatArray,
+    reference: FloatArray,
+    samples: IntArray,
+    expected_samples: IntArray,
+    typical_samples: IntArray,
+    sources: tuple[str | None, ...],
+    flags: list[tuple[str, ...]],
+) -> Kpis:
     return Kpis(
         energy_wh=energy,
         expected_energy_wh=expected,
@@ -361,7 +386,7 @@ def _kpis(
         reference_energy_wh=reference,
         samples=samples,
         expected_samples=expected_samples,
-        typical_samples=counts[Source.TYPICAL],
+        typical_samples=typical_samples,
         sources=sources,
         quality=tuple(flags),
     )

@@ -5,6 +5,7 @@ the systems, checks the page's size and adds the fleet's totals up."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.zones import ZONES
+from solarapi.models.systems import ReadableSystem
 from solarapi.portfolio.fleet import Fleet, FleetQuery, check_page_size, select_fleet
 from solarapi.prices import value
 from solarapi.prices.service import baseload_price
@@ -130,11 +132,20 @@ async def fleet_summary(
 ) -> FleetSummary:
     fleet = await select_fleet(session, principal, query)
     on_page = {system.id for system in fleet.on_page}
+    items, totals = await summaries(session, fleet.systems, now)
+    return FleetSummary([item for item in items if item["system_id"] in on_page], totals, fleet)
+
+
+async def summaries(
+    session: AsyncSession, systems: Sequence[ReadableSystem], now: datetime
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each system's `/systems/{id}/summary` object (with `system_id`) and the fleet's
+    totals (also the dashboard overview's)."""
     items: list[dict[str, Any]] = []
     sums: dict[str, list[float | None]] = {name: [] for name in _ENERGIES}
     reporting_energy = reporting_capacity = 0.0
     reporting = 0
-    for system in fleet.systems:
+    for system in systems:
         one = await readings.summary(session, system, now)
         for name in _ENERGIES:
             sums[name].append(one[name])
@@ -142,16 +153,15 @@ async def fleet_summary(
             reporting += 1
             reporting_energy += one["energy_today_wh"]
             reporting_capacity += system.capacity_kwp
-        if system.id in on_page:
-            items.append({"system_id": system.id, **one})
+        items.append({"system_id": system.id, **one})
     totals: dict[str, Any] = {name: _sum_or_none(values) for name, values in sums.items()}
-    totals["capacity_kwp"] = round(sum(system.capacity_kwp for system in fleet.systems), 3)
-    totals["systems"] = len(fleet.systems)
+    totals["capacity_kwp"] = round(sum(system.capacity_kwp for system in systems), 3)
+    totals["systems"] = len(systems)
     totals["systems_reporting_today"] = reporting
     totals["specific_yield_today_kwh_kwp"] = (
         round(reporting_energy / 1000.0 / reporting_capacity, 4) if reporting else None
     )
-    return FleetSummary(items, totals, fleet)
+    return items, totals
 
 
 @dataclass(frozen=True, slots=True)

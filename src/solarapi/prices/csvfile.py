@@ -12,11 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import math
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.timefmt import TimestampError, parse_timestamp
-from solarapi.prices.rows import RESOLUTIONS_S, PriceFileError, PriceRow
+from solarapi.prices.rows import RESOLUTIONS_S, PriceFileError, PriceRow, price_problem
 
 HEADER = ["timestamp", "price_eur_per_mwh"]
 
@@ -50,13 +49,10 @@ def parse_price_csv(text: str, resolution_s: int | None = None) -> list[PriceRow
                 f"line {line}: timestamp {cells[0]!r} is not on the 15-minute grid "
                 "(minute 0, 15, 30 or 45, second 0)"
             )
-        try:
-            price = float(cells[1])
-        except ValueError:
-            price = math.nan
-        if not math.isfinite(price):
-            raise PriceFileError(f"line {line}: price_eur_per_mwh {cells[1]!r} is not a number")
-        starts.append((start, price, line))
+        problem = price_problem(cells[1])
+        if problem is not None:
+            raise PriceFileError(f"line {line}: price_eur_per_mwh {cells[1]!r} {problem}")
+        starts.append((start, float(cells[1]), line))
     if not header_seen:
         raise PriceFileError("the file is empty; expected a header 'timestamp,price_eur_per_mwh'")
     if not starts:

@@ -22,7 +22,6 @@ gives every element its line so errors can point at it.
 
 from __future__ import annotations
 
-import math
 import re
 import xml.sax
 import xml.sax.handler
@@ -36,7 +35,7 @@ from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidd
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.zones import ZONE_BY_EIC, Zone
-from solarapi.prices.rows import PriceFileError, PriceRow, PriceSequence
+from solarapi.prices.rows import PriceFileError, PriceRow, PriceSequence, price_problem
 
 _RESOLUTIONS = {"PT15M": 900, "PT30M": 1800, "PT60M": 3600, "PT1H": 3600}
 # ENTSO-E writes interval bounds without seconds (2025-06-14T22:00Z); accept them with, too.
@@ -388,15 +387,10 @@ def _period_rows(period: _Element, where: str, repeat_omitted: bool) -> list[tup
             raise PriceFileError(
                 f"line {position_el.line}: position {position} appears twice in {where}"
             )
-        try:
-            price = float(price_el.text)
-        except ValueError:
-            price = math.nan
-        if not math.isfinite(price):
-            raise PriceFileError(
-                f"line {price_el.line}: price.amount {price_el.text!r} is not a number"
-            )
-        by_position[position] = (price, point.line)
+        problem = price_problem(price_el.text)
+        if problem is not None:
+            raise PriceFileError(f"line {price_el.line}: price.amount {price_el.text!r} {problem}")
+        by_position[position] = (float(price_el.text), point.line)
     if not by_position:
         raise PriceFileError(f"{where} has no <Point>")
     if repeat_omitted and 1 not in by_position:

@@ -3,6 +3,7 @@ file, and the error that names what is wrong with a file."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +19,31 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 class PriceFileError(ValueError):
     """A price file that cannot be imported; the message names the line or element."""
+
+
+# The plausible day-ahead price, €/MWh. SDAC's harmonised clearing limits are −500 and
+# +4,000 (the maximum rises automatically after prices near it), so this leaves room for
+# those rises while refusing what no auction produces: ±1.7e308 was imported, then served
+# as null and made every total NaN.
+MIN_PRICE_EUR_PER_MWH = -1_000.0
+MAX_PRICE_EUR_PER_MWH = 10_000.0
+
+
+def price_problem(text: str) -> str | None:
+    """Why `text` is not a plausible price, or None."""
+    try:
+        price = float(text)
+    except ValueError:
+        return "is not a number"
+    if not math.isfinite(price):
+        return "is not a number"
+    if not MIN_PRICE_EUR_PER_MWH <= price <= MAX_PRICE_EUR_PER_MWH:
+        return (
+            f"is outside the plausible range {MIN_PRICE_EUR_PER_MWH:,.0f} to "
+            f"{MAX_PRICE_EUR_PER_MWH:,.0f} €/MWh (SDAC's harmonised limits are −500 and "
+            "+4,000)"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)

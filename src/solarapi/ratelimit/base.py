@@ -45,10 +45,17 @@ class Decision:
         return min(self.windows, key=lambda w: (w.remaining, -w.reset))
 
     @property
-    def retry_after(self) -> int:
+    def waited_for(self) -> WindowState:
+        """The window a refused client waits for: of the exhausted windows (the binding one
+        when none is), the one that resets last — the request can go through only once every
+        exhausted window has reset. Named by the 429's message, its `Retry-After` and the
+        metrics."""
         blocked = [w for w in self.windows if w.used >= w.limit] or [self.binding]
-        # The request can go through only once every exhausted window has reset.
-        return max(1, math.ceil(max(w.reset for w in blocked) - self.now))
+        return max(blocked, key=lambda w: w.reset)
+
+    @property
+    def retry_after(self) -> int:
+        return max(1, math.ceil(self.waited_for.reset - self.now))
 
     def window(self, name: str) -> WindowState | None:
         return next((w for w in self.windows if w.name == name), None)

@@ -75,8 +75,7 @@ def _policy_of(windows: tuple[tuple[str, int, int], ...]) -> bytes:
 
 
 def limit_message(decision: Decision) -> str:
-    blocked = [w for w in decision.windows if w.used >= w.limit] or [decision.binding]
-    window = max(blocked, key=lambda w: w.reset)
+    window = decision.waited_for
     return (
         f"Rate limit exceeded: {window.limit} requests per {window.name}. "
         f"Retry in {decision.retry_after} s."

@@ -161,3 +161,19 @@ class RedisRateLimiter:
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+async def probe(url: str, timeout_seconds: float = 2.0) -> str | None:
+    """Whether Redis at `url` answers a PING: None when it does, else why not (for the
+    start-up warning; the limiter itself fails open either way)."""
+    client = aioredis.from_url(
+        url, socket_connect_timeout=timeout_seconds, socket_timeout=timeout_seconds
+    )
+    try:
+        async with asyncio.timeout(timeout_seconds * 2):
+            await client.ping()
+    except (RedisError, OSError, TimeoutError) as exc:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    finally:
+        await client.aclose()
+    return None

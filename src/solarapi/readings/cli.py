@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import csv
 import os
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -17,19 +15,11 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from solarapi.cli_support import load_settings, print_json
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
-from solarapi.errors import ApiError
 from solarapi.kit.timefmt import utcnow
-from solarapi.readings.upload import ReadingBatch, ReadingRejected, upload_readings
+from solarapi.readings.csvfile import CsvRowError, read_batches, store_batch
 from solarapi.systems import repository as systems_repo
 
 readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
-
-BATCH = 10_000
-HEADERS = (["timestamp", "energy_wh"], ["timestamp", "energy_wh", "power_w"])
-
-
-class CsvRowError(Exception):
-    """A row of the file is unusable; the message names its line."""
 
 
 @dataclass
@@ -39,54 +29,6 @@ class ImportTotals:
     updated: int = 0
     batches: int = 0
     errors: list[str] = field(default_factory=list)
-
-
-def _number(cell: str, column: str, line: int) -> float:
-    try:
-        return float(cell)
-    except ValueError:
-        raise CsvRowError(f"line {line}: {column}: '{cell}' is not a number") from None
-
-
-def read_batches(
-    stream: TextIO, on_bytes: Callable[[int], None] | None = None
-) -> Iterator[tuple[list[int], ReadingBatch]]:
-    """Batches of (line numbers, readings) from a CSV with header
-    `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
-
-    def counted() -> Iterator[str]:
-        for text in stream:
-            if on_bytes is not None:
-                on_bytes(len(text.encode()))
-            yield text
-
-    reader = csv.reader(counted())
-    header = next(reader, None)
-    if header is None or [cell.strip().lower() for cell in header] not in HEADERS:
-        raise CsvRowError(
-            "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
-        )
-    width = len(header)
-    lines: list[int] = []
-    items = ReadingBatch()
-    for row in reader:
-        line = reader.line_num
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) != width:
-            raise CsvRowError(f"line {line}: expected {width} columns, got {len(row)}")
-        power_cell = row[2].strip() if width == 3 else ""
-        items.add(
-            row[0].strip(),
-            _number(row[1].strip(), "energy_wh", line),
-            _number(power_cell, "power_w", line) if power_cell else None,
-        )
-        lines.append(line)
-        if len(items) == BATCH:
-            yield lines, items
-            lines, items = [], ReadingBatch()
-    if items:
-        yield lines, items
 
 
 async def import_file(settings: Settings, system_id: str, path: Path) -> ImportTotals:
@@ -117,14 +59,7 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
                     system = await systems_repo.get(session, system_id)
                     if system is None:
                         raise CsvRowError(f"no system with id '{system_id}'")
-                    try:
-                        result = await upload_readings(session, system, items, utcnow())
-                    except ReadingRejected as exc:
-                        raise CsvRowError(
-                            f"line {lines[exc.index]}: {exc.field}: {exc.problem}"
-                        ) from None
-                    except ApiError as exc:
-                        raise CsvRowError(exc.message) from None
+                    result = await store_batch(session, system, lines, items, utcnow())
                 totals.received += result.received
                 totals.inserted += result.inserted
                 totals.updated += result.updated

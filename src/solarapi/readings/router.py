@@ -12,7 +12,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep, get_principal
 from solarapi.db import DATA_VERSION, SessionDep, get_session
 from solarapi.errors import ValidationFailed
-from solarapi.kit.bodylimit import body_limit
+from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.direct import direct, direct_query
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
@@ -20,7 +20,7 @@ from solarapi.kit.timefmt import utcnow
 from solarapi.kit.versioned import VersionedCache
 from solarapi.readings import service, upload
 from solarapi.readings.rendering import render
-from solarapi.readings.schemas import ReadingItem, ReadingsOut, UploadResultOut
+from solarapi.readings.schemas import UPLOAD_SCHEMA, ReadingsOut, UploadResultOut
 from solarapi.systems.access import get_system
 
 router = APIRouter(tags=["Readings"])
@@ -55,8 +55,9 @@ _session = asynccontextmanager(get_session)
     response_model=ReadingsOut,
     summary="Energy production aggregated into buckets",
     description=(
-        "`15m`, `30m` and `1h` buckets align to UTC; `1d`, `1w` (Monday) and `1M` to the "
-        "system's local calendar. `from` (inclusive) and `to` (exclusive) are widened to the "
+        "Buckets follow the system's local clock: `15m`, `30m` and `1h` its local time "
+        "(the UTC grid in whole-hour zones; 12:00–13:00 IST in Kolkata), `1d`, `1w` "
+        "(Monday) and `1M` its local calendar. `from` (inclusive) and `to` (exclusive) are widened to the "
         "grid and echoed in `meta`. Gaps are `null` with `samples: 0`. At most 10,000 buckets."
     ),
     openapi_extra={
@@ -97,24 +98,6 @@ async def get_readings(system_id: str, request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
-# 10,000 readings are ~1.1 MB as compact JSON, ~1.5 MB pretty-printed with long timestamps.
-UPLOAD_BODY = 2 * 1024 * 1024
-
-_UPLOAD_SCHEMA = {
-    "type": "object",
-    "required": ["readings"],
-    "additionalProperties": False,
-    "properties": {
-        "readings": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": upload.MAX_UPLOAD,
-            "items": ReadingItem.model_json_schema(),
-        }
-    },
-}
-
-
 @router.post(
     "/systems/{system_id}/readings",
     response_model=UploadResultOut,
@@ -127,7 +110,7 @@ _UPLOAD_SCHEMA = {
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": _UPLOAD_SCHEMA}},
+            "content": {"application/json": {"schema": UPLOAD_SCHEMA}},
         }
     },
 )

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solarapi.readings.upload import MAX_UPLOAD
+
 # Strict: a quoted number or a boolean is a client bug to report, not to coerce.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
@@ -60,3 +62,20 @@ class ReadingsMeta(BaseModel):
 class ReadingsOut(BaseModel):
     data: list[Bucket]
     meta: ReadingsMeta
+
+
+# The body of an upload, documented by hand: the endpoint checks it in one pass of its own
+# (`upload.batch_from_json`) instead of through a pydantic model.
+UPLOAD_SCHEMA = {
+    "type": "object",
+    "required": ["readings"],
+    "additionalProperties": False,
+    "properties": {
+        "readings": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_UPLOAD,
+            "items": ReadingItem.model_json_schema(),
+        }
+    },
+}

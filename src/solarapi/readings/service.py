@@ -32,6 +32,7 @@ from solarapi.kit.grid import (
     Interval,
     TimeRange,
     aggregate_into,
+    hour_aligned,
     local_date,
     local_midnight,
     widen_range,
@@ -158,12 +159,15 @@ def _place(
 _UTC = ZoneInfo("UTC")
 
 
-def _source(interval: Interval) -> Series:
-    """The coarsest stored rows that tile the buckets of `interval` exactly: raw
-    quarter-hours for 15m/30m, the hourly rollup for 1h, the local-day rollup for 1d/1w/1M."""
-    if interval is Interval.HOUR:
+def _source(time_range: TimeRange) -> Series:
+    """The coarsest stored rows that tile the range's buckets exactly: the local-day rollup
+    for 1d/1w/1M, the hourly (UTC) rollup for 1h where every edge is a UTC hour (whole-hour
+    zones), raw quarter-hours otherwise (15m, 30m, and 1h in Kolkata or Kathmandu)."""
+    if time_range.interval.is_calendar:
+        return DAYS
+    if time_range.interval is Interval.HOUR and hour_aligned(time_range.edges()):
         return HOURS
-    return DAYS if interval.is_calendar else RAW
+    return RAW
 
 
 async def read_readings(
@@ -179,22 +183,33 @@ async def read_readings(
     theirs) in the buckets of [start, end) widened to the grid. Raises ValidationFailed
     for an empty/reversed range or over 10,000 buckets.
 
-    The range is widened once and the rows are read once. On the UTC grid (15m, 30m, 1h)
-    the widened range does not depend on the system's zone, so it is known before the
-    system is, and the system and its rows come in one read (one round trip on
-    PostgreSQL); local-calendar intervals need the system's zone first."""
+    The range is widened once and the rows are read once. For 15m, 30m and 1h in a
+    whole-hour zone the widened range is the UTC grid's, known before the system is, so
+    the system and its rows come in one read (one round trip on PostgreSQL); calendar
+    intervals need the system's zone first."""
     store = reading_store(session)
-    source = _source(interval)
     if interval.is_calendar:
         system = await read_system(session, principal, system_id)
         time_range = time_range_of(system, start, end, interval)
-        rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
+        rows = await store.rows(
+            session, _source(time_range), system_id, time_range.start_s, time_range.end_s
+        )
     else:
-        time_range = widen_range(start, end, interval, _UTC)
+        # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
+        # usual case: one read); a zone whose clock is off the UTC hour reads again.
+        guess = widen_range(start, end, interval, _UTC)
         found, rows = await store.system_and_rows(
-            session, source, system_id, time_range.start_s, time_range.end_s
+            session, _source(guess), system_id, guess.start_s, guess.end_s
         )
         system = owned(found, principal, system_id)
+        time_range = time_range_of(system, start, end, interval)
+        source = _source(time_range)
+        if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
+            source is not _source(guess)
+        ):
+            rows = await store.rows(
+                session, source, system_id, time_range.start_s, time_range.end_s
+            )
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
     return _bucketed(system, time_range, rows)
@@ -203,10 +218,9 @@ async def read_readings(
 def time_range_of(
     system: ReadableSystem, start: datetime, end: datetime, interval: Interval
 ) -> TimeRange:
-    """[start, end) widened to `system`'s grid for `interval`, as `read_readings` widens it
-    (ValidationFailed over 10,000 buckets)."""
-    tz = ZoneInfo(system.timezone) if interval.is_calendar else _UTC
-    return widen_range(start, end, interval, tz)
+    """[start, end) widened to `system`'s grid for `interval` (its local clock and calendar),
+    as `read_readings` widens it (ValidationFailed over 10,000 buckets)."""
+    return widen_range(start, end, interval, ZoneInfo(system.timezone))
 
 
 async def readings_in(
@@ -218,7 +232,7 @@ async def readings_in(
         rows = await _simulated_rows(system, time_range, now)
     else:
         rows = await reading_store(session).rows(
-            session, _source(time_range.interval), system.id, time_range.start_s, time_range.end_s
+            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
         )
     return _bucketed(system, time_range, rows)
 
@@ -238,7 +252,7 @@ async def aggregate(
         rows = await _simulated_rows(system, time_range, now)
     else:
         rows = await reading_store(session).rows(
-            session, _source(interval), system.id, time_range.start_s, time_range.end_s
+            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
         )
     return _bucketed(system, time_range, rows)
 

@@ -3,8 +3,10 @@ upsert, and the hourly and local-daily rollups kept exact in the same transactio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -12,7 +14,7 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
-from solarapi.errors import Conflict, ValidationFailed
+from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.jobs.kinds import enqueue_alert_evaluation
 from solarapi.kit.grid import (
@@ -67,6 +69,10 @@ class UploadResult:
     received: int
     inserted: int
     updated: int
+    # The span of the upload: the first quarter-hour's start, the last one's end (None where
+    # a caller of this result type does not track it).
+    start: datetime | None = None
+    end: datetime | None = None
 
     def to_api(self) -> dict[str, int]:
         return {"received": self.received, "inserted": self.inserted, "updated": self.updated}
@@ -82,8 +88,36 @@ class ReadingRejected(ValidationFailed):
         self.problem = problem
 
 
+def _exact_limit(capacity_kwp: float, per_kwp: Decimal) -> tuple[float, Decimal]:
+    """`capacity_kwp × per_kwp` as the decimal the client wrote (the shortest repr of the
+    float) and the largest float whose own shortest repr is at most that decimal.
+
+    Compared exactly, not as `capacity × 250 × 1.5` in floats: that is 375.37499999999994
+    for 1.001 kWp, so the documented cap of 375.375 Wh was refused "at most 375.375 Wh"
+    (741 capacities between 0.001 and 99.999 kWp had the same fault)."""
+    exact = Decimal(repr(capacity_kwp)) * per_kwp
+    limit = float(exact)
+    if Decimal(repr(limit)) > exact:
+        limit = math.nextafter(limit, -math.inf)
+    return limit, exact
+
+
+# Per kWp: Wh in a quarter-hour (250 × 1.5) and W at any moment (1000 × 1.5).
+_WH_PER_KWP = Decimal(repr(WH_PER_KWP_PER_QUARTER)) * Decimal(repr(PLAUSIBILITY_MARGIN))
+_W_PER_KWP = Decimal(1000) * Decimal(repr(PLAUSIBILITY_MARGIN))
+
+
 def plausible_max_wh(capacity_kwp: float) -> float:
-    return capacity_kwp * WH_PER_KWP_PER_QUARTER * PLAUSIBILITY_MARGIN
+    return _exact_limit(capacity_kwp, _WH_PER_KWP)[0]
+
+
+def plausible_max_w(capacity_kwp: float) -> float:
+    return _exact_limit(capacity_kwp, _W_PER_KWP)[0]
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text if "." in text else f"{text}.0"
 
 
 _ITEM_FIELDS = frozenset({"timestamp", "energy_wh", "power_w"})
@@ -174,6 +208,7 @@ def _validated(
             unaligned[i] = moment.microsecond != 0
         starts[i] = seconds
     limit = plausible_max_wh(capacity_kwp)
+    power_limit = plausible_max_w(capacity_kwp)
     now_s = now.timestamp()
     checked = unparsable.index if unparsable else count
     span = slice(0, checked)
@@ -189,6 +224,7 @@ def _validated(
         ("energy", ~np.isfinite(energy[span]) | (energy[span] < 0)),
         ("plausible", energy[span] > limit),
         ("power", power_given[span] & ~(np.isfinite(power[span]) & (power[span] >= 0))),
+        ("power_plausible", power_given[span] & (power[span] > power_limit)),
     ]
     first_bad = checked
     rule = ""
@@ -240,11 +276,20 @@ def _rejection(
     if rule == "energy":
         return ReadingRejected(index, "energy_wh", f"must be ≥ 0; got {batch.energy_wh[index]}")
     if rule == "plausible":
+        exact = _exact_limit(capacity_kwp, _WH_PER_KWP)[1]
         return ReadingRejected(
             index,
             "energy_wh",
             f"{batch.energy_wh[index]} Wh in 15 minutes is implausible for a {capacity_kwp} kWp system "
-            f"(at most {round(limit, 3)} Wh = capacity_kwp × 250 × 1.5)",
+            f"(at most {_decimal_text(exact)} Wh = capacity_kwp × 250 × 1.5)",
+        )
+    if rule == "power_plausible":
+        exact = _exact_limit(capacity_kwp, _W_PER_KWP)[1]
+        return ReadingRejected(
+            index,
+            "power_w",
+            f"{batch.power_w[index]} W is implausible for a {capacity_kwp} kWp system "
+            f"(at most {_decimal_text(exact)} W = capacity_kwp × 1000 × 1.5)",
         )
     return ReadingRejected(index, "power_w", f"must be ≥ 0; got {batch.power_w[index]}")
 
@@ -256,6 +301,8 @@ async def upload_readings(
     first/last reading up to date, in the caller's transaction."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+    # Checked first against the system as read before its lock (a bad batch is refused
+    # without queueing for the lock), then again below if the locked row differs.
     starts, energy, power = _validated(batch, system.capacity_kwp, now)
     horizon = retention_horizon(session, now)
     if horizon is not None and int(starts.min()) < horizon.timestamp():
@@ -271,9 +318,20 @@ async def upload_readings(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
             "cannot be uploaded; create a system with data_source 'metered' to upload"
         )
-    updated = await store_series(session, system, starts, energy, power)
+    read_capacity = system.capacity_kwp
+    system = await _locked(session, system.id)
+    if system.capacity_kwp != read_capacity:
+        # A PATCH of the capacity committed between the read and the lock.
+        starts, energy, power = _validated(batch, system.capacity_kwp, now)
+    updated = await _store_locked(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
-    result = UploadResult(len(batch), len(batch) - updated, updated)
+    result = UploadResult(
+        len(batch),
+        len(batch) - updated,
+        updated,
+        datetime.fromtimestamp(lo_s, UTC),
+        datetime.fromtimestamp(hi_s, UTC),
+    )
     await record_event(
         session,
         account_id=system.account_id,
@@ -302,7 +360,29 @@ async def store_series(
     `upload_readings` validates before calling it; demo data and benchmarks call it directly."""
     if len(starts) == 0:
         return 0
-    await systems_repository.lock(session, system.id)
+    return await _store_locked(
+        session, await _locked(session, system.id), starts, energy_wh, power_w
+    )
+
+
+async def _locked(session: AsyncSession, system_id: str) -> System:
+    """The system under its lock, as it is now. An upload racing `PATCH timezone` once
+    rolled its days up with the zone it had read before the lock, after the PATCH had
+    rebuilt them: Amsterdam days stored as Sydney days, for good (failure-modes.md)."""
+    system = await systems_repository.lock_fresh(session, system_id)
+    if system is None:
+        # Deleted between the read and the lock (the deletion holds the same lock).
+        raise NotFound(f"No system with id '{excerpt(system_id)}'")
+    return system
+
+
+async def _store_locked(
+    session: AsyncSession,
+    system: System,
+    starts: IntArray,
+    energy_wh: FloatArray,
+    power_w: FloatArray,
+) -> int:
     existing = await repository.existing_starts(session, system.id, starts)
     await repository.upsert_readings(
         session,
@@ -322,8 +402,8 @@ async def store_series(
         # Only new quarter-hours (the usual case): add the batch's own sums to the rollups,
         # without reading anything back. Exact because the system is locked.
         await _add_to_rollups(session, system, starts, energy_wh, power_w, lo_s, hi_s)
-    # In SQL, not by comparing with `system`: that object was read before the lock was taken,
-    # so a concurrent upload of another day may have moved the span since.
+    # In SQL rather than by comparing with `system`'s columns: one statement, and the span
+    # stays exact whoever wrote before.
     span = await repository.extend_reading_span(
         session,
         system.id,

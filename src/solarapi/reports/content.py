@@ -10,6 +10,7 @@ disagree with `GET /systems/{id}/readings` or `/market-value` for the same param
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -108,7 +109,7 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
     if len(systems) > 8:
         names += f" and {len(systems) - 8} more"
     facts = [
-        ("Account", f"{context.account_name} ({report.account_id})"),
+        ("Account", context.account_name),
         ("Environment", "live" if report.environment == "live" else "test (sandbox)"),
         ("Systems", f"{len(systems)}: {names}"),
         (
@@ -120,34 +121,57 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
     if report.type != "declarations":
         facts.append(("Interval", f"{context.interval.value} (one row per system and bucket)"))
     facts.append(("Generated at", utc_text(context.now)))
-    facts.append(("Report", report.id))
     return facts
 
 
 @dataclass(frozen=True, slots=True)
 class LocalPeriod:
     """A report's period on the systems' local calendar: its first and last day (inclusive)
-    in `zone` — the systems' time zone when they share one, else UTC."""
+    in `zone` — the systems' time zone when their clocks agree over the whole period (one
+    zone, or several with the same offsets: NL and DE-LU), else UTC. `label` names them."""
 
     first: date
     last: date
     zone: str
+    label: str
 
     def text(self) -> str:
-        return f"{self.first.isoformat()} to {self.last.isoformat()} ({self.zone})"
+        return f"{self.first.isoformat()} to {self.last.isoformat()} ({self.label})"
 
 
 def local_period(start: datetime, end: datetime, zones: Iterable[str]) -> LocalPeriod:
     """[start, end) as local days: an October report (00:00 1 October to 00:00 1 November
     local) is 2026-10-01 to 2026-10-31, not the UTC dates 2026-09-30 and 2026-10-31."""
-    distinct = set(zones)
-    zone = distinct.pop() if len(distinct) == 1 else "UTC"
+    names = tuple(sorted(set(zones)))
+    if names and clocks_agree(names, start, end):
+        zone, label = names[0], " = ".join(names)
+    else:
+        zone = label = "UTC"
     tz = ZoneInfo(zone)
     local_start, local_end = start.astimezone(tz), end.astimezone(tz)
     last = local_end.date()
     if local_end.time() == datetime.min.time() and last > local_start.date():
         last -= timedelta(days=1)  # the end is exclusive: a midnight ends the day before
-    return LocalPeriod(local_start.date(), last, zone)
+    return LocalPeriod(local_start.date(), last, zone, label)
+
+
+@functools.lru_cache(maxsize=256)
+def clocks_agree(zones: tuple[str, ...], start: datetime, end: datetime) -> bool:
+    """Whether every zone shows the same local time at every quarter-hour of [start, end]:
+    compared by their UTC offsets, not their names (Amsterdam and Berlin agree, Amsterdam
+    and London do not). Offsets change only on quarter-hour boundaries. Kept per period:
+    a download's file name asks again for the same one."""
+    if len(zones) <= 1:
+        return True
+    infos = [ZoneInfo(name) for name in zones]
+    moment = start.astimezone(UTC)
+    step = timedelta(minutes=15)
+    while moment <= end:
+        first = moment.astimezone(infos[0]).utcoffset()
+        if any(moment.astimezone(tz).utcoffset() != first for tz in infos[1:]):
+            return False
+        moment += step
+    return True
 
 
 def utc_text(value: datetime) -> str:

@@ -11,8 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
-from solarapi.declarations.views import declaration_to_api, transition_to_api
-from solarapi.models.declarations import Declaration
+from solarapi.declarations.views import DeclarationView
 from solarapi.models.systems import System
 from solarapi.reports.content import (
     TITLES,
@@ -62,7 +61,7 @@ async def declarations(
     for system in systems:
         for item in await _in_period(session, caller, context, system):
             transitions = [
-                transition_to_api(step)
+                step.render()
                 for step in await declaration_service.history(session, caller, item.id)
             ]
             _add_declaration(content, listed, system, item, transitions)
@@ -85,9 +84,9 @@ async def _in_period(
     caller: declaration_service.Caller,
     context: ReportContext,
     system: System,
-) -> list[Declaration]:
+) -> list[DeclarationView]:
     """The system's declarations whose period overlaps the report's, in period order."""
-    found: list[Declaration] = []
+    found: list[DeclarationView] = []
     offset = 0
     while True:
         page, total = await declaration_service.list_declarations(
@@ -117,10 +116,10 @@ def _add_declaration(
     content: ReportContent,
     listed: _Listed,
     system: System,
-    item: Declaration,
+    item: DeclarationView,
     transitions: list[dict[str, Any]],
 ) -> None:
-    view = declaration_to_api(item)
+    view = item.render()
     content.csv_rows.append(
         [
             view["id"],
@@ -141,9 +140,13 @@ def _add_declaration(
             "; ".join(_step_text(step) for step in transitions),
         ]
     )
+    # The PDF names a declaration by its number in the report and the customer's reference,
+    # not by the internal id (the CSV keeps the id).
+    number = len(listed.rows) + 1
     listed.rows.append(
         [
-            view["id"],
+            number,
+            view["reference"],
             system.name,
             view["type"].replace("_", " "),
             f"{view['period_start']} – {view['period_end']}",
@@ -156,11 +159,11 @@ def _add_declaration(
     for step in transitions:
         listed.history_rows.append(
             [
-                view["id"],
+                number,
                 step["at"].replace("T", " ").replace("Z", " UTC"),
                 step["action"],
                 f"{step['from'] or '—'} → {step['to']}",
-                step["actor"],
+                _actor(step["actor"]),
                 step["reason"],
             ]
         )
@@ -181,7 +184,8 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
         Table(
             "Declarations",
             [
-                "Declaration",
+                "No.",
+                "Reference",
                 "System",
                 "Type",
                 "Period (local days)",
@@ -196,7 +200,7 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
     content.tables.append(
         Table(
             "History",
-            ["Declaration", "At", "Action", "Status", "By", "Reason"],
+            ["No.", "At", "Action", "Status", "By", "Reason"],
             listed.history_rows,
         )
     )
@@ -210,6 +214,11 @@ def _add_tables(content: ReportContent, context: ReportContext, listed: _Listed)
 
 def _overlaps(bounds: tuple[int, int], start_s: int, end_s: int) -> bool:
     return bounds[0] < end_s and bounds[1] > start_s
+
+
+def _actor(actor: str) -> str:
+    """Who acted, without an internal key id: "API key", "operator" or "sandbox"."""
+    return "API key" if actor.startswith("key_") else actor
 
 
 def _step_text(step: dict[str, Any]) -> str:

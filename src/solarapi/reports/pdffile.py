@@ -103,7 +103,7 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _text(value: Cell) -> str:
+def _text(value: Cell, decimals: int = 3) -> str:
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -113,7 +113,7 @@ def _text(value: Cell) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "—"
-        return f"{value:,.3f}"
+        return f"{value:,.{decimals}f}"
     if len(value) > MAX_CELL_CHARS:
         return value[: MAX_CELL_CHARS - 1] + "…"
     return value
@@ -214,7 +214,12 @@ def _table_flowables(
     heading = Paragraph(_escape(table.title), styles["h2"])
     if not table.rows:
         return [CondPageBreak(HEADING_ROOM), heading, Paragraph("No rows.", styles["body"])]
-    texts = [[_text(value) for value in row] for row in table.rows]
+    # Money to the cent (a customer's document); the CSV keeps full precision.
+    decimals = [2 if "EUR" in name else 3 for name in table.columns]
+    texts = [
+        [_text(value, places) for value, places in zip(row, decimals, strict=True)]
+        for row in table.rows
+    ]
     numeric = [
         _is_numeric([row[col] for row in table.rows[:200]]) for col in range(len(table.columns))
     ]
@@ -322,7 +327,6 @@ def write_pdf(content: ReportContent, path: Path, generated_at: datetime) -> Non
     styles = _styles()
     page = landscape(A4) if content.landscape else A4
     frame_width = page[0] - 2 * MARGIN
-    report_id = dict(content.facts).get("Report", "")
     story: list[Flowable] = [Paragraph(_escape(content.title), styles["title"])]
     facts = Table(
         # Paragraphs, so long values (many system names) wrap instead of being cut.
@@ -359,11 +363,11 @@ def write_pdf(content: ReportContent, path: Path, generated_at: datetime) -> Non
         rightMargin=MARGIN,
         topMargin=MARGIN,
         bottomMargin=18 * mm,
-        title=f"{content.title} {report_id}",
+        title=content.title,
         author="Solar Energy Platform API",
         subject=content.title,
         creator="solarapi",
         invariant=False,
     )
-    footer = f"{content.title} · {report_id} · generated {generated_at:%Y-%m-%d %H:%M} UTC"
+    footer = f"{content.title} · generated {generated_at:%Y-%m-%d %H:%M} UTC"
     document.build(story, canvasmaker=_canvas_class(footer))

@@ -94,7 +94,7 @@ async def production(
         )
         gathered.details.append(
             Table(
-                f"{system.name} ({system.id}), {system.timezone}",
+                f"{system.name}, {system.timezone}",
                 [
                     "Period",
                     "Energy (kWh)",
@@ -192,25 +192,49 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
                 "Coverage",
                 "Yield (kWh/kWp)",
             ],
-            gathered.summary,
+            [*gathered.summary, _production_total(gathered)],
         )
     )
+    rows: list[list[Cell]] = [
+        [
+            period_label(key, interval),
+            kwh(per_bucket[key].energy_wh),
+            kwh(per_bucket[key].power_max_w),
+            f"{per_bucket[key].samples}/{per_bucket[key].expected}",
+            percent(coverage_ratio(per_bucket[key].samples, per_bucket[key].expected)),
+        ]
+        for key in keys
+    ]
+    samples = sum(bucket.samples for bucket in per_bucket.values())
+    expected = sum(bucket.expected for bucket in per_bucket.values())
+    peaks = [b.power_max_w for b in per_bucket.values() if b.power_max_w is not None]
+    total = _total_row("Total", rows, [1])
+    total[2] = kwh(max(peaks)) if peaks else None
+    total[3] = f"{samples}/{expected}"
+    total[4] = percent(coverage_ratio(samples, expected))
     content.tables.append(
         Table(
             f"Production per {interval.label}, all systems",
             ["Period", "Energy (kWh)", "Peak power (kW)", "Readings", "Coverage"],
-            [
-                [
-                    period_label(key, interval),
-                    kwh(per_bucket[key].energy_wh),
-                    kwh(per_bucket[key].power_max_w),
-                    f"{per_bucket[key].samples}/{per_bucket[key].expected}",
-                    percent(coverage_ratio(per_bucket[key].samples, per_bucket[key].expected)),
-                ]
-                for key in keys
-            ],
+            [*rows, total],
         )
     )
+
+
+def _production_total(gathered: _Gathered) -> list[Cell]:
+    total = _total_row("Total", gathered.summary, [1, 2])
+    peaks = [b.power_max_w for b in gathered.per_bucket.values() if b.power_max_w is not None]
+    total[3] = kwh(max(peaks)) if peaks else None
+    samples = sum(bucket.samples for bucket in gathered.per_bucket.values())
+    expected = sum(bucket.expected for bucket in gathered.per_bucket.values())
+    total[4] = percent(coverage_ratio(samples, expected))
+    energy, capacity = total[2], total[1]
+    total[5] = (
+        energy / capacity
+        if isinstance(energy, float) and isinstance(capacity, float) and capacity
+        else None
+    )
+    return total
 
 
 # --- market value -------------------------------------------------------------------------
@@ -259,7 +283,7 @@ async def market_value(
         )
         gathered.details.append(
             Table(
-                f"{system.name} ({system.id}), zone {system.market_zone}",
+                f"{system.name}, zone {system.market_zone}",
                 ["Period", "Energy (kWh)", "Price (EUR/MWh)", "Value (EUR)"],
                 detail_rows,
             )
@@ -291,8 +315,7 @@ def _market_value_buckets(
         shared = gathered.per_bucket.setdefault(key, _Bucket())
         shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
         shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
-        if bucket["value_eur"] is not None and bucket["energy_wh"] is not None:
-            shared.priced_energy_wh += bucket["energy_wh"]
+        shared.priced_energy_wh += _priced_energy(bucket)
         gathered.total_rows += 1
         if context.wants_csv:
             content.csv_rows.append(
@@ -338,24 +361,68 @@ def _market_value_tables(
         Table(
             "Systems",
             ["System", "Zone", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
-            gathered.summary,
+            [*gathered.summary, _value_total(gathered, 2, 3, 4, len(gathered.summary[0]))]
+            if gathered.summary
+            else [],
         )
     )
+    rows: list[list[Cell]] = [
+        [
+            period_label(key, interval),
+            kwh(per_bucket[key].energy_wh),
+            per_bucket[key].value_eur,
+            _weighted_price(per_bucket[key]),
+        ]
+        for key in keys
+    ]
     content.tables.append(
         Table(
             f"Market value per {interval.label}, all systems",
             ["Period", "Energy (kWh)", "Value (EUR)", "Avg price (EUR/MWh)"],
-            [
-                [
-                    period_label(key, interval),
-                    kwh(per_bucket[key].energy_wh),
-                    per_bucket[key].value_eur,
-                    _weighted_price(per_bucket[key]),
-                ]
-                for key in keys
-            ],
+            [*rows, _value_total(gathered, 1, 2, 3, 4)] if rows else [],
         )
     )
+
+
+def _value_total(
+    gathered: _Gathered, energy: int, value: int, price: int, width: int
+) -> list[Cell]:
+    """The total row of a market value table: energy and value summed, the price weighted
+    by the priced energy of every bucket (the capture price of the whole report)."""
+    buckets = gathered.per_bucket.values()
+    total: list[Cell] = ["Total"] + [None] * (width - 1)
+    energies = [b.energy_wh for b in buckets if b.energy_wh is not None]
+    values = [b.value_eur for b in buckets if b.value_eur is not None]
+    total[energy] = kwh(sum(energies)) if energies else None
+    total[value] = sum(values) if values else None
+    priced = sum(b.priced_energy_wh for b in buckets)
+    total[price] = sum(values) / priced * 1_000_000 if values and priced > 0 else None
+    return total
+
+
+def _priced_energy(bucket: dict[str, Any]) -> float:
+    """The bucket's production in quarter-hours that have a price. The API's bucket price is
+    value ÷ that energy (the capture price), so the energy is value ÷ price; dividing a
+    day's value by all its energy instead would count unpriced quarter-hours at 0 €/MWh.
+    A bucket without a priced production has value 0 and adds 0 (its price is then the
+    zone's time-weighted mean)."""
+    value, price, energy = bucket["value_eur"], bucket["price_eur_per_mwh"], bucket["energy_wh"]
+    if value is None or price is None or energy is None:
+        return 0.0
+    if price == 0:
+        # Every priced quarter-hour at exactly 0 €/MWh: value 0 whatever the energy.
+        return float(energy) if value == 0 else 0.0
+    return float(value) / float(price) * 1_000_000
+
+
+def _total_row(label: str, rows: list[list[Cell]], sums: list[int]) -> list[Cell]:
+    """A total row under a table: the sum of the columns in `sums` (None when every row's
+    is empty), blank elsewhere."""
+    total: list[Cell] = [label] + [None] * (len(rows[0]) - 1 if rows else 0)
+    for col in sums:
+        present = [row[col] for row in rows if isinstance(row[col], int | float)]
+        total[col] = float(sum(present)) if present else None  # type: ignore[arg-type]
+    return total
 
 
 def _weighted_price(bucket: _Bucket) -> float | None:

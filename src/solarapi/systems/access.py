@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import Principal
+from solarapi.auth.principal import Caller
 from solarapi.errors import NotFound
 from solarapi.kit.text import excerpt
 from solarapi.models.systems import System, SystemRecord
@@ -30,7 +30,7 @@ def tenant_system(
     return system
 
 
-def owned(system: AnySystem | None, principal: Principal, system_id: str) -> AnySystem:
+def owned(system: AnySystem | None, principal: Caller, system_id: str) -> AnySystem:
     """`system` if it is the API caller's, in the key's environment; else 404."""
     return tenant_system(
         system,
@@ -40,12 +40,12 @@ def owned(system: AnySystem | None, principal: Principal, system_id: str) -> Any
     )
 
 
-async def get_system(session: AsyncSession, principal: Principal, system_id: str) -> System:
+async def get_system(session: AsyncSession, principal: Caller, system_id: str) -> System:
     """The caller's system as an ORM object, for a request that changes it."""
     return owned(await repository.get(session, system_id), principal, system_id)
 
 
-async def read_system(session: AsyncSession, principal: Principal, system_id: str) -> SystemRecord:
+async def read_system(session: AsyncSession, principal: Caller, system_id: str) -> SystemRecord:
     """The caller's system for a request that only reads it: a frozen record, read without
     the ORM — every readings query starts here."""
     return owned(await repository.get_record(session, system_id), principal, system_id)

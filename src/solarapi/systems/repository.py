@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, session_backend
 from solarapi.models.alerts import Alert
+from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
@@ -30,6 +31,17 @@ async def lock(session: AsyncSession, system_id: str) -> None:
     PostgreSQL: the system's row, FOR UPDATE; SQLite: the database's write lock
     (`Backend.lock_row`)."""
     await session_backend(session).lock_row(session, _SYSTEMS, "id", system_id, touch="name")
+
+
+async def lock_fresh(session: AsyncSession, system_id: str) -> System | None:
+    """Take the system's lock (`lock`), then read the system as it is now: every rule that
+    depends on it (the time zone its rollups follow, the capacity an upload is checked
+    against) must see the row the lock protects, not one read before it. `populate_existing`
+    overwrites an object the session read earlier, so a stale one cannot be handed back."""
+    await lock(session, system_id)
+    return await session.scalar(
+        select(System).where(System.id == system_id).execution_options(populate_existing=True)
+    )
 
 
 # Every column of a system, in table order: what a record is made of.
@@ -94,7 +106,7 @@ async def add(session: AsyncSession, system: System) -> None:
 async def delete_system(session: AsyncSession, system: System) -> None:
     # Explicit deletes instead of relying on ON DELETE CASCADE alone: the ORM session would
     # otherwise not know, and SQLite enforces foreign keys only with a per-connection pragma.
-    for table in (Reading, ReadingHour, ReadingDay, IrradianceReading, Alert):
+    for table in (Reading, ReadingHour, ReadingDay, IrradianceReading, Alert, IngestToken):
         await session.execute(delete(table).where(table.system_id == system.id))
     await session.delete(system)
     await session.flush()

@@ -6,7 +6,7 @@ import re
 from datetime import date
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from solarapi.kit.pagination import Pagination
 from solarapi.kit.text import excerpt
@@ -31,6 +31,16 @@ Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 Gamma = Annotated[float, Field(strict=True, ge=-1.0, le=0.0, allow_inf_nan=False)]
 LossesPct = Annotated[float, Field(strict=True, ge=0, le=50, allow_inf_nan=False)]
 InverterEfficiency = Annotated[float, Field(strict=True, gt=0.5, le=1.0, allow_inf_nan=False)]
+
+
+def whole_number(value: object) -> object:
+    """JSON has one number type: 24.0 is the integer 24 (as JSON Schema says), 24.5 is not, and
+    "24" or true are not numbers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 OfflineAfterHours = Annotated[
     int,
     Field(
@@ -40,6 +50,7 @@ OfflineAfterHours = Annotated[
         description="Daylight hours (sun above 5° at the site) without a new reading before "
         "`system.offline` opens; for loggers that upload once a day, 24 or more",
     ),
+    BeforeValidator(whole_number),
 ]
 UnderperformanceThreshold = Annotated[
     float,

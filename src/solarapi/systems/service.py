@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import Principal
+from solarapi.auth.principal import Caller
 from solarapi.declarations import service as declarations
 from solarapi.errors import Conflict, ValidationFailed
 from solarapi.events.service import record_event
@@ -22,7 +22,7 @@ from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System, model_parameters
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
-from solarapi.systems.access import get_system
+from solarapi.systems.access import get_system, owned
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
 
@@ -88,7 +88,7 @@ def default_azimuth(latitude: float) -> float:
 
 async def list_systems(
     session: AsyncSession,
-    principal: Principal,
+    principal: Caller,
     *,
     status: str | None,
     market_zone: str | None,
@@ -115,7 +115,7 @@ async def list_systems(
 
 
 async def create_system(
-    session: AsyncSession, principal: Principal, body: SystemCreate, now: datetime
+    session: AsyncSession, principal: Caller, body: SystemCreate, now: datetime
 ) -> System:
     live = principal.environment is Environment.LIVE
     data_source = body.data_source or ("metered" if live else "simulated")
@@ -292,10 +292,15 @@ def _monitoring_changes(body: MonitoringIn) -> dict[str, object]:
 
 
 async def update_system(
-    session: AsyncSession, principal: Principal, system_id: str, body: SystemPatch, now: datetime
+    session: AsyncSession, principal: Caller, system_id: str, body: SystemPatch, now: datetime
 ) -> System:
     changes = _patch_changes(body)
-    system = await get_system(session, principal, system_id)
+    # Under the system's lock from the start, like uploads and declarations: the time zone
+    # replaced here is the one the daily rollup is rebuilt from, and no upload can roll a
+    # day up with the old zone in between.
+    # (Ownership is checked before the lock: another tenant's row is never locked.)
+    await get_system(session, principal, system_id)
+    system = owned(await repository.lock_fresh(session, system_id), principal, system_id)
     if any(field.startswith("monitoring_") or field == "status" for field in changes):
         # New thresholds (or a system switched off) are judged at once, not at the next upload.
         await enqueue_alert_evaluation(session, system.id)
@@ -317,7 +322,7 @@ async def update_system(
     return system
 
 
-async def delete_system(session: AsyncSession, principal: Principal, system_id: str) -> None:
+async def delete_system(session: AsyncSession, principal: Caller, system_id: str) -> None:
     system = await get_system(session, principal, system_id)
     if await declarations.blocks_system_deletion(session, system.id):
         raise Conflict(

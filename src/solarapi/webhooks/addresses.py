@@ -51,6 +51,15 @@ class WebhookUrl:
 
 # NAT64 (RFC 6052): 64:ff9b::10.0.0.1 is translated to 10.0.0.1 by a NAT64 gateway.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# IPv4-compatible IPv6 (deprecated, RFC 4291): [::127.0.0.1] still reaches 127.0.0.1 on some
+# stacks. (`::` and `::1` are in it too, and judged as themselves first.)
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+# Special-purpose ranges Python 3.11 calls global: the local-use NAT64 prefix (RFC 8215),
+# whose gateways lead into the operator's own IPv4 networks, and all of 192.0.0.0/24 (IETF
+# protocol assignments, 192.0.0.8 the "dummy" address).
+_NOT_PUBLIC = (ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("192.0.0.0/24"))
+MAX_HOST_LENGTH = 253
+MAX_LABEL_LENGTH = 63
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -60,7 +69,7 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
         return address.ipv4_mapped
     if address.sixtofour is not None:
         return address.sixtofour
-    if address in _NAT64:
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 
@@ -84,6 +93,8 @@ def forbidden_reason(address: IPAddress, *, allow_loopback: bool) -> str | None:
         return "a multicast address"
     if address.is_private:
         return "a private address"
+    if address.is_reserved or any(address in network for network in _NOT_PUBLIC):
+        return "a special-purpose (non-public) address"
     if not address.is_global:
         # Shared (100.64/10), reserved, documentation and other special-purpose ranges.
         return "a special-purpose (non-public) address"
@@ -97,11 +108,22 @@ def parse_url(raw: str) -> WebhookUrl:
         raise ValueError("url is required")
     if len(url) > MAX_URL_LENGTH:
         raise ValueError(f"url must be at most {MAX_URL_LENGTH} characters")
+    if any(not ("!" <= char <= "~") for char in url):
+        # Spaces, CR/LF (header injection into a request line), control characters and
+        # non-ASCII text: a URL on the wire is printable ASCII.
+        raise ValueError(
+            "url must be printable ASCII without spaces or line breaks (percent-encode a "
+            "path, write an international host name in its xn-- form)"
+        )
     try:
         parts: SplitResult = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"url is not a valid URL: {exc}") from None
+    except ValueError:
+        raise ValueError(
+            f"url is not a valid URL: '{excerpt(url)}' (the port must be a number 1–65535)"
+        ) from None
+    if port == 0:
+        raise ValueError("url: the port must be 1–65535")
     scheme = parts.scheme.lower()
     if scheme not in ("https", "http"):
         raise ValueError(f"url must start with https://; got '{excerpt(url)}'")
@@ -112,7 +134,31 @@ def parse_url(raw: str) -> WebhookUrl:
         raise ValueError("url must not contain a user name or password")
     if parts.fragment:
         raise ValueError("url must not contain a fragment (#…)")
+    if literal_address(host) is None:
+        _check_host_name(host)
     return WebhookUrl(url=url, scheme=scheme, host=host, port=port or _default_port(scheme))
+
+
+def _check_host_name(host: str) -> None:
+    """A DNS name: at most 253 characters, labels of 1–63 letters, digits and hyphens, and
+    `xn--` labels that are valid punycode."""
+    if len(host) > MAX_HOST_LENGTH:
+        raise ValueError(f"url: the host name must be at most {MAX_HOST_LENGTH} characters")
+    for label in host.split("."):
+        if not 1 <= len(label) <= MAX_LABEL_LENGTH or not all(
+            char.isalnum() or char in "-_" for char in label
+        ):
+            raise ValueError(
+                f"url: '{excerpt(label)}' is not a host name label (1–{MAX_LABEL_LENGTH} "
+                "letters, digits or hyphens)"
+            )
+        if label.startswith("xn--"):
+            try:
+                decoded = label.encode("ascii").decode("idna")
+            except UnicodeError:
+                decoded = ""
+            if not decoded or decoded.startswith("xn--"):
+                raise ValueError(f"url: '{excerpt(label)}' is not a valid international name")
 
 
 def _default_port(scheme: str) -> int:

@@ -29,7 +29,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.events import repository as events_repository
-from solarapi.events.service import event_to_api
+from solarapi.events.service import EventView
 from solarapi.events.types import DELIVERY_JOB_KIND, DELIVERY_JOB_MAX_ATTEMPTS
 from solarapi.jobs.queue import enqueue, lease_held, settings_of
 from solarapi.kit.ids import new_id
@@ -176,7 +176,7 @@ class Delivery:
 def build_delivery(
     endpoint: WebhookEndpoint, event: Event, config: WebhookConfig, now: datetime
 ) -> Delivery:
-    body = orjson.dumps(event_to_api(event)).decode()
+    body = orjson.dumps(EventView.of(event).render()).decode()
     signature = signature_header(
         signing_secrets(endpoint, config.server_secret, now), event.id, now, body
     )
@@ -214,14 +214,19 @@ async def send(delivery: Delivery, *, allow_loopback: bool) -> AttemptResult:
             # The status is all we need; the receiver's body is not read or kept.
             return AttemptResult(response.status_code, elapsed(), None)
     except ForbiddenDestination as exc:
-        return AttemptResult(None, None, f"refused: {exc}")
+        # Generic for the tenant (which internal address a name resolved to is ours to
+        # know); the reason goes to the operator's log.
+        log.info("webhook destination refused: %s", exc)
+        return AttemptResult(None, None, "refused: not a public internet address")
     except (TimeoutError, httpx.TimeoutException):
         return AttemptResult(
             None, elapsed(), f"no response within {TIMEOUT_SECONDS:g} s", timed_out=True
         )
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        detail = str(exc) or type(exc).__name__
-        return AttemptResult(None, elapsed(), f"connection failed: {detail}"[:500])
+        # Not the exception's text ("Connection refused", "Name or service not known", TLS
+        # details): told apart, they let a tenant probe which ports answer.
+        log.info("webhook delivery failed: %s", str(exc) or type(exc).__name__)
+        return AttemptResult(None, elapsed(), "connection failed")
 
 
 async def deliver(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:

@@ -77,7 +77,7 @@ async def create_webhook(
 ) -> Response:
     now = utcnow()
     endpoint, secret = await service.create_endpoint(session, _owner(principal), body, config, now)
-    content = {**service.endpoint_to_api(endpoint, now), "secret": secret}
+    content = {**endpoint.render(), "secret": secret}
     replay_without(request, "secret")  # shown once: a replay answers without it
     return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
 
@@ -91,15 +91,14 @@ async def create_webhook(
 async def list_webhooks(
     request: Request, principal: PrincipalDep, session: SessionDep, page: PageDep
 ) -> Response:
-    rows, total = await service.list_endpoints(session, _owner(principal), page)
-    now = utcnow()
-    return page_response(request, [service.endpoint_to_api(row, now) for row in rows], total, page)
+    rows, total = await service.list_endpoints(session, _owner(principal), page, utcnow())
+    return page_response(request, [row.render() for row in rows], total, page)
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, summary="A webhook endpoint")
 async def get_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    endpoint = await service.get_endpoint(session, _owner(principal), webhook_id)
-    return OrjsonResponse(service.endpoint_to_api(endpoint, utcnow()))
+    endpoint = await service.get_endpoint(session, _owner(principal), webhook_id, utcnow())
+    return OrjsonResponse(endpoint.render())
 
 
 @router.patch(
@@ -121,7 +120,7 @@ async def update_webhook(
     endpoint = await service.update_endpoint(
         session, _owner(principal), webhook_id, body, config, now
     )
-    return OrjsonResponse(service.endpoint_to_api(endpoint, now))
+    return OrjsonResponse(endpoint.render())
 
 
 @router.delete(
@@ -156,7 +155,7 @@ async def rotate_webhook_secret(
         session, _owner(principal), webhook_id, config, now
     )
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse({**service.endpoint_to_api(endpoint, now), "secret": secret})
+    return OrjsonResponse({**endpoint.render(), "secret": secret})
 
 
 @router.get(
@@ -174,4 +173,4 @@ async def list_webhook_deliveries(
     page: PageDep,
 ) -> Response:
     items, total = await service.list_deliveries(session, _owner(principal), webhook_id, page)
-    return page_response(request, items, total, page)
+    return page_response(request, [item.render() for item in items], total, page)

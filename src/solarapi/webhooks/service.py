@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,12 +13,12 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
-from solarapi.kit.timefmt import format_optional, format_timestamp
 from solarapi.models.webhooks import WebhookEndpoint
 from solarapi.webhooks import repository
 from solarapi.webhooks.addresses import ForbiddenDestination, validate_destination
 from solarapi.webhooks.schemas import WebhookCreate, WebhookUpdate
 from solarapi.webhooks.signing import derive_secret, new_salt
+from solarapi.webhooks.views import DeliveryView, WebhookView
 
 # Enough for any integration we know of; a bound keeps one event from fanning out unboundedly.
 MAX_ENDPOINTS_PER_ENVIRONMENT = 20
@@ -42,24 +41,6 @@ class WebhookConfig:
 class Owner:
     account_id: str
     environment: Environment
-
-
-def endpoint_to_api(endpoint: WebhookEndpoint, now: datetime) -> dict[str, Any]:
-    overlap_until = endpoint.previous_salt_expires_at
-    if overlap_until is not None and overlap_until <= now:
-        overlap_until = None
-    return {
-        "id": endpoint.id,
-        "url": endpoint.url,
-        "description": endpoint.description,
-        "events": list(endpoint.events),
-        "status": "enabled" if endpoint.enabled else "disabled",
-        "disabled_reason": endpoint.disabled_reason,
-        "environment": endpoint.environment,
-        "previous_secret_expires_at": format_optional(overlap_until),
-        "created_at": format_timestamp(endpoint.created_at),
-        "updated_at": format_timestamp(endpoint.updated_at),
-    }
 
 
 def signing_secrets(endpoint: WebhookEndpoint, server_secret: bytes, now: datetime) -> list[str]:
@@ -88,7 +69,7 @@ def _unique(events: list[str]) -> list[str]:
 
 async def create_endpoint(
     session: AsyncSession, owner: Owner, body: WebhookCreate, config: WebhookConfig, now: datetime
-) -> tuple[WebhookEndpoint, str]:
+) -> tuple[WebhookView, str]:
     """Returns the endpoint and its secret (which is never shown again)."""
     url = await _checked_url(body.url, config)
     existing = await repository.count_endpoints(
@@ -115,10 +96,16 @@ async def create_endpoint(
         updated_at=now,
     )
     await repository.add(session, endpoint)
-    return endpoint, derive_secret(config.server_secret, endpoint.secret_salt)
+    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
 
 
-async def get_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> WebhookEndpoint:
+async def get_endpoint(
+    session: AsyncSession, owner: Owner, endpoint_id: str, now: datetime
+) -> WebhookView:
+    return WebhookView.of(await _owned_endpoint(session, owner, endpoint_id), now)
+
+
+async def _owned_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> WebhookEndpoint:
     endpoint = await repository.get_endpoint(
         session, endpoint_id, account_id=owner.account_id, environment=owner.environment.value
     )
@@ -128,8 +115,8 @@ async def get_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) ->
 
 
 async def list_endpoints(
-    session: AsyncSession, owner: Owner, page: PageParams
-) -> tuple[list[WebhookEndpoint], int]:
+    session: AsyncSession, owner: Owner, page: PageParams, now: datetime
+) -> tuple[list[WebhookView], int]:
     total = await repository.count_endpoints(
         session, account_id=owner.account_id, environment=owner.environment.value
     )
@@ -140,7 +127,7 @@ async def list_endpoints(
         offset=page.offset,
         limit=page.limit,
     )
-    return rows, total
+    return [WebhookView.of(row, now) for row in rows], total
 
 
 async def update_endpoint(
@@ -150,12 +137,12 @@ async def update_endpoint(
     body: WebhookUpdate,
     config: WebhookConfig,
     now: datetime,
-) -> WebhookEndpoint:
+) -> WebhookView:
     given = body.model_fields_set
     for name in ("url", "events", "status"):
         if name in given and getattr(body, name) is None:
             raise ValidationFailed(f"{name}: must not be null")
-    endpoint = await get_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, owner, endpoint_id)
     if body.url is not None:
         endpoint.url = await _checked_url(body.url, config)
     if body.events is not None:
@@ -167,49 +154,34 @@ async def update_endpoint(
         endpoint.disabled_reason = None if endpoint.enabled else "disabled by the account"
     endpoint.updated_at = now
     await session.flush()
-    return endpoint
+    return WebhookView.of(endpoint, now)
 
 
 async def delete_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> None:
     """Deletes the endpoint and its delivery log; queued retries find it gone and stop."""
-    endpoint = await get_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, owner, endpoint_id)
     await repository.delete_endpoint(session, endpoint)
 
 
 async def rotate_secret(
     session: AsyncSession, owner: Owner, endpoint_id: str, config: WebhookConfig, now: datetime
-) -> tuple[WebhookEndpoint, str]:
+) -> tuple[WebhookView, str]:
     """A new secret (returned once); the one it replaces keeps signing for 24 h. Rotating
     again within the overlap drops the oldest secret: only two ever sign."""
-    endpoint = await get_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, owner, endpoint_id)
     endpoint.previous_secret_salt = endpoint.secret_salt
     endpoint.previous_salt_expires_at = now + ROTATION_OVERLAP
     endpoint.secret_salt = new_salt()
     endpoint.updated_at = now
     await session.flush()
-    return endpoint, derive_secret(config.server_secret, endpoint.secret_salt)
+    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
 
 
 async def list_deliveries(
     session: AsyncSession, owner: Owner, endpoint_id: str, page: PageParams
-) -> tuple[list[dict[str, Any]], int]:
-    endpoint = await get_endpoint(session, owner, endpoint_id)
+) -> tuple[list[DeliveryView], int]:
+    endpoint = await _owned_endpoint(session, owner, endpoint_id)
     rows, total = await repository.list_deliveries(
         session, endpoint.id, offset=page.offset, limit=page.limit
     )
-    items = [
-        {
-            "id": row.id,
-            "event_id": row.event_id,
-            "event_type": row.event_type,
-            "attempt": row.attempt,
-            "attempted_at": format_timestamp(row.attempted_at),
-            "status_code": row.status_code,
-            "latency_ms": row.latency_ms,
-            "success": row.succeeded,
-            "error": row.error,
-            "next_attempt_at": format_optional(row.next_attempt_at),
-        }
-        for row in rows
-    ]
-    return items, total
+    return [DeliveryView.of(row) for row in rows], total

@@ -8,7 +8,7 @@ with Client(api_key="pk_live_…", base_url="https://solar.example.com") as clie
 """
 
 from solarapi_client._async import AsyncClient
-from solarapi_client._core import NOT_GIVEN, Page, RetryPolicy, __version__
+from solarapi_client._core import NOT_GIVEN, Page, RetryPolicy, RetryWait, __version__
 from solarapi_client._sync import Client
 from solarapi_client.errors import (
     ApiError,
@@ -48,6 +48,7 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitError",
     "RetryPolicy",
+    "RetryWait",
     "ServiceUnavailableError",
     "SolarApiError",
     "SyncPager",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -25,6 +25,7 @@ from solarapi_client._core import (
 from solarapi_client._endpoints import (
     MAX_PAGE_SIZE,
     Day,
+    IrradianceInput,
     LocationInput,
     OrientationInput,
     ReadingInput,
@@ -41,7 +42,10 @@ from solarapi_client.models import (
     Event,
     Health,
     Interval,
+    IrradianceList,
     MarketValueSeries,
+    PerformanceInterval,
+    PerformanceSeries,
     PriceInterval,
     PriceSeries,
     ReadingSeries,
@@ -59,6 +63,7 @@ from solarapi_client.models import (
     Zone,
 )
 from solarapi_client.pagination import AsyncPager, Identified
+from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
 H = TypeVar("H", bound=Identified)
@@ -90,6 +95,7 @@ class AsyncClient:
         self.account = AsyncAccountResource(self)
         self.systems = AsyncSystems(self)
         self.readings = AsyncReadings(self)
+        self.irradiance = AsyncIrradiance(self)
         self.market_prices = AsyncMarketPrices(self)
         self.market_value = AsyncMarketValue(self)
         self.declarations = AsyncDeclarations(self)
@@ -228,6 +234,37 @@ class AsyncSystems(_Resource):
     async def summary(self, system_id: str) -> Summary:
         return await self._client.send(ep.system_summary(system_id))
 
+    async def performance(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: PerformanceInterval | None = None,
+    ) -> PerformanceSeries:
+        """Expected against actual per bucket of the system's local calendar (`1d` default,
+        `1w`, `1M`): PR, temperature-corrected PR, EPI, quality flags; `meta.model` holds
+        every parameter of the model."""
+        return await self._client.send(ep.get_performance(system_id, start, end, interval))
+
+
+class AsyncIrradiance(_Resource):
+    async def upload(
+        self,
+        system_id: str,
+        readings: Iterable[IrradianceInput],
+        *,
+        idempotency_key: str | None = None,
+    ) -> UploadResult:
+        """Store 1–10,000 quarter-hours of plane-of-array irradiance (all or nothing)."""
+        return await self._client.send(ep.upload_irradiance(system_id, readings, idempotency_key))
+
+    async def get(
+        self, system_id: str, *, start: Timestamp | None = None, end: Timestamp | None = None
+    ) -> IrradianceList:
+        """Stored sensor and satellite quarter-hours of [start, end) (at most 31 days)."""
+        return await self._client.send(ep.get_irradiance(system_id, start, end))
+
 
 class AsyncReadings(_Resource):
     async def get(
@@ -241,6 +278,19 @@ class AsyncReadings(_Resource):
         """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
         defaults are the last 24 hours in `1h` buckets."""
         return await self._client.send(ep.get_readings(system_id, start, end, interval))
+
+    async def get_range(
+        self, system_id: str, *, start: Timestamp, end: Timestamp, interval: Interval = "1h"
+    ) -> AsyncIterator[ReadingSeries]:
+        """As `Client.readings.get_range`: consecutive series of at most 9,000 buckets, each
+        ending on a bucket boundary, whose totals add up to the range's."""
+        cursor, stop = as_datetime(start, "start"), as_datetime(end, "end")
+        while cursor < stop:
+            series = await self.get(
+                system_id, start=cursor, end=piece_end(cursor, stop, interval), interval=interval
+            )
+            yield series
+            cursor = next_cursor(cursor, series.meta.to)
 
     async def upload(
         self,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import email.utils
 import importlib.metadata
+import logging
 import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -157,6 +159,20 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+log = logging.getLogger("solarapi_client")
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """A wait before sending a request again, as `RetryPolicy.on_wait` is told of it."""
+
+    status: int  # 429 or 503
+    seconds: float
+    attempt: int  # 1 for the first retry
+    method: str
+    url: str
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """When and how long to wait before sending a request again.
@@ -171,6 +187,9 @@ class RetryPolicy:
     initial_backoff: float = 0.5
     max_backoff: float = 8.0
     max_wait: float = 60.0
+    # Called before every wait on a 429 or 503 (each is also logged at INFO on the
+    # `solarapi_client` logger), e.g. to count throttling in your own metrics.
+    on_wait: Callable[[RetryWait], None] | None = None
 
     def backoff(self, attempt: int) -> float:
         base: float = min(self.max_backoff, self.initial_backoff * 2**attempt)
@@ -182,7 +201,22 @@ class RetryPolicy:
             return None
         asked = requested_wait(response.status_code, response.headers, time.time())
         wait = asked if asked is not None else self.backoff(attempt)
-        return wait if wait <= self.max_wait else None
+        if wait > self.max_wait:
+            return None
+        event = RetryWait(
+            response.status_code,
+            wait,
+            attempt + 1,
+            response.request.method,
+            str(response.request.url.copy_with(query=None)),
+        )
+        log.info(
+            "HTTP %d: waiting %.1f s before retry %d of %s %s",
+            event.status, event.seconds, event.attempt, event.method, event.url,
+        )  # fmt: skip
+        if self.on_wait is not None:
+            self.on_wait(event)
+        return wait
 
     def after_error(self, request: httpx.Request, exc: Exception, attempt: int) -> float | None:
         if attempt >= self.max_retries:
@@ -212,6 +246,28 @@ def requested_wait(status: int, headers: httpx.Headers, now: float) -> float | N
     return None
 
 
+_KEY_PATTERN = re.compile(r"pk_(live|test)_[0-9A-Za-z]{38}")
+
+
+def check_api_key(key: str) -> None:
+    """Refuse a key that cannot be one before any request: a placeholder pasted from a
+    quickstart (`pk_live_…`, whose ellipsis is not ASCII and would fail inside the HTTP
+    library), a truncated copy, stray quotes or spaces. Only a short prefix is quoted."""
+    if key.isascii() and _KEY_PATTERN.fullmatch(key):
+        return
+    shown = key[:8] + ("…" if len(key) > 8 else "")
+    hint = (
+        " (it holds characters other than ASCII letters and digits, such as the '…' of a "
+        "placeholder: paste the whole key shown once in the dashboard)"
+        if not key.isascii()
+        else ""
+    )
+    raise errors.SolarApiError(
+        f"malformed API key {shown!r}: keys look like pk_live_ or pk_test_ followed by 38 "
+        f"letters and digits, {len(key)} characters in all is not that{hint}"
+    )
+
+
 class Core:
     """Settings shared by both clients and the request/answer translation."""
 
@@ -226,6 +282,7 @@ class Core:
             raise errors.SolarApiError(
                 "no API key: pass api_key=... or set SOLARAPI_API_KEY (a pk_live_ or pk_test_ key)"
             )
+        check_api_key(key)
         self.api_key = key
         url = base_url or os.environ.get("SOLARAPI_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = url.rstrip("/")

@@ -32,9 +32,13 @@ from solarapi_client.models import (
     Event,
     Health,
     Interval,
+    IrradianceList,
+    IrradianceReading,
     Location,
     MarketValueSeries,
     Orientation,
+    PerformanceInterval,
+    PerformanceSeries,
     PriceInterval,
     PriceSeries,
     Reading,
@@ -59,6 +63,7 @@ Day = date | str
 LocationInput = Location | Mapping[str, Any]
 OrientationInput = Orientation | Mapping[str, Any]
 ReadingInput = Reading | Mapping[str, Any]
+IrradianceInput = IrradianceReading | Mapping[str, Any]
 
 MAX_PAGE_SIZE = 100
 
@@ -152,6 +157,43 @@ def _reading(reading: ReadingInput) -> dict[str, Any]:
     if item.get("power_w") is None:
         item.pop("power_w", None)  # optional: leave it out rather than send null
     return dict(item)
+
+
+def get_performance(
+    system_id: str,
+    start: Timestamp | None,
+    end: Timestamp | None,
+    interval: PerformanceInterval | None,
+) -> Call[PerformanceSeries]:
+    params = query(from_=start, to=end, interval=interval)
+    path = f"/systems/{path_id(system_id)}/performance"
+    return Call("GET", path, one(PerformanceSeries), params)
+
+
+def upload_irradiance(
+    system_id: str, readings: Iterable[IrradianceInput], idempotency_key: str | None
+) -> Call[UploadResult]:
+    items = []
+    for reading in readings:
+        item = dict(jsonable(reading))
+        for optional in ("module_temp_c", "ambient_temp_c"):
+            if item.get(optional) is None:
+                item.pop(optional, None)  # optional: leave it out rather than send null
+        items.append(item)
+    return Call(
+        "POST",
+        f"/systems/{path_id(system_id)}/irradiance",
+        one(UploadResult),
+        json={"readings": items},
+        idempotency_key=idempotency_key,
+    )
+
+
+def get_irradiance(
+    system_id: str, start: Timestamp | None, end: Timestamp | None
+) -> Call[IrradianceList]:
+    params = query(from_=start, to=end)
+    return Call("GET", f"/systems/{path_id(system_id)}/irradiance", one(IrradianceList), params)
 
 
 def list_zones() -> Call[list[Zone]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -24,6 +24,7 @@ from solarapi_client._core import (
 from solarapi_client._endpoints import (
     MAX_PAGE_SIZE,
     Day,
+    IrradianceInput,
     LocationInput,
     OrientationInput,
     ReadingInput,
@@ -40,7 +41,10 @@ from solarapi_client.models import (
     Event,
     Health,
     Interval,
+    IrradianceList,
     MarketValueSeries,
+    PerformanceInterval,
+    PerformanceSeries,
     PriceInterval,
     PriceSeries,
     ReadingSeries,
@@ -58,6 +62,7 @@ from solarapi_client.models import (
     Zone,
 )
 from solarapi_client.pagination import Identified, SyncPager
+from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -90,6 +95,7 @@ class Client:
         self.account = AccountResource(self)
         self.systems = Systems(self)
         self.readings = Readings(self)
+        self.irradiance = Irradiance(self)
         self.portfolio = Portfolio(self)
         self.market_prices = MarketPrices(self)
         self.market_value = MarketValue(self)
@@ -229,6 +235,37 @@ class Systems(_Resource):
     def summary(self, system_id: str) -> Summary:
         return self._client.send(ep.system_summary(system_id))
 
+    def performance(
+        self,
+        system_id: str,
+        *,
+        start: Timestamp | None = None,
+        end: Timestamp | None = None,
+        interval: PerformanceInterval | None = None,
+    ) -> PerformanceSeries:
+        """Expected against actual per bucket of the system's local calendar (`1d` default,
+        `1w`, `1M`): PR, temperature-corrected PR, EPI, quality flags; `meta.model` holds
+        every parameter of the model."""
+        return self._client.send(ep.get_performance(system_id, start, end, interval))
+
+
+class Irradiance(_Resource):
+    def upload(
+        self,
+        system_id: str,
+        readings: Iterable[IrradianceInput],
+        *,
+        idempotency_key: str | None = None,
+    ) -> UploadResult:
+        """Store 1–10,000 quarter-hours of plane-of-array irradiance (all or nothing)."""
+        return self._client.send(ep.upload_irradiance(system_id, readings, idempotency_key))
+
+    def get(
+        self, system_id: str, *, start: Timestamp | None = None, end: Timestamp | None = None
+    ) -> IrradianceList:
+        """Stored sensor and satellite quarter-hours of [start, end) (at most 31 days)."""
+        return self._client.send(ep.get_irradiance(system_id, start, end))
+
 
 class Readings(_Resource):
     def get(
@@ -242,6 +279,20 @@ class Readings(_Resource):
         """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
         defaults are the last 24 hours in `1h` buckets."""
         return self._client.send(ep.get_readings(system_id, start, end, interval))
+
+    def get_range(
+        self, system_id: str, *, start: Timestamp, end: Timestamp, interval: Interval = "1h"
+    ) -> Iterator[ReadingSeries]:
+        """A range of any length, as consecutive series of at most 9,000 buckets each: every
+        piece ends on a bucket boundary (the next starts there), so no bucket is in two pieces
+        and the pieces' totals add up to the range's. Each piece is one request."""
+        cursor, stop = as_datetime(start, "start"), as_datetime(end, "end")
+        while cursor < stop:
+            series = self.get(
+                system_id, start=cursor, end=piece_end(cursor, stop, interval), interval=interval
+            )
+            yield series
+            cursor = next_cursor(cursor, series.meta.to)
 
     def upload(
         self,

@@ -38,6 +38,8 @@ EventType = Literal[
     "system.updated",
     "system.deleted",
     "readings.uploaded",
+    "alert.opened",
+    "alert.resolved",
 ]
 
 
@@ -109,6 +111,13 @@ class Orientation:
 
 
 @dataclass(frozen=True)
+class ModelParameters:
+    gamma_pdc_pct_per_c: float
+    losses_pct: float
+    inverter_efficiency: float
+
+
+@dataclass(frozen=True)
 class System:
     id: str
     name: str
@@ -125,6 +134,8 @@ class System:
     last_reading_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    # The performance model's parameters in force (servers before it: None).
+    model: ModelParameters | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +284,83 @@ class MarketValueSeries:
     def to_dataframe(self, tz: str | None = None) -> pd.DataFrame:
         """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
         return to_dataframe(self.data, tz)
+
+
+# --- performance ---------------------------------------------------------------------------
+
+PerformanceInterval = Literal["1d", "1w", "1M"]
+QualityFlag = Literal["gap", "clipping", "stuck", "outlier", "time_shift"]
+
+
+@dataclass(frozen=True)
+class PerformanceFigures:
+    energy_wh: float | None
+    expected_energy_wh: float | None
+    insolation_wh_m2: float | None
+    irradiance_source: Literal["sensor", "satellite", "typical", "mixed"] | None
+    specific_yield_kwh_kwp: float | None
+    reference_yield_h: float | None
+    performance_ratio: float | None
+    performance_ratio_temperature_corrected: float | None
+    energy_performance_index: float | None
+    samples: int
+    expected_samples: int
+    coverage: float
+    quality: list[QualityFlag]
+
+
+@dataclass(frozen=True)
+class PerformanceBucket(PerformanceFigures):
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class PerformanceMeta:
+    system_id: str
+    interval: PerformanceInterval
+    timezone: str
+    from_: datetime
+    to: datetime
+    totals: PerformanceFigures
+    model: dict[str, Any]  # every parameter the model used (see docs/performance.md)
+
+
+@dataclass(frozen=True)
+class PerformanceSeries:
+    data: list[PerformanceBucket]
+    meta: PerformanceMeta
+
+    def to_dataframe(self, tz: str | None = None) -> pd.DataFrame:
+        """The buckets as a pandas DataFrame (see `ReadingSeries.to_dataframe`)."""
+        return to_dataframe(self.data, tz)
+
+
+@dataclass(frozen=True)
+class IrradianceReading:
+    """One uploaded quarter-hour: mean plane-of-array irradiance and optional temperatures."""
+
+    timestamp: datetime | str
+    poa_w_m2: float
+    module_temp_c: float | None = None
+    ambient_temp_c: float | None = None
+
+
+@dataclass(frozen=True)
+class StoredIrradiance:
+    timestamp: datetime
+    source: Literal["sensor", "satellite"]
+    poa_w_m2: float | None
+    module_temp_c: float | None
+    ambient_temp_c: float | None
+    ghi_w_m2: float | None
+    dni_w_m2: float | None
+    dhi_w_m2: float | None
+
+
+@dataclass(frozen=True)
+class IrradianceList:
+    data: list[StoredIrradiance]
 
 
 # --- declarations -------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Tenant fairness on the job queue (issue 28, item 6).
 
 Revision ID: 0015_job_fairness
-Revises: 0012_alerts
+Revises: 0014_ingest_tokens
 Create Date: 2026-11-25
 
 - `jobs.account_id`: whose job it is (null: the service's own), so the claim can take
@@ -18,7 +18,7 @@ from alembic import op
 from solarapi.models.base import UtcDateTime
 
 revision = "0015_job_fairness"
-down_revision = "0012_alerts"
+down_revision = "0014_ingest_tokens"
 branch_labels = None
 depends_on = None
 

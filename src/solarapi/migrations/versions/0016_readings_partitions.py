@@ -5,7 +5,8 @@ Revises: 0015_job_fairness
 Create Date: 2026-11-25
 
 The existing table becomes the partition of everything before next month (every stored
-reading has ended, so it holds nothing later) without being scanned under an exclusive lock: a `CHECK (start_s < cut-over)` is added `NOT VALID`,
+reading has ended, so it holds nothing later) without being scanned under an exclusive lock:
+a `CHECK (start_s < cut-over)` is added `NOT VALID`,
 validated (a scan that lets writes go on), and `ATTACH PARTITION` then trusts it. New months
 get partitions of their own, created ahead (here, then by the daily `readings.partitions`
 job); a `DEFAULT` partition catches a reading no month holds, so an upload never fails for

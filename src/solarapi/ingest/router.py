@@ -1,0 +1,111 @@
+"""HTTP endpoints of ingest tokens: managing them (Enterprise keys) and the one upload a
+token may make. Request parsing and response shaping only."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from solarapi.auth.principal import PrincipalDep
+from solarapi.db import SessionDep
+from solarapi.errors import Unauthorized, ValidationFailed
+from solarapi.ingest import service
+from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
+from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
+from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.timefmt import utcnow
+from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
+from solarapi.readings.upload import batch_from_json
+from solarapi.state import SettingsDep
+
+router = APIRouter(tags=["Ingest tokens"])
+
+
+async def get_ingest_caller(request: Request) -> service.IngestCaller:
+    caller = request.scope.get("state", {}).get(service.INGEST_CALLER)
+    if not isinstance(caller, service.IngestCaller):
+        # Only the gateway authenticates tokens; reaching here without it is a wiring bug.
+        raise Unauthorized("missing Authorization header")
+    return caller
+
+
+IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
+
+
+@router.post(
+    "/systems/{system_id}/ingest-tokens",
+    status_code=201,
+    response_model=TokenCreatedOut,
+    summary="Create an ingest token for a system's data logger (shown once)",
+    description=(
+        "The token (`ik_…`) may only `POST /api/v1/ingest/readings` for this system, at most "
+        "60 requests per minute of its own. It appears in this answer only."
+    ),
+)
+@body_limit(SMALL_BODY)
+async def create_token(
+    system_id: str,
+    body: TokenCreate,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> Response:
+    created = await service.create_token(
+        session, principal, system_id, body.name, settings.effective_secret_key, utcnow()
+    )
+    return OrjsonResponse(TokenCreatedOut.created(created).model_dump(), status_code=201)
+
+
+@router.get(
+    "/systems/{system_id}/ingest-tokens",
+    response_model=TokenList,
+    summary="A system's ingest tokens that work (without the tokens themselves)",
+)
+async def list_tokens(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
+    views = await service.list_tokens(session, principal, system_id)
+    return OrjsonResponse({"data": [TokenOut.of(view).model_dump() for view in views]})
+
+
+@router.delete(
+    "/systems/{system_id}/ingest-tokens/{token_id}",
+    status_code=204,
+    summary="Revoke an ingest token (its next use → 401)",
+)
+async def revoke_token(
+    system_id: str, token_id: str, principal: PrincipalDep, session: SessionDep
+) -> Response:
+    await service.revoke_token(session, principal, system_id, token_id, utcnow())
+    return Response(status_code=204)
+
+
+@router.post(
+    "/ingest/readings",
+    response_model=UploadResultOut,
+    summary="A data logger's upload of its system's readings (ingest token only)",
+    description=(
+        "`Authorization: Bearer ik_…`. The body of `POST /systems/{id}/readings`, for the "
+        "token's system: same rules, all or nothing, idempotent, `readings.uploaded` event. "
+        "60 requests per minute per token, outside the account's windows. An API key here, "
+        "or an ingest token anywhere else → 401."
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": UPLOAD_SCHEMA}},
+        }
+    },
+)
+@body_limit(UPLOAD_BODY)
+async def ingest_readings(
+    request: Request, caller: IngestCallerDep, session: SessionDep
+) -> Response:
+    try:
+        payload = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
+    batch = batch_from_json(payload)
+    result = await service.upload(session, caller, batch, utcnow())
+    return OrjsonResponse(result.to_api())

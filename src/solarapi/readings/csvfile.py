@@ -1,0 +1,114 @@
+"""Readings in CSV (`timestamp,energy_wh[,power_w]`), the format of `solarapi readings
+import` and of the dashboard's upload: one parser and one mapping of the upload's errors to
+the file's lines, for both."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import TextIO
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from solarapi.errors import ApiError
+from solarapi.models.systems import System
+from solarapi.readings.upload import ReadingBatch, ReadingRejected, UploadResult, upload_readings
+
+BATCH = 10_000
+HEADERS = (["timestamp", "energy_wh"], ["timestamp", "energy_wh", "power_w"])
+
+
+class CsvRowError(Exception):
+    """A row of the file is unusable; the message names its line."""
+
+
+def _number(cell: str, column: str, line: int) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise CsvRowError(f"line {line}: {column}: '{cell[:40]}' is not a number") from None
+
+
+def read_batches(
+    stream: TextIO, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[tuple[list[int], ReadingBatch]]:
+    """Batches of (line numbers, readings) from a CSV with header
+    `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
+
+    def counted() -> Iterator[str]:
+        for text in stream:
+            if on_bytes is not None:
+                on_bytes(len(text.encode()))
+            yield text
+
+    reader = csv.reader(counted())
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise CsvRowError(f"line 1: {exc}") from None
+    if header is None or [cell.strip().lower() for cell in header] not in HEADERS:
+        raise CsvRowError(
+            "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
+        )
+    width = len(header)
+    lines: list[int] = []
+    items = ReadingBatch()
+    while True:
+        try:
+            row = next(reader, None)
+        except csv.Error as exc:
+            raise CsvRowError(f"line {reader.line_num}: {exc}") from None
+        if row is None:
+            break
+        line = reader.line_num
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != width:
+            raise CsvRowError(f"line {line}: expected {width} columns, got {len(row)}")
+        power_cell = row[2].strip() if width == 3 else ""
+        items.add(
+            row[0].strip(),
+            _number(row[1].strip(), "energy_wh", line),
+            _number(power_cell, "power_w", line) if power_cell else None,
+        )
+        lines.append(line)
+        if len(items) == BATCH:
+            yield lines, items
+            lines, items = [], ReadingBatch()
+    if items:
+        yield lines, items
+
+
+async def store_batch(
+    session: AsyncSession, system: System, lines: list[int], batch: ReadingBatch, now: datetime
+) -> UploadResult:
+    """One batch through the API's validation and upsert (`upload_readings`), its errors
+    named by the file's line: `line 7: energy_wh: must be ≥ 0; got -1.0`."""
+    try:
+        return await upload_readings(session, system, batch, now)
+    except ReadingRejected as exc:
+        raise CsvRowError(f"line {lines[exc.index]}: {exc.field}: {exc.problem}") from None
+    except ApiError as exc:
+        raise CsvRowError(exc.message) from None
+
+
+async def store_file(
+    session: AsyncSession, system: System, stream: TextIO, now: datetime
+) -> UploadResult:
+    """Every row of the file in the caller's transaction; on CsvRowError the caller rolls
+    back, so the file is stored all or nothing. The result spans the whole file."""
+    received = inserted = updated = 0
+    start: datetime | None = None
+    end: datetime | None = None
+    for lines, batch in read_batches(stream):
+        result = await store_batch(session, system, lines, batch, now)
+        received += result.received
+        inserted += result.inserted
+        updated += result.updated
+        if result.start is not None and result.end is not None:
+            start = result.start if start is None else min(start, result.start)
+            end = result.end if end is None else max(end, result.end)
+    if start is None or end is None:
+        raise CsvRowError("the file holds no readings below its header line")
+    return UploadResult(received, inserted, updated, start, end)

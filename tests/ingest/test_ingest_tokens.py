@@ -1,0 +1,272 @@
+"""Ingest tokens: managed by Enterprise keys (and in the dashboard by every plan), shown
+once, stored as an HMAC, good for exactly one upload endpoint of one system, with a window
+of their own; on both databases."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from sqlalchemy import select
+
+from solarapi.auth.keys import checksum
+from solarapi.ingest.tokens import TOKEN_PATTERN, well_formed
+from solarapi.models.ingest import IngestToken
+from tests.dashboard.helpers import browser_for, csrf_of, log_in, nonce_of, text_of
+from tests.support import Tenant, TestClock, client_for
+
+SYSTEM = {
+    "name": "Dak Haarlem",
+    "capacity_kwp": 6.0,
+    "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
+}
+
+
+def _readings(count: int, days_back: int = 2) -> dict[str, Any]:
+    start = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    start -= timedelta(days=days_back)
+    return {
+        "readings": [
+            {
+                "timestamp": (start + timedelta(minutes=15 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "energy_wh": 100.0 + i,
+            }
+            for i in range(count)
+        ]
+    }
+
+
+async def _system(api: httpx.AsyncClient) -> str:
+    created = await api.post("/api/v1/systems", json=SYSTEM)
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+async def _token(api: httpx.AsyncClient, system_id: str, name: str = "roof logger") -> Any:
+    created = await api.post(f"/api/v1/systems/{system_id}/ingest-tokens", json={"name": name})
+    assert created.status_code == 201, created.text
+    return created.json()
+
+
+def test_the_token_format_carries_the_key_checksum() -> None:
+    token = "ik_" + "a" * 32 + checksum("a" * 32)
+    assert well_formed(token)
+    assert not well_formed(token[:-1] + ("0" if token[-1] != "0" else "1"))
+    assert not well_formed("pk_live_" + "a" * 32 + checksum("a" * 32))
+
+
+async def test_create_shows_the_token_once_and_stores_its_hmac(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        created = await _token(api, system_id)
+        assert set(created) == {"id", "name", "token", "display", "created_at", "last_used_at"}
+        assert created["id"].startswith("itk_")
+        assert TOKEN_PATTERN.match(created["token"])
+        assert created["display"] == f"{created['token'][:7]}…{created['token'][-4:]}"
+        assert created["last_used_at"] is None
+        listed = await api.get(f"/api/v1/systems/{system_id}/ingest-tokens")
+        assert listed.status_code == 200
+        assert listed.json() == {"data": [{k: v for k, v in created.items() if k != "token"}]}
+    async with app.state.sessionmaker() as session:
+        stored = await session.scalar(select(IngestToken).where(IngestToken.id == created["id"]))
+    assert stored is not None
+    secret = app.state.settings.effective_secret_key
+    expected = hmac.new(secret, created["token"].encode(), hashlib.sha256).hexdigest()
+    assert stored.token_hash == expected
+    assert created["token"] not in repr(stored.__dict__)
+
+
+async def test_managing_tokens_needs_enterprise_and_the_system(
+    app: FastAPI, enterprise: Tenant, pro: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        assert (
+            await api.post(f"/api/v1/systems/{system_id}/ingest-tokens", json={"name": " "})
+        ).status_code == 400
+        assert (
+            await api.post(f"/api/v1/systems/{system_id}/ingest-tokens", json={"nom": "x"})
+        ).status_code == 400
+    async with client_for(app, enterprise.test) as sandbox:
+        other_env = await sandbox.get(f"/api/v1/systems/{system_id}/ingest-tokens")
+        assert other_env.status_code == 404
+    async with client_for(app, pro.live) as reader:
+        refused = await reader.get(f"/api/v1/systems/{system_id}/ingest-tokens")
+        assert refused.status_code == 403
+        assert refused.json()["code"] == "forbidden"
+
+
+async def test_a_token_uploads_its_systems_readings_and_nothing_else(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        other_id = await _system(api)
+        token = (await _token(api, system_id))["token"]
+    async with client_for(app, token) as logger:
+        uploaded = await logger.post("/api/v1/ingest/readings", json=_readings(4))
+        assert uploaded.status_code == 200, uploaded.text
+        assert uploaded.json() == {"received": 4, "inserted": 4, "updated": 0}
+        assert uploaded.headers["x-ratelimit-limit-minute"] == "60"
+        # Anything else with the token is a 401, even reads of its own system.
+        for method, path in (
+            ("GET", f"/api/v1/systems/{system_id}"),
+            ("GET", f"/api/v1/systems/{system_id}/readings"),
+            ("POST", f"/api/v1/systems/{other_id}/readings"),
+            ("POST", f"/api/v1/systems/{system_id}/readings"),
+            ("GET", "/api/v1/account"),
+        ):
+            answer = await logger.request(method, path, json=_readings(1))
+            assert answer.status_code == 401, (method, path, answer.text)
+            assert answer.json()["code"] == "unauthorized"
+            assert "ingest tokens" in answer.json()["error"]
+    async with client_for(app, enterprise.live) as api:
+        stored = await api.get(
+            f"/api/v1/systems/{system_id}/readings",
+            params={"from": _readings(1)["readings"][0]["timestamp"], "interval": "1d"},
+        )
+        assert stored.json()["meta"]["totals"]["energy_wh"] == 100 + 101 + 102 + 103
+        other = await api.get(f"/api/v1/systems/{other_id}")
+        assert other.json()["last_reading_at"] is None
+        events = await api.get("/api/v1/events", params={"type": "readings.uploaded"})
+        assert events.json()["data"][0]["data"]["system_id"] == system_id
+        listed = await api.get(f"/api/v1/systems/{system_id}/ingest-tokens")
+        assert listed.json()["data"][0]["last_used_at"] is not None
+
+
+async def test_an_invalid_batch_stores_nothing_with_the_apis_message(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        token = (await _token(api, system_id))["token"]
+    body = _readings(3)
+    body["readings"][2]["energy_wh"] = -1
+    async with client_for(app, token) as logger:
+        refused = await logger.post("/api/v1/ingest/readings", json=body)
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "error": "readings[2].energy_wh: must be ≥ 0; got -1.0",
+        "code": "validation",
+    }
+    async with client_for(app, enterprise.live) as api:
+        assert (await api.get(f"/api/v1/systems/{system_id}")).json()["first_reading_at"] is None
+
+
+async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        with_key = await api.post("/api/v1/ingest/readings", json=_readings(1))
+    assert with_key.status_code == 401
+    assert "ingest token" in with_key.json()["error"]
+    assert with_key.headers["www-authenticate"].lower().startswith("bearer")
+    forged = "ik_" + "b" * 32 + checksum("b" * 32)
+    for token in (forged, forged[:-1] + "x"):
+        async with client_for(app, token) as logger:
+            answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+        assert answer.status_code == 401
+    async with client_for(app) as nobody:
+        assert (await nobody.post("/api/v1/ingest/readings", json=_readings(1))).status_code == 401
+
+
+async def test_revoking_and_deleting_the_system_end_the_token(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        first = await _token(api, system_id, "first")
+        second = await _token(api, system_id, "second")
+        revoked = await api.delete(f"/api/v1/systems/{system_id}/ingest-tokens/{first['id']}")
+        assert revoked.status_code == 204
+        listed = await api.get(f"/api/v1/systems/{system_id}/ingest-tokens")
+        assert [t["id"] for t in listed.json()["data"]] == [second["id"]]
+    async with client_for(app, first["token"]) as logger:
+        answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+        assert answer.status_code == 401
+        assert answer.json()["error"] == "invalid or revoked ingest token"
+    async with client_for(app, enterprise.live) as api:
+        assert (await api.delete(f"/api/v1/systems/{system_id}")).status_code == 204
+    async with client_for(app, second["token"]) as logger:
+        assert (await logger.post("/api/v1/ingest/readings", json=_readings(1))).status_code == 401
+
+
+async def test_a_token_has_its_own_minute_window(
+    app: FastAPI, enterprise: Tenant, clock: TestClock
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        token = (await _token(api, system_id))["token"]
+    clock.pinned = (datetime.now(UTC) + timedelta(hours=3)).replace(second=5).timestamp()
+    async with client_for(app, token) as logger:
+        for used in range(1, 61):
+            answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+            assert answer.status_code == 200, answer.text
+            assert answer.headers["x-ratelimit-remaining-minute"] == str(60 - used)
+        refused = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+        assert refused.status_code == 429
+        assert refused.json()["code"] == "rate_limit"
+        assert refused.headers["retry-after"] == "55"
+    # The account's own key still has its whole window: the token's requests are not in it.
+    async with client_for(app, enterprise.live) as api:
+        account = await api.get("/api/v1/account")
+        assert account.json()["usage"]["minute"] == 1
+
+
+async def test_a_starter_account_manages_tokens_in_the_dashboard(
+    app: FastAPI, starter: Tenant
+) -> None:
+    await _dashboard_token_flow(app, starter)
+
+
+async def test_a_pro_account_manages_tokens_in_the_dashboard(app: FastAPI, pro: Tenant) -> None:
+    await _dashboard_token_flow(app, pro)
+
+
+async def _dashboard_token_flow(app: FastAPI, tenant: Tenant) -> None:
+    async with browser_for(app) as browser:
+        await log_in(browser, tenant.email, tenant.password)
+        form = await browser.get("/systems/new")
+        created = await browser.post(
+            "/systems/new",
+            data={
+                "csrf": csrf_of(form),
+                "name": "Dak",
+                "capacity_kwp": "5",
+                "latitude": "52.1",
+                "longitude": "5.1",
+                "timezone": "Europe/Amsterdam",
+                "status": "active",
+                "environment": "live",
+            },
+        )
+        system_path = created.headers["location"].split("?")[0]
+        page = await browser.get(system_path)
+        shown = await browser.post(
+            f"{system_path}/ingest-tokens",
+            data={"csrf": csrf_of(page), "nonce": nonce_of(page), "name": "roof logger"},
+        )
+        assert shown.status_code == 200
+        token = text_of(shown).split('id="new-key" class="new-key">')[1].split("<")[0]
+        assert TOKEN_PATTERN.match(token)
+        page = await browser.get(system_path)
+        assert token not in page.text
+        assert f"{token[:7]}…{token[-4:]}" in text_of(page)
+        async with client_for(app, token) as logger:
+            uploaded = await logger.post("/api/v1/ingest/readings", json=_readings(2))
+            assert uploaded.status_code == 200, uploaded.text
+        token_id = page.text.split('<tr id="token-')[1].split('"')[0]
+        revoked = await browser.post(
+            f"{system_path}/ingest-tokens/{token_id}/revoke", data={"csrf": csrf_of(page)}
+        )
+        assert revoked.status_code == 303
+        async with client_for(app, token) as logger:
+            assert (
+                await logger.post("/api/v1/ingest/readings", json=_readings(1))
+            ).status_code == 401
