@@ -14,10 +14,14 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
 from fastapi import FastAPI
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -25,7 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from solarapi.auth.keys import checksum
 from solarapi.config import Settings
-from solarapi.db import is_outage, schema_revision
+from solarapi.db import create_oneshot_engine, is_outage, schema_revision
 from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
@@ -309,12 +313,10 @@ async def test_a_postgres_server_shutting_down_is_503_and_recovery_needs_no_rest
 
 
 @asynccontextmanager
-async def _one_revision_behind(kind: str, tmp_path: Path) -> AsyncIterator[Settings]:
-    """A database at 0007, the revision before declaration drafts could hold no energy
-    (0008 made two columns nullable): what a release one migration ahead meets."""
+async def _current_schema(kind: str, tmp_path: Path) -> AsyncIterator[Settings]:
     if kind == "sqlite":
         settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, job_runner="external")
-        await asyncio.to_thread(upgrade, settings, "0007_dashboard")
+        await asyncio.to_thread(upgrade, settings)
         yield settings
         return
     need_service("PostgreSQL", postgres_available())
@@ -326,8 +328,27 @@ async def _one_revision_behind(kind: str, tmp_path: Path) -> AsyncIterator[Setti
             secret_key=TEST_SECRET,
             job_runner="external",
         )
-        await asyncio.to_thread(upgrade, settings, "0007_dashboard")
+        await asyncio.to_thread(upgrade, settings)
         yield settings
+
+
+async def _behind_with_not_null(settings: Settings, revision: str) -> None:
+    """The schema as a revision before 0008 left it for declarations (energies NOT NULL),
+    recorded as `revision`: what a release one migration ahead meets."""
+
+    def alter(connection: Any) -> None:
+        operations = Operations(MigrationContext.configure(connection))
+        with operations.batch_alter_table("declarations") as batch:
+            for column in ("energy_wh", "metered_energy_wh"):
+                batch.alter_column(column, existing_type=sa.Float(), nullable=False)
+        connection.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": revision})
+
+    engine = create_oneshot_engine(settings)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(alter)
+    finally:
+        await engine.dispose()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -337,16 +358,14 @@ async def test_a_not_null_column_of_a_schema_one_revision_behind_is_503(
     from tests.declarations.factories import create_declaration, make_system
 
     async with (
-        _one_revision_behind(kind, tmp_path) as settings,
+        _current_schema(kind, tmp_path) as settings,
         _served(settings) as (app, tenant),
         client_for(app, tenant.live) as client,
     ):
         system = await make_system(client)
-        # No readings: the current code stores null energies, which 0007 refuses.
+        await _behind_with_not_null(settings, "0007_dashboard")
+        # No readings: the current code stores null energies, which the older schema refuses.
         draft = await create_declaration(client, system["id"])
         assert draft.status_code == 503, draft.text
         assert draft.json()["code"] == "unavailable"
         assert draft.headers["retry-after"].isdigit()
-        await asyncio.to_thread(upgrade, settings)
-        again = await create_declaration(client, system["id"])
-        assert again.status_code == 201, again.text

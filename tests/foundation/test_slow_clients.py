@@ -226,7 +226,7 @@ def _body_in_progress(server: Server, source: str, key: str) -> socket.socket:
         b"POST /api/v1/systems HTTP/1.1\r\nHost: test\r\n"
         b"Authorization: Bearer " + key.encode() + b"\r\n"
         b"Expect: 100-continue\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 200000\r\n\r\n"
     )
     interim = b""
     while b"\r\n\r\n" not in interim:
