@@ -10,10 +10,11 @@ import orjson
 import pytest
 from fastapi import FastAPI
 
+from solarapi.kit.plans import Environment
 from solarapi.logs import JsonFormatter
 from tests.admin.test_accounts import cli_env
 from tests.dashboard.helpers import browser_for, create_key, csrf_of, log_in, new_email, sign_up
-from tests.support import Tenant, run_cli
+from tests.support import Tenant, client_for, run_cli
 
 
 def _trail(app: FastAPI, account: str, *extra: str) -> list[dict[str, Any]]:
@@ -95,6 +96,38 @@ async def test_keys_created_and_revoked_in_the_dashboard(app: FastAPI, pro: Tena
         ("key.created", grafana["id"], "198.51.100.7"),
     ]
     assert keys[0]["details"] == {"environment": "live", "display": grafana["display"]}
+
+
+async def test_ingest_tokens_created_and_revoked_through_the_api(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live, ip="203.0.113.5") as api:
+        system = (
+            await api.post(
+                "/api/v1/systems",
+                json={
+                    "name": "Logger roof",
+                    "capacity_kwp": 5,
+                    "location": {"latitude": 52, "longitude": 5, "timezone": "Europe/Amsterdam"},
+                },
+            )
+        ).json()["id"]
+        created = await api.post(
+            f"/api/v1/systems/{system}/ingest-tokens", json={"name": "roof logger"}
+        )
+        assert created.status_code == 201, created.text
+        token = created.json()
+        revoked = await api.delete(f"/api/v1/systems/{system}/ingest-tokens/{token['id']}")
+        assert revoked.status_code == 204
+    trail = _trail(app, enterprise.account_id)
+    tokens = [e for e in trail if e["action"].startswith("ingest_token.")]
+    assert [(e["action"], e["subject"], e["ip"]) for e in tokens] == [
+        ("ingest_token.revoked", token["id"], "203.0.113.5"),
+        ("ingest_token.created", token["id"], "203.0.113.5"),
+    ]
+    assert {e["actor"] for e in tokens} == {f"key:{enterprise.key_ids[Environment.LIVE]}"}
+    assert tokens[0]["details"] == {"system_id": system, "display": token["display"]}
+    assert token["token"] not in str(trail)
 
 
 async def test_operator_commands_are_recorded_as_the_operator(app: FastAPI, pro: Tenant) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.audit.service import Actor
 from solarapi.auth.principal import AccountScope
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
@@ -217,18 +218,37 @@ async def issue_token(
     name: str,
     secret: bytes,
     now: datetime,
+    *,
+    actor: Actor,
+    ip: str,
 ) -> ingest_service.CreatedToken:
     """`POST /systems/{id}/ingest-tokens` for a signed-in person of any plan."""
     try:
         body = TokenCreate.model_validate({"name": name})
         return await ingest_service.create_token(
-            session, _scope(account_id, system), system.id, body.name, secret, now
+            session,
+            _scope(account_id, system),
+            system.id,
+            body.name,
+            secret,
+            now,
+            actor=actor,
+            ip=ip,
         )
     except ValidationError as exc:
         raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
 
 
 async def revoke_token(
-    session: AsyncSession, account_id: str, system: ReadableSystem, token_id: str, now: datetime
+    session: AsyncSession,
+    account_id: str,
+    system: ReadableSystem,
+    token_id: str,
+    now: datetime,
+    *,
+    actor: Actor,
+    ip: str,
 ) -> None:
-    await ingest_service.revoke_token(session, _scope(account_id, system), system.id, token_id, now)
+    await ingest_service.revoke_token(
+        session, _scope(account_id, system), system.id, token_id, now, actor=actor, ip=ip
+    )

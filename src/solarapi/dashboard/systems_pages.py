@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
+from solarapi.audit.service import Actor
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
 from solarapi.dashboard.sessions import claim_form_nonce
@@ -30,6 +31,7 @@ from solarapi.dashboard.system_forms import (
 from solarapi.dashboard.web import (
     DashboardRoute,
     UserDep,
+    client_ip,
     read_form,
     read_upload,
     redirect,
@@ -221,6 +223,8 @@ async def create_token(
             posted.get("name", ""),
             settings_of(request).effective_secret_key,
             utcnow(),
+            actor=Actor.user(user.user_id),
+            ip=client_ip(request),
         )
     except SystemFormRejected as exc:
         await session.rollback()
@@ -239,7 +243,15 @@ async def revoke_ingest_token(
 ) -> Response:
     await read_form(request, user)
     system = await service.own_system(session, user, system_id)
-    await revoke_token(session, user.account_id, system, token_id, utcnow())
+    await revoke_token(
+        session,
+        user.account_id,
+        system,
+        token_id,
+        utcnow(),
+        actor=Actor.user(user.user_id),
+        ip=client_ip(request),
+    )
     return redirect(f"/systems/{system.id}?notice=token-revoked#ingest-tokens")
 
 

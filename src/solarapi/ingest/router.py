@@ -9,12 +9,14 @@ import orjson
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from solarapi.audit.service import Actor
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
 from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
+from solarapi.kit.clientip import client_ip
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
@@ -47,6 +49,7 @@ IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
 )
 @body_limit(SMALL_BODY)
 async def create_token(
+    request: Request,
     system_id: str,
     body: TokenCreate,
     principal: PrincipalDep,
@@ -54,7 +57,14 @@ async def create_token(
     settings: SettingsDep,
 ) -> Response:
     created = await service.create_token(
-        session, principal, system_id, body.name, settings.effective_secret_key, utcnow()
+        session,
+        principal,
+        system_id,
+        body.name,
+        settings.effective_secret_key,
+        utcnow(),
+        actor=Actor.key(principal.key_id),
+        ip=client_ip(request.scope, settings.trusted_networks),
     )
     return OrjsonResponse(TokenCreatedOut.created(created).model_dump(), status_code=201)
 
@@ -75,9 +85,22 @@ async def list_tokens(system_id: str, principal: PrincipalDep, session: SessionD
     summary="Revoke an ingest token (its next use → 401)",
 )
 async def revoke_token(
-    system_id: str, token_id: str, principal: PrincipalDep, session: SessionDep
+    request: Request,
+    system_id: str,
+    token_id: str,
+    principal: PrincipalDep,
+    session: SessionDep,
+    settings: SettingsDep,
 ) -> Response:
-    await service.revoke_token(session, principal, system_id, token_id, utcnow())
+    await service.revoke_token(
+        session,
+        principal,
+        system_id,
+        token_id,
+        utcnow(),
+        actor=Actor.key(principal.key_id),
+        ip=client_ip(request.scope, settings.trusted_networks),
+    )
     return Response(status_code=204)
 
 

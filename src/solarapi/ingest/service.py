@@ -8,6 +8,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth.principal import Caller
 from solarapi.auth.service import bearer_token
 from solarapi.errors import NotFound, Unauthorized
@@ -67,7 +68,15 @@ class IngestCaller:
 
 
 async def create_token(
-    session: AsyncSession, caller: Caller, system_id: str, name: str, secret: bytes, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    system_id: str,
+    name: str,
+    secret: bytes,
+    now: datetime,
+    *,
+    actor: Actor,
+    ip: str | None,
 ) -> CreatedToken:
     """`name` as validated by `schemas.TokenCreate` (1–100 characters, not blank)."""
     system = await get_system(session, caller, system_id)
@@ -83,6 +92,16 @@ async def create_token(
         revoked_at=None,
     )
     await repository.add(session, record)
+    await record_audit(
+        session,
+        AuditAction.INGEST_TOKEN_CREATED,
+        actor=actor,
+        account_id=system.account_id,
+        subject=record.id,
+        ip=ip,
+        now=now,
+        details={"system_id": system.id, "display": record.display},
+    )
     return CreatedToken(TokenView.of(record), token)
 
 
@@ -97,7 +116,14 @@ async def list_tokens(session: AsyncSession, caller: Caller, system_id: str) -> 
 
 
 async def revoke_token(
-    session: AsyncSession, caller: Caller, system_id: str, token_id: str, now: datetime
+    session: AsyncSession,
+    caller: Caller,
+    system_id: str,
+    token_id: str,
+    now: datetime,
+    *,
+    actor: Actor,
+    ip: str | None,
 ) -> None:
     """The token stops working with the next request; a second revoke is a 404."""
     system = owned(await systems_repository.get_record(session, system_id), caller, system_id)
@@ -106,6 +132,16 @@ async def revoke_token(
         raise NotFound(f"No ingest token with id '{excerpt(token_id)}' on this system")
     token.revoked_at = now
     await session.flush()
+    await record_audit(
+        session,
+        AuditAction.INGEST_TOKEN_REVOKED,
+        actor=actor,
+        account_id=system.account_id,
+        subject=token.id,
+        ip=ip,
+        now=now,
+        details={"system_id": system.id, "display": token.display},
+    )
 
 
 def is_ingest_token(authorization: str | None) -> bool:
