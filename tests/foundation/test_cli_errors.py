@@ -5,6 +5,7 @@ that only reads."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +137,40 @@ def test_an_unreachable_database_server_is_one_line_without_its_password(
     line = _one_line(result.stderr)
     assert line.startswith(
         "error: cannot reach the database at postgresql://solar:***@127.0.0.1:9/solar: "
+    ), line
+    assert PASSWORD not in result.stderr + result.stdout
+
+
+def test_a_database_server_that_never_answers_is_one_line_not_a_minute(tmp_path: Path) -> None:
+    """A host that takes the connection and then says nothing (a firewall's black hole, a
+    hung server): the command gives up after its connect timeout (10 s), not asyncpg's 60 s."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel completes the handshake; nobody ever answers
+    port = silent.getsockname()[1]
+    env = {
+        **os.environ,
+        "SOLARAPI_DATA_DIR": str(tmp_path),
+        "SOLARAPI_DATABASE_URL": f"postgresql://solar:{PASSWORD}@127.0.0.1:{port}/solar",
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_REDIS_URL": "",
+    }
+    try:
+        # Well under asyncpg's own 60 s, well over the 10 s timeout plus a busy start-up.
+        result = subprocess.run(
+            [sys.executable, "-m", "solarapi", "accounts", "list"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=50,
+            check=False,
+        )
+    finally:
+        silent.close()
+    assert result.returncode == 1
+    line = _one_line(result.stderr)
+    assert line.startswith(
+        f"error: cannot reach the database at postgresql://solar:***@127.0.0.1:{port}/solar"
     ), line
     assert PASSWORD not in result.stderr + result.stdout
 

@@ -72,12 +72,15 @@ class PostgresBackend(Backend):
     batch_migrations = False
 
     def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:
+        # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
+        # database would hold every request, or an operator's command, that long before its
+        # one-line error. A command (migrations included) waits a little longer than a request.
         if not pooled:
-            return create_async_engine(settings.async_database_url, poolclass=NullPool)
+            return create_async_engine(
+                settings.async_database_url, poolclass=NullPool, connect_args={"timeout": 10}
+            )
         engine = create_async_engine(
             settings.async_database_url,
-            # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
-            # database would hold every request that long before its 503.
             connect_args={"timeout": 5},
             pool_size=settings.db_pool_size,
             pool_timeout=settings.db_pool_timeout,
