@@ -48,12 +48,23 @@ async def emit(
         )
 
 
+# More delivery jobs than any test makes: a drain that reaches it is looping (a job that
+# keeps making a new one due by the drain's clock), and fails instead of hanging the suite.
+_DRAIN_BOUND = 1_000
+
+
 async def drain(app: FastAPI, ahead: timedelta = timedelta(0)) -> int:
     """Run every delivery job due by now + `ahead`."""
     moment = utcnow() + ahead
-    return await run_pending(
-        app.state.sessionmaker, "test-worker", kinds={JOB_KIND}, clock=lambda: moment
+    ran = await run_pending(
+        app.state.sessionmaker,
+        "test-worker",
+        kinds={JOB_KIND},
+        clock=lambda: moment,
+        max_jobs=_DRAIN_BOUND,
     )
+    assert ran < _DRAIN_BOUND, "delivery jobs keep becoming due: a job re-enqueues itself"
+    return ran
 
 
 async def deliveries(app: FastAPI, key: str, endpoint_id: str) -> list[dict[str, Any]]:
