@@ -123,8 +123,11 @@ def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:
     readme = (ROOT / "README.md").read_text()
     first = next(block for block in _blocks(readme, "sh") if "curl" in block)
     env = server_env(served.settings)
-    run_cli(env, "demo", "--no-data")  # what `make run` did before the reader pastes
+    # What `make run` did before the reader pastes (on PostgreSQL the demo asks to be sure).
+    run_cli(env, "demo", "--no-data", "--yes-this-is-not-production")
     script = first.replace(BASE_URL, served.base_url).replace(".venv/bin/", f"{sys.prefix}/bin/")
+    # The README's `make run` is SQLite; this test also serves PostgreSQL, where `demo` asks.
+    script = script.replace("demo --json", "demo --yes-this-is-not-production --json")
     result = subprocess.run(
         ["bash", "-c", script],
         capture_output=True,

@@ -195,6 +195,11 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     await evaluate_system(session, system_id, utcnow())
                 alerts = await http.get(f"{API}/alerts")
                 assert alerts.json()["data"], alerts.text
+                # Deleted by the first DELETE that reaches it; later ones are a 404.
+                token = await http.post(
+                    f"{API}/systems/{system_id}/ingest-tokens", json={"name": "fuzz logger"}
+                )
+                assert token.status_code == 201, token.text
             worlds[env] = (
                 key,
                 {
@@ -203,6 +208,7 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                     "report_id": report.json()["id"],
                     "webhook_id": hook.json()["id"],
                     "alert_id": alerts.json()["data"][0]["id"],
+                    "token_id": token.json()["id"],
                 },
             )
         # The reports are generated here, so downloading one answers 200. The server runs no

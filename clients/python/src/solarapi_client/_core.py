@@ -203,12 +203,16 @@ class RetryPolicy:
         wait = asked if asked is not None else self.backoff(attempt)
         if wait > self.max_wait:
             return None
+        try:
+            request: httpx.Request | None = response.request
+        except RuntimeError:  # a response made by hand (a test, a transport) has none
+            request = None
         event = RetryWait(
             response.status_code,
             wait,
             attempt + 1,
-            response.request.method,
-            str(response.request.url.copy_with(query=None)),
+            request.method if request is not None else "",
+            str(request.url.copy_with(query=None)) if request is not None else "",
         )
         log.info(
             "HTTP %d: waiting %.1f s before retry %d of %s %s",
