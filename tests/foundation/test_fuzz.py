@@ -229,6 +229,10 @@ def fuzz_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[st
         # requests without a key): the limits are tested elsewhere.
         "SOLARAPI_RATE_LIMIT_SCALE": "100",
         "SOLARAPI_ANONYMOUS_PER_MINUTE": "100000",
+        # The server runs no jobs, so every report asked for stays queued: the per-account
+        # quota (tested in tests/jobs/test_fairness.py) would refuse the fuzzer's after ten.
+        "SOLARAPI_REPORTS_PENDING_PER_ACCOUNT": "100000",
+        "SOLARAPI_REPORTS_KEPT_PER_ACCOUNT": "100000",
         # As shipped: the first sandbox request does not wait seconds for the model's imports.
         "SOLARAPI_WARM_START": "true",
     }
