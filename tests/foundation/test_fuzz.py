@@ -380,6 +380,10 @@ KEY_RULES: dict[tuple[str, str, Environment], str] = {
 # the sandbox a submitted declaration is decided at once, and a decided one cannot be withdrawn.
 INSTEAD: dict[tuple[str, str, Environment], int] = {
     ("POST", "/declarations/{declaration_id}/withdraw", Environment.TEST): 409,
+    # The fuzzer holds API keys; a logger's upload takes an ingest token only
+    # (tests/ingest/test_ingest_tokens.py sends real ones).
+    ("POST", "/ingest/readings", Environment.LIVE): 401,
+    ("POST", "/ingest/readings", Environment.TEST): 401,
 }
 
 
