@@ -6,20 +6,25 @@ temperatures. Imported satellite irradiance (`performance.cams`) is stored here 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import Conflict, ValidationFailed
-from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray
+from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.kit.text import excerpt
-from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
 from solarapi.models.systems import System
 from solarapi.performance import repository
 from solarapi.readings.upload import MAX_UPLOAD as MAX_UPLOAD
-from solarapi.readings.upload import ReadingRejected, UploadResult
+from solarapi.readings.upload import (
+    ReadingRejected,
+    UploadResult,
+    check_starts,
+    first_broken,
+    timestamp_rejection,
+)
 from solarapi.systems import repository as systems_repository
 
 MAX_POA_W_M2 = 1500.0
@@ -101,84 +106,34 @@ def validate(batch: IrradianceBatch, now: datetime) -> ValidBatch:
     item (lowest index; within an item, timestamp before irradiance before temperatures)."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
-    count = len(batch)
-    starts = np.zeros(count, dtype=np.int64)
-    unaligned = np.zeros(count, dtype=bool)
-    midnights: dict[str, int] = {}
-    unparsable: ReadingRejected | None = None
-    for i, text in enumerate(batch.timestamps):
-        seconds = epoch_seconds(text, midnights)
-        if seconds is None:
-            try:
-                moment = parse_timestamp(text)
-            except TimestampError as exc:
-                unparsable = ReadingRejected(i, "timestamp", str(exc))
-                break
-            seconds = int(moment.timestamp() // 1)
-            unaligned[i] = moment.microsecond != 0
-        starts[i] = seconds
+    checked = check_starts(batch.timestamps, now)
     poa = np.array(batch.poa_w_m2, dtype=np.float64)
     module = np.array(batch.module_temp_c, dtype=np.float64)  # None → NaN
     ambient = np.array(batch.ambient_temp_c, dtype=np.float64)
-    checked = unparsable.index if unparsable else count
-    span = slice(0, checked)
-    _, first_seen = np.unique(starts[span], return_index=True)
-    repeated = np.ones(checked, dtype=bool)
-    repeated[first_seen] = False
+    span = slice(0, checked.checked)
 
     def out_of(values: FloatArray, lo: float, hi: float) -> npt.NDArray[np.bool_]:
         # NaN = not sent (JSON has no NaN); an infinity is out of any range.
         result: npt.NDArray[np.bool_] = ~np.isnan(values) & ~((values >= lo) & (values <= hi))
         return result
 
-    rules: list[tuple[str, npt.NDArray[np.bool_]]] = [
-        ("aligned", unaligned[span] | (starts[span] % QUARTER_S != 0)),
-        ("epoch", starts[span] < 0),
-        ("ended", starts[span] + QUARTER_S > now.timestamp()),
-        ("repeat", repeated),
+    rules = [
+        *checked.rules,
         ("poa_w_m2", ~np.isfinite(poa[span]) | (poa[span] < 0) | (poa[span] > MAX_POA_W_M2)),
         ("module_temp_c", out_of(module[span], MIN_TEMP_C, MAX_TEMP_C)),
         ("ambient_temp_c", out_of(ambient[span], MIN_TEMP_C, MAX_TEMP_C)),
     ]
-    first_bad, rule = checked, ""
-    for name, mask in rules:
-        hits = np.flatnonzero(mask)
-        if len(hits) and int(hits[0]) < first_bad:
-            first_bad, rule = int(hits[0]), name
-    if first_bad == checked:
-        if unparsable is not None:
-            raise unparsable
-        return ValidBatch(starts, poa, module, ambient)
-    raise _rejection(batch, first_bad, rule, starts, now)
+    first_bad, rule = first_broken(rules, checked.checked)
+    if first_bad == checked.checked:
+        if checked.unparsable is not None:
+            raise checked.unparsable
+        return ValidBatch(checked.starts, poa, module, ambient)
+    raise timestamp_rejection(batch.timestamps, first_bad, rule, checked.starts, now) or _rejection(
+        batch, first_bad, rule
+    )
 
 
-def _rejection(
-    batch: IrradianceBatch, index: int, rule: str, starts: IntArray, now: datetime
-) -> ReadingRejected:
-    moment = format_timestamp(datetime.fromtimestamp(int(starts[index]), UTC))
-    if rule == "aligned":
-        return ReadingRejected(
-            index,
-            "timestamp",
-            f"'{excerpt(batch.timestamps[index])}' is not the start of a quarter-hour; in UTC "
-            "the minute must be 0, 15, 30 or 45 and the seconds 0",
-        )
-    if rule == "epoch":
-        return ReadingRejected(index, "timestamp", "must not be before 1970-01-01T00:00:00Z")
-    if rule == "ended":
-        return ReadingRejected(
-            index,
-            "timestamp",
-            f"the quarter-hour starting {moment} has not ended yet (now is {format_timestamp(now)})",
-        )
-    if rule == "repeat":
-        earlier = int(np.flatnonzero(starts[:index] == starts[index])[0])
-        return ReadingRejected(
-            index,
-            "timestamp",
-            f"{moment} repeats readings[{earlier}].timestamp; each quarter-hour may appear "
-            "once per batch",
-        )
+def _rejection(batch: IrradianceBatch, index: int, rule: str) -> ReadingRejected:
     if rule == "poa_w_m2":
         return ReadingRejected(
             index,

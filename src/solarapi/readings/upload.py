@@ -182,21 +182,26 @@ def batch_from_json(payload: object) -> ReadingBatch:
     return batch
 
 
-def _validated(
-    batch: ReadingBatch, capacity_kwp: float, now: datetime
-) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Arrays of a batch in which every item passed; else ReadingRejected naming the first
-    bad item (lowest index; for one item, timestamp before energy before power)."""
-    count = len(batch)
+@dataclass(frozen=True, slots=True)
+class CheckedStarts:
+    """A batch's timestamps as epoch seconds, with the rules every quarter-hour upload shares
+    (readings, irradiance) as masks over the items before the first unparsable one."""
+
+    starts: IntArray
+    checked: int
+    unparsable: ReadingRejected | None
+    rules: list[tuple[str, npt.NDArray[np.bool_]]]
+
+
+def check_starts(timestamps: list[str], now: datetime) -> CheckedStarts:
+    """Parse in index order (an unparsable timestamp bounds the search for earlier faults)
+    and mask the items that are not an aligned, ended, unique quarter-hour start."""
+    count = len(timestamps)
     starts = np.zeros(count, dtype=np.int64)
     unaligned = np.zeros(count, dtype=bool)
-    energy = np.array(batch.energy_wh, dtype=np.float64)
-    power = np.array(batch.power_w, dtype=np.float64)  # None → NaN
-    power_given = np.fromiter((p is not None for p in batch.power_w), bool, count=count)
-    # Timestamps: parse in index order; an unparsable one bounds the search for earlier faults.
     midnights: dict[str, int] = {}
     unparsable: ReadingRejected | None = None
-    for i, text in enumerate(batch.timestamps):
+    for i, text in enumerate(timestamps):
         seconds = epoch_seconds(text, midnights)
         if seconds is None:
             try:
@@ -207,54 +212,42 @@ def _validated(
             seconds = int(moment.timestamp() // 1)
             unaligned[i] = moment.microsecond != 0
         starts[i] = seconds
-    limit = plausible_max_wh(capacity_kwp)
-    power_limit = plausible_max_w(capacity_kwp)
-    now_s = now.timestamp()
     checked = unparsable.index if unparsable else count
     span = slice(0, checked)
     _, first_seen = np.unique(starts[span], return_index=True)
     repeated = np.ones(checked, dtype=bool)
     repeated[first_seen] = False
-    # (rule order within one item, mask); the first True of the earliest index wins.
     rules: list[tuple[str, npt.NDArray[np.bool_]]] = [
         ("aligned", unaligned[span] | (starts[span] % QUARTER_S != 0)),
         ("epoch", starts[span] < 0),
-        ("ended", starts[span] + QUARTER_S > now_s),
+        ("ended", starts[span] + QUARTER_S > now.timestamp()),
         ("repeat", repeated),
-        ("energy", ~np.isfinite(energy[span]) | (energy[span] < 0)),
-        ("plausible", energy[span] > limit),
-        ("power", power_given[span] & ~(np.isfinite(power[span]) & (power[span] >= 0))),
-        ("power_plausible", power_given[span] & (power[span] > power_limit)),
     ]
-    first_bad = checked
-    rule = ""
+    return CheckedStarts(starts, checked, unparsable, rules)
+
+
+def first_broken(rules: list[tuple[str, npt.NDArray[np.bool_]]], checked: int) -> tuple[int, str]:
+    """(index, rule) of the earliest item a rule refuses (rules in their order within one
+    item); (`checked`, "") when none does."""
+    first_bad, rule = checked, ""
     for name, mask in rules:
         hits = np.flatnonzero(mask)
         if len(hits) and int(hits[0]) < first_bad:
             first_bad, rule = int(hits[0]), name
-    if first_bad == checked:
-        if unparsable is not None:
-            raise unparsable
-        return starts, energy, power
-    raise _rejection(batch, first_bad, rule, starts, limit, capacity_kwp, now)
+    return first_bad, rule
 
 
-def _rejection(
-    batch: ReadingBatch,
-    index: int,
-    rule: str,
-    starts: IntArray,
-    limit: float,
-    capacity_kwp: float,
-    now: datetime,
-) -> ReadingRejected:
+def timestamp_rejection(
+    timestamps: list[str], index: int, rule: str, starts: IntArray, now: datetime
+) -> ReadingRejected | None:
+    """The message of a shared timestamp rule (None: `rule` is the caller's own)."""
     moment = format_timestamp(datetime.fromtimestamp(int(starts[index]), UTC))
     if rule == "aligned":
         return ReadingRejected(
             index,
             "timestamp",
-            f"'{excerpt(batch.timestamps[index])}' is not the start of a quarter-hour; in UTC the minute must be "
-            "0, 15, 30 or 45 and the seconds 0",
+            f"'{excerpt(timestamps[index])}' is not the start of a quarter-hour; in UTC the "
+            "minute must be 0, 15, 30 or 45 and the seconds 0",
         )
     if rule == "epoch":
         return ReadingRejected(index, "timestamp", "must not be before 1970-01-01T00:00:00Z")
@@ -273,6 +266,40 @@ def _rejection(
             f"{moment} repeats readings[{earlier}].timestamp; each quarter-hour may appear "
             "once per batch",
         )
+    return None
+
+
+def _validated(
+    batch: ReadingBatch, capacity_kwp: float, now: datetime
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Arrays of a batch in which every item passed; else ReadingRejected naming the first
+    bad item (lowest index; for one item, timestamp before energy before power)."""
+    count = len(batch)
+    energy = np.array(batch.energy_wh, dtype=np.float64)
+    power = np.array(batch.power_w, dtype=np.float64)  # None → NaN
+    power_given = np.fromiter((p is not None for p in batch.power_w), bool, count=count)
+    checked = check_starts(batch.timestamps, now)
+    limit = plausible_max_wh(capacity_kwp)
+    power_limit = plausible_max_w(capacity_kwp)
+    span = slice(0, checked.checked)
+    rules = [
+        *checked.rules,
+        ("energy", ~np.isfinite(energy[span]) | (energy[span] < 0)),
+        ("plausible", energy[span] > limit),
+        ("power", power_given[span] & ~(np.isfinite(power[span]) & (power[span] >= 0))),
+        ("power_plausible", power_given[span] & (power[span] > power_limit)),
+    ]
+    first_bad, rule = first_broken(rules, checked.checked)
+    if first_bad == checked.checked:
+        if checked.unparsable is not None:
+            raise checked.unparsable
+        return checked.starts, energy, power
+    raise timestamp_rejection(batch.timestamps, first_bad, rule, checked.starts, now) or _rejection(
+        batch, first_bad, rule, capacity_kwp
+    )
+
+
+def _rejection(batch: ReadingBatch, index: int, rule: str, capacity_kwp: float) -> ReadingRejected:
     if rule == "energy":
         return ReadingRejected(index, "energy_wh", f"must be ≥ 0; got {batch.energy_wh[index]}")
     if rule == "plausible":
