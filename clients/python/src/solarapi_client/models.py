@@ -27,6 +27,8 @@ ReportType = Literal["production", "market_value", "declarations"]
 ReportFormat = Literal["csv", "pdf"]
 ReportStatus = Literal["queued", "running", "completed", "failed"]
 WebhookStatus = Literal["enabled", "disabled"]
+AlertType = Literal["system.offline", "system.zero_production", "system.underperforming"]
+AlertStatus = Literal["open", "resolved"]
 EventType = Literal[
     "report.completed",
     "report.failed",
@@ -59,6 +61,13 @@ class Health:
     api_version: str
     time: datetime
     checks: HealthChecks
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """`GET /health/live`: the process serves requests (whatever the database says)."""
+
+    status: Literal["ok"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,17 @@ class ModelParameters:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """The alert rules' settings of a system (`monitoring`, Enterprise to change)."""
+
+    enabled: bool
+    # Daylight hours without a new reading before `system.offline` opens.
+    offline_after_hours: int
+    # `system.underperforming` opens when the 7-day energy performance index stays below it.
+    underperformance_threshold: float
+
+
+@dataclass(frozen=True)
 class System:
     id: str
     name: str
@@ -136,6 +156,8 @@ class System:
     updated_at: datetime
     # The performance model's parameters in force (servers before it: None).
     model: ModelParameters | None = None
+    # The alert rules' settings (servers before alerts: None).
+    monitoring: Monitoring | None = None
 
 
 @dataclass(frozen=True)
@@ -467,6 +489,36 @@ class Event:
     created_at: datetime
     environment: Environment
     data: dict[str, Any]
+
+
+# --- alerts and ingest tokens ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alert:
+    id: str
+    system_id: str
+    type: AlertType
+    status: AlertStatus
+    opened_at: datetime
+    resolved_at: datetime | None
+    environment: Environment
+    # The numbers that decided it (per type); once resolved, `resolution` holds those that
+    # resolved it.
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class IngestToken:
+    """A data logger's token for one system (`display`: its first 7 and last 4 characters)."""
+
+    id: str
+    name: str
+    display: str
+    created_at: datetime
+    last_used_at: datetime | None
+    # The full `ik_…` token: only in the answer that creates it (shown once); None in lists.
+    token: str | None = None
 
 
 @dataclass(frozen=True)
