@@ -76,6 +76,7 @@ def main() -> int:
     expected = generate()
     current = TARGET.read_text() if TARGET.exists() else ""
     if current == expected:
+        print(f"{TARGET.relative_to(ROOT)} is up to date")
         return 0
     if check:
         diff = difflib.unified_diff(
