@@ -19,6 +19,7 @@ from solarapi_client._decode import decode
 from solarapi_client.models import (
     Interval,
     Pagination,
+    PriceSource,
     ReadingBucket,
     ReadingTotals,
     Summary,
@@ -133,15 +134,29 @@ class SystemValue:
     from_: datetime
     to: datetime
     currency: str | None
-    source: str | None
+    source: PriceSource | None
     data: list[ValueBucket]
     totals: ValueTotals
 
 
 @dataclass(frozen=True)
-class ZoneValue(ValueTotals):
-    zone: str = ""
+class ZoneValueTotals:
+    """The trader's figures of a bidding zone's systems, or of the whole fleet."""
+
+    energy_wh: float | None
+    value_eur: float | None
+    priced_energy_wh: float | None = None
+    capture_price_eur_per_mwh: float | None = None
+    baseload_price_eur_per_mwh: float | None = None
+    capture_rate: float | None = None
+    negative_price_energy_wh: float | None = None
+    negative_price_value_eur: float | None = None
     systems: int = 0
+
+
+@dataclass(frozen=True)
+class ZoneValue(ZoneValueTotals):
+    zone: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,7 +166,7 @@ class FleetValueMeta:
     to: datetime
     currency: str
     zones: list[ZoneValue]
-    totals: ZoneValue
+    totals: ZoneValueTotals
 
 
 @dataclass(frozen=True)

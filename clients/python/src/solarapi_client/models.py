@@ -20,9 +20,11 @@ Environment = Literal["live", "test"]
 SystemStatus = Literal["active", "inactive", "decommissioned"]
 DataSource = Literal["metered", "simulated"]
 Interval = Literal["15m", "30m", "1h", "1d", "1w", "1M"]
-PriceInterval = Literal["15m", "1h", "1d"]
+PriceInterval = Literal["15m", "1h", "1d", "1w", "1M"]
+PriceSource = Literal["entsoe", "csv", "simulated"]
 DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
 DeclarationStatus = Literal["draft", "submitted", "approved", "rejected", "withdrawn"]
+TransitionAction = Literal["create", "update", "delete", "submit", "withdraw", "approve", "reject"]
 ReportType = Literal["production", "market_value", "declarations"]
 ReportFormat = Literal["csv", "pdf"]
 ReportStatus = Literal["queued", "running", "completed", "failed"]
@@ -256,7 +258,7 @@ class PriceMeta:
     to: datetime
     currency: str
     unit: str
-    source: Literal["entsoe", "csv", "simulated"] | None
+    source: PriceSource | None
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,7 @@ class ValueMeta:
     from_: datetime
     to: datetime
     currency: str
-    source: Literal["entsoe", "csv", "simulated"] | None
+    source: PriceSource | None
     totals: ValueTotals
 
 
@@ -395,8 +397,8 @@ class Declaration:
     type: DeclarationType
     period_start: date
     period_end: date
-    energy_wh: float
-    metered_energy_wh: float
+    energy_wh: float | None  # None while the period has no readings and none was stated
+    metered_energy_wh: float | None  # None while the period has no reading at all
     coverage: float
     certificates: int | None
     status: DeclarationStatus
@@ -412,7 +414,7 @@ class Declaration:
 class Transition:
     at: datetime
     actor: str
-    action: str
+    action: TransitionAction
     from_: str | None
     to: str
     reason: str | None
