@@ -28,10 +28,9 @@ from solarapi_client import (
     SolarApiError,
 )
 from solarapi_client.models import Alert, System
-from tests.client.conftest import Served
+from tests.client.conftest import Served, unreachable_database_env
 from tests.client.proxy import flaky_proxy
-from tests.conftest import TEST_SECRET
-from tests.support import Tenant, free_port
+from tests.support import Tenant
 from tests.support import served as served_process
 
 ROOF = {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"}
@@ -214,13 +213,7 @@ def test_a_lost_ingest_answer_is_sent_again(served: Served, client: Client) -> N
 
 
 def test_503_is_retried_for_a_logger_and_liveness_still_answers(tmp_path: Path) -> None:
-    env = {
-        "SOLARAPI_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = unreachable_database_env(tmp_path)
     answers: list[httpx.Response] = []
     waits: list[float] = []
     http = httpx.Client(timeout=30, event_hooks={"response": [answers.append]})

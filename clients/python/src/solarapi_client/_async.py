@@ -22,8 +22,10 @@ from typing import Generic, Self, TypeVar
 import httpx
 
 from solarapi_client._core import (
+    API_KEY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    INGEST_TOKEN,
     MAX_PAGE_SIZE,
     NOT_GIVEN,
     AsyncFetch,
@@ -42,10 +44,8 @@ from solarapi_client._core import (
     ReadingInput,
     RetryPolicy,
     Timestamp,
-    api_key_from,
     body,
     fleet_query,
-    ingest_token_from,
     irradiance_body,
     many,
     nothing,
@@ -184,7 +184,8 @@ class AsyncClient(_Connection):
         http_client: httpx.AsyncClient | None = None,
         sleep: AsyncSleep = asyncio.sleep,
     ) -> None:
-        core = Core(api_key_from(api_key), base_url, retry or RetryPolicy(max_retries=max_retries))
+        credential = API_KEY.given_or_from_environment(api_key)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
         super().__init__(core, timeout, http_client, sleep)
         self.account = AsyncAccountResource(self)
         self.systems = AsyncSystems(self)
@@ -235,9 +236,8 @@ class AsyncIngestClient(_Connection):
         http_client: httpx.AsyncClient | None = None,
         sleep: AsyncSleep = asyncio.sleep,
     ) -> None:
-        core = Core(
-            ingest_token_from(token), base_url, retry or RetryPolicy(max_retries=max_retries)
-        )
+        credential = INGEST_TOKEN.given_or_from_environment(token)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
         super().__init__(core, timeout, http_client, sleep)
 
     async def upload(self, readings: Iterable[ReadingInput]) -> UploadResult:

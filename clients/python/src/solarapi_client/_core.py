@@ -316,66 +316,79 @@ def requested_wait(status: int, headers: httpx.Headers, now: float) -> float | N
     return None
 
 
+@dataclass(frozen=True)
+class Credential:
+    """A kind of credential a client sends as its bearer token, and how a wrong one is told
+    apart before any request: a placeholder pasted from a quickstart (`pk_live_…`, whose
+    ellipsis is not ASCII and would fail inside the HTTP library), a truncated copy, stray
+    quotes or spaces, or the other kind. Only a short prefix is quoted in a message."""
+
+    name: str  # "API key"
+    plural: str  # "keys"
+    pattern: re.Pattern[str]
+    looks_like: str
+    quoted: int  # characters quoted in a message
+    argument: str  # the client's parameter
+    variable: str  # the environment variable read when the parameter is not given
+    expected: str
+    mistaken: re.Pattern[str]  # the other kind, told apart with `mistaken_hint`
+    mistaken_hint: str
+
+    def given_or_from_environment(self, value: str | None) -> str:
+        found = value if value is not None else os.environ.get(self.variable)
+        if not found:
+            raise errors.SolarApiError(
+                f"no {self.name}: pass {self.argument}=... or set {self.variable} ({self.expected})"
+            )
+        self.check(found)
+        return found
+
+    def check(self, value: str) -> None:
+        if value.isascii() and self.pattern.fullmatch(value):
+            return
+        shown = value[: self.quoted] + ("…" if len(value) > self.quoted else "")
+        hint = ""
+        if not value.isascii():
+            hint = (
+                " (it holds characters other than ASCII letters and digits, such as the '…' of "
+                f"a placeholder: paste the whole {self.name.split()[-1]} shown once in the "
+                "dashboard)"
+            )
+        elif self.mistaken.fullmatch(value):
+            hint = f" ({self.mistaken_hint})"
+        raise errors.SolarApiError(
+            f"malformed {self.name} {shown!r}: {self.plural} look like {self.looks_like}, "
+            f"{len(value)} characters in all is not that{hint}"
+        )
+
+
 _KEY_PATTERN = re.compile(r"pk_(live|test)_[0-9A-Za-z]{38}")
 _TOKEN_PATTERN = re.compile(r"ik_[0-9A-Za-z]{38}")
-_NOT_ASCII = (
-    " (it holds characters other than ASCII letters and digits, such as the '…' of a "
-    "placeholder: paste the whole {what} shown once in the dashboard)"
+API_KEY = Credential(
+    name="API key",
+    plural="keys",
+    pattern=_KEY_PATTERN,
+    looks_like="pk_live_ or pk_test_ followed by 38 letters and digits",
+    quoted=8,
+    argument="api_key",
+    variable="SOLARAPI_API_KEY",
+    expected="a pk_live_ or pk_test_ key",
+    mistaken=_TOKEN_PATTERN,
+    mistaken_hint="an ingest token: it only uploads a logger's readings, with IngestClient",
 )
-
-
-def check_api_key(key: str) -> None:
-    """Refuse a key that cannot be one before any request: a placeholder pasted from a
-    quickstart (`pk_live_…`, whose ellipsis is not ASCII and would fail inside the HTTP
-    library), a truncated copy, stray quotes or spaces. Only a short prefix is quoted."""
-    if key.isascii() and _KEY_PATTERN.fullmatch(key):
-        return
-    shown = key[:8] + ("…" if len(key) > 8 else "")
-    hint = _NOT_ASCII.format(what="key") if not key.isascii() else ""
-    if _TOKEN_PATTERN.fullmatch(key):
-        hint = " (an ingest token: it only uploads a logger's readings, with IngestClient)"
-    raise errors.SolarApiError(
-        f"malformed API key {shown!r}: keys look like pk_live_ or pk_test_ followed by 38 "
-        f"letters and digits, {len(key)} characters in all is not that{hint}"
-    )
-
-
-def check_ingest_token(token: str) -> None:
-    """As `check_api_key`, for a data logger's ingest token (`ik_` and 38 letters and digits);
-    only its first 7 characters are quoted, as the dashboard shows them."""
-    if token.isascii() and _TOKEN_PATTERN.fullmatch(token):
-        return
-    shown = token[:7] + ("…" if len(token) > 7 else "")
-    hint = _NOT_ASCII.format(what="token") if not token.isascii() else ""
-    if _KEY_PATTERN.fullmatch(token):
-        hint = " (an API key: use Client; IngestClient takes a system's ik_ token)"
-    raise errors.SolarApiError(
-        f"malformed ingest token {shown!r}: tokens look like ik_ followed by 38 letters and "
-        f"digits, {len(token)} characters in all is not that{hint}"
-    )
-
-
-def api_key_from(api_key: str | None) -> str:
-    """The key given, else `SOLARAPI_API_KEY`; checked."""
-    key = api_key if api_key is not None else os.environ.get("SOLARAPI_API_KEY")
-    if not key:
-        raise errors.SolarApiError(
-            "no API key: pass api_key=... or set SOLARAPI_API_KEY (a pk_live_ or pk_test_ key)"
-        )
-    check_api_key(key)
-    return key
-
-
-def ingest_token_from(token: str | None) -> str:
-    """The token given, else `SOLARAPI_INGEST_TOKEN`; checked."""
-    found = token if token is not None else os.environ.get("SOLARAPI_INGEST_TOKEN")
-    if not found:
-        raise errors.SolarApiError(
-            "no ingest token: pass token=... or set SOLARAPI_INGEST_TOKEN (the ik_ token "
-            "created for the system)"
-        )
-    check_ingest_token(found)
-    return found
+# A data logger's token for one system; 7 characters quoted, as the dashboard shows them.
+INGEST_TOKEN = Credential(
+    name="ingest token",
+    plural="tokens",
+    pattern=_TOKEN_PATTERN,
+    looks_like="ik_ followed by 38 letters and digits",
+    quoted=7,
+    argument="token",
+    variable="SOLARAPI_INGEST_TOKEN",
+    expected="the ik_ token created for the system",
+    mistaken=_KEY_PATTERN,
+    mistaken_hint="an API key: use Client; IngestClient takes a system's ik_ token",
+)
 
 
 class Core:

@@ -24,8 +24,10 @@ from typing import Generic, Self, TypeVar
 import httpx
 
 from solarapi_client._core import (
+    API_KEY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    INGEST_TOKEN,
     MAX_PAGE_SIZE,
     NOT_GIVEN,
     Call,
@@ -44,10 +46,8 @@ from solarapi_client._core import (
     SyncFetch,
     SyncSleep,
     Timestamp,
-    api_key_from,
     body,
     fleet_query,
-    ingest_token_from,
     irradiance_body,
     many,
     nothing,
@@ -186,7 +186,8 @@ class Client(_Connection):
         http_client: httpx.Client | None = None,
         sleep: SyncSleep = time.sleep,
     ) -> None:
-        core = Core(api_key_from(api_key), base_url, retry or RetryPolicy(max_retries=max_retries))
+        credential = API_KEY.given_or_from_environment(api_key)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
         super().__init__(core, timeout, http_client, sleep)
         self.account = AccountResource(self)
         self.systems = Systems(self)
@@ -237,9 +238,8 @@ class IngestClient(_Connection):
         http_client: httpx.Client | None = None,
         sleep: SyncSleep = time.sleep,
     ) -> None:
-        core = Core(
-            ingest_token_from(token), base_url, retry or RetryPolicy(max_retries=max_retries)
-        )
+        credential = INGEST_TOKEN.given_or_from_environment(token)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
         super().__init__(core, timeout, http_client, sleep)
 
     def upload(self, readings: Iterable[ReadingInput]) -> UploadResult:
