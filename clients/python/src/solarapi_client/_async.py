@@ -2,7 +2,7 @@
 the data logger's ingest client, the pagers and the change feed.
 
 `_async.py` is the one written by hand (`AsyncClient`, `AsyncIngestClient`, `AsyncPager`,
-`AsyncChangeFeed`); `_sync.py` is generated from it by `clients/python/scripts/unasync.py`
+`AsyncChangeFeed`); `_sync.py` is generated from it by `clients/python/scripts/generate_sync.py`
 (`make sdk-sync`): the same code without `async` and `await`, with `Client`, `IngestClient`,
 `SyncPager` and `ChangeFeed`. Change `_async.py`, then regenerate; a test fails while the two
 differ. Each method says once what it sends (a `Call`: method, path, query, body, answer
