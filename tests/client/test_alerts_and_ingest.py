@@ -27,7 +27,7 @@ from solarapi_client import (
     ServiceUnavailableError,
     SolarApiError,
 )
-from solarapi_client.models import Alert, System
+from solarapi_client.models import Alert, ModelParameters, Monitoring, System
 from tests.client.conftest import Served, unreachable_database_env
 from tests.client.proxy import flaky_proxy
 from tests.support import Tenant
@@ -109,6 +109,23 @@ def test_alerts_filter_page_and_resolve(client: Client) -> None:
     assert resolved.opened_at == alert.opened_at
     assert [a.id for a in client.alerts.list(status="resolved")] == [alert.id]
     assert {a.id for a in client.alerts.list(status="open")} == ids - {alert.id}
+
+
+def test_monitoring_and_model_are_typed_fields_of_create_and_update(client: Client) -> None:
+    system = client.systems.create(
+        name="Tuned roof",
+        capacity_kwp=4.0,
+        location=ROOF,
+        model=ModelParameters(gamma_pdc_pct_per_c=-0.3, losses_pct=10.0, inverter_efficiency=0.97),
+        monitoring=Monitoring(enabled=True, offline_after_hours=6, underperformance_threshold=0.7),
+    )
+    assert system.model == ModelParameters(-0.3, 10.0, 0.97)
+    assert system.monitoring == Monitoring(True, 6, 0.7)
+    # A mapping changes only its keys; None resets every model parameter.
+    changed = client.systems.update(system.id, monitoring={"offline_after_hours": 24}, model=None)
+    assert changed.monitoring == Monitoring(True, 24, 0.7)
+    assert changed.model == ModelParameters(-0.37, 14.0, 0.96)
+    assert client.systems.get(system.id) == changed
 
 
 def test_a_logger_uploads_with_its_token_from_the_environment(
