@@ -7,7 +7,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install run test quick lint typecheck unit bench clean dist sdk-wheel
+.PHONY: install run test quick lint typecheck unit bench clean dist sdk-wheel sdk-sync
 
 install: $(VENV)/.installed
 
@@ -71,3 +71,9 @@ sdk-wheel: install
 	$(UV) build --offline --wheel --out-dir $(SDK_DIST) clients/python
 	@ls $(SDK_DIST)/solarapi_client-*.whl
 
+
+# The SDK's synchronous clients (clients/python/src/solarapi_client/_sync.py) are generated
+# from the asynchronous ones (_async.py): run this after changing _async.py (a test fails while
+# the committed file differs from what this writes).
+sdk-sync: install
+	$(VENV)/bin/python clients/python/scripts/generate_sync.py

@@ -28,6 +28,7 @@ from tests.support import (
     POSTGRES_ADMIN_URL,
     Tenant,
     TestClock,
+    free_port,
     make_tenant,
     need_service,
     postgres_available,
@@ -54,6 +55,18 @@ def server_env(settings: Settings) -> dict[str, str]:
         # few idle connections, so the suite stays under PostgreSQL's max_connections.
         SOLARAPI_DB_POOL_SIZE="2",
     )
+
+
+def unreachable_database_env(data_dir: Path) -> dict[str, str]:
+    """A server's environment whose database never answers (a port nothing listens on): its
+    requests get 503 `unavailable` with `Retry-After`."""
+    return {
+        "SOLARAPI_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
+        "SOLARAPI_DATA_DIR": str(data_dir),
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+        "SOLARAPI_JOB_RUNNER": "external",
+        "SOLARAPI_REDIS_URL": "",
+    }
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

@@ -25,10 +25,9 @@ from solarapi_client import (
     SolarApiError,
     ValidationError,
 )
-from tests.client.conftest import Served
+from tests.client.conftest import Served, unreachable_database_env
 from tests.client.proxy import flaky_proxy
-from tests.conftest import TEST_SECRET
-from tests.support import Tenant, free_port
+from tests.support import Tenant
 from tests.support import served as served_process
 
 ROOF = {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"}
@@ -191,13 +190,7 @@ def test_a_patch_is_not_retried_after_a_connection_reset(
 
 
 def test_503_is_retried_as_asked_then_raised(tmp_path: Path, pro: Tenant) -> None:
-    env = {
-        "SOLARAPI_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = unreachable_database_env(tmp_path)
     answers: list[httpx.Response] = []
     waits: list[float] = []
     http = httpx.Client(timeout=30, event_hooks={"response": [answers.append]})

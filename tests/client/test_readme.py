@@ -8,6 +8,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def test_the_client_readme_runs_as_pasted(
     )
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
     client.readings.upload(system.id, [{"timestamp": hour, "energy_wh": 321.5}])
-    quickstart, as_async, writes, _fleet, errors, webhooks = _blocks(
+    quickstart, as_async, writes, _fleet, _tokens, _logger, errors, webhooks = _blocks(
         (ROOT / "clients" / "python" / "README.md").read_text(), "python"
     )
     # The blocks after the quickstart continue its session: run them before its close().
@@ -89,7 +90,7 @@ def test_the_change_feed_example_keeps_an_exact_copy(
         client.readings.upload(system_id, items)
 
     upload(systems[0].id, 0, 40, 10.0)
-    [_, _, _, fleet_block, _, _] = _blocks(
+    [_, _, _, fleet_block, _, _, _, _] = _blocks(
         (ROOT / "clients" / "python" / "README.md").read_text(), "python"
     )
     script = fleet_block.replace('"fleet.sqlite3"', repr(str(tmp_path / "fleet.sqlite3")))
@@ -117,6 +118,36 @@ def test_the_change_feed_example_keeps_an_exact_copy(
             if bucket.energy_wh is not None
         }
     assert copy == stored
+
+
+def test_the_alerts_and_logger_examples_run_as_pasted(
+    served: Served, enterprise: Tenant, client: Client
+) -> None:
+    """The reader's system has stopped reporting: the first block lists its open alert and
+    creates a token, the logger block (run with that token) uploads the last hour."""
+    system = client.systems.create(
+        name="Logger roof",
+        capacity_kwp=4.0,
+        location={"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
+    )
+    client.readings.upload(system.id, [{"timestamp": "2025-05-01T12:00:00Z", "energy_wh": 300}])
+    deadline = time.monotonic() + 60  # the upload's evaluation opens system.offline (a job)
+    while not list(client.alerts.list(system_id=system.id)):
+        assert time.monotonic() < deadline, "no alert within 60 s"
+        time.sleep(0.5)
+    [_, _, _, _, tokens, logger, _, _] = _blocks(
+        (ROOT / "clients" / "python" / "README.md").read_text(), "python"
+    )
+    out = _run_python(tokens, served, enterprise.live)
+    assert f"{system.id} system.offline" in out
+    (token,) = re.findall(r"^token (ik_\w+)$", out, re.MULTILINE)
+    assert re.search(rf"^roof logger {token[:7]}…{token[-4:]} None$", out, re.MULTILINE)
+
+    out = _run_python(logger.replace('"ik_…"', repr(token)), served, enterprise.live)
+    assert "stored 4 new and 0 replaced" in out
+    assert client.systems.summary(system.id).energy_lifetime_wh == 300 + 4 * 250
+    (listed,) = client.ingest_tokens.list(system.id)
+    assert listed.last_used_at is not None
 
 
 def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:

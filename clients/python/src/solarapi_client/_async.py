@@ -1,40 +1,79 @@
-"""`AsyncClient`: the asyncio client, method for method the same as `Client` (`_sync.py`):
-the same `Call`s from `_endpoints`, awaited."""
+"""The clients and everything that waits on the network: the API client with its resources,
+the data logger's ingest client, the pagers and the change feed.
+
+`_async.py` is the one written by hand (`AsyncClient`, `AsyncIngestClient`, `AsyncPager`,
+`AsyncChangeFeed`); `_sync.py` is generated from it by `clients/python/scripts/generate_sync.py`
+(`make sdk-sync`): the same code without `async` and `await`, with `Client`, `IngestClient`,
+`SyncPager` and `ChangeFeed`. Change `_async.py`, then regenerate; a test fails while the two
+differ. Each method says once what it sends (a `Call`: method, path, query, body, answer
+type); `_core.py` builds the request and reads the answer, with no I/O.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from time import monotonic
 from types import TracebackType
-from typing import TypeVar
+from typing import Generic, Self, TypeVar
 
 import httpx
 
-from solarapi_client import _endpoints as ep
-from solarapi_client import fleet
 from solarapi_client._core import (
+    API_KEY,
+    DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
+    INGEST_TOKEN,
+    MAX_PAGE_SIZE,
     NOT_GIVEN,
+    AsyncFetch,
+    AsyncSleep,
     Call,
     Core,
-    NotGiven,
-    Page,
-    RetryPolicy,
-)
-from solarapi_client._endpoints import (
-    MAX_PAGE_SIZE,
     Day,
+    Identified,
     IrradianceInput,
     LocationInput,
+    ModelInput,
+    MonitoringInput,
+    NotGiven,
     OrientationInput,
+    Page,
     ReadingInput,
+    RetryPolicy,
     Timestamp,
+    body,
+    fleet_query,
+    irradiance_body,
+    many,
+    nothing,
+    one,
+    paged,
+    path_id,
+    query,
+    raw,
+    readings_body,
 )
 from solarapi_client.errors import TimeoutError
+from solarapi_client.fleet import (
+    MAX_CHANGES_PAGE,
+    MAX_FLEET_PAGE,
+    Change,
+    ChangePage,
+    FleetPage,
+    FleetReadings,
+    FleetSummary,
+    FleetValue,
+    fleet_page,
+    merge,
+)
 from solarapi_client.models import (
     Account,
+    Alert,
+    AlertStatus,
+    AlertType,
     DataSource,
     Declaration,
     DeclarationStatus,
@@ -42,8 +81,10 @@ from solarapi_client.models import (
     Delivery,
     Event,
     Health,
+    IngestToken,
     Interval,
     IrradianceList,
+    Liveness,
     MarketValueSeries,
     PerformanceInterval,
     PerformanceSeries,
@@ -63,7 +104,6 @@ from solarapi_client.models import (
     WebhookStatus,
     Zone,
 )
-from solarapi_client.pagination import AsyncPager, Identified
 from solarapi_client.ranges import as_datetime, next_cursor, piece_end
 
 T = TypeVar("T")
@@ -71,42 +111,23 @@ F = TypeVar("F")
 H = TypeVar("H", bound=Identified)
 
 
-class AsyncClient:
-    """The Solar Energy Platform API.
-
-    `AsyncClient(api_key="pk_live_…", base_url="https://solar.example.com")`; both default to the
-    `SOLARAPI_API_KEY` and `SOLARAPI_BASE_URL` environment variables. Use it as an async
-    context manager, or await `aclose()`, to release its connections.
-    """
+class _Connection:
+    """What both clients share: the HTTP connection pool, the retry loop and closing."""
 
     def __init__(
         self,
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
-        max_retries: int = 3,
-        retry: RetryPolicy | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        core: Core,
+        timeout: float | httpx.Timeout,
+        http_client: httpx.AsyncClient | None,
+        sleep: AsyncSleep,
     ) -> None:
-        self._core = Core(api_key, base_url, retry or RetryPolicy(max_retries=max_retries))
+        self._core = core
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
-        self._http.headers.update(self._core.headers)
+        self._http.headers.update(core.headers)
         self._sleep = sleep
-        self.account = AsyncAccountResource(self)
-        self.systems = AsyncSystems(self)
-        self.readings = AsyncReadings(self)
-        self.irradiance = AsyncIrradiance(self)
-        self.portfolio = AsyncPortfolio(self)
-        self.market_prices = AsyncMarketPrices(self)
-        self.market_value = AsyncMarketValue(self)
-        self.declarations = AsyncDeclarations(self)
-        self.reports = AsyncReports(self)
-        self.webhooks = AsyncWebhooks(self)
-        self.events = AsyncEvents(self)
 
     async def send(self, call: Call[T]) -> T:
+        """Send one call, retried as the `RetryPolicy` says; its typed answer or an error."""
         request = self._core.build(self._http, call)
         attempt = 0
         while True:
@@ -125,19 +146,13 @@ class AsyncClient:
             attempt += 1
 
     def __repr__(self) -> str:
-        # Never the key: a client printed in a log must not leak it.
-        return f"AsyncClient(base_url={self._core.base_url!r})"
-
-    def pager(self, call_for_page: Callable[[int], Call[Page[H]]]) -> AsyncPager[H]:
-        return AsyncPager(lambda number: self.send(call_for_page(number)))
-
-    async def health(self) -> Health:
-        return await self.send(ep.health())
+        # Never the key or token: a client printed in a log must not leak it.
+        return f"{type(self).__name__}(base_url={self._core.base_url!r})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> AsyncClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -149,6 +164,151 @@ class AsyncClient:
         await self.aclose()
 
 
+class AsyncClient(_Connection):
+    """The Solar Energy Platform API.
+
+    `AsyncClient(api_key="pk_live_…", base_url="https://solar.example.com")` (or `Client`);
+    both default to the `SOLARAPI_API_KEY` and `SOLARAPI_BASE_URL` environment variables.
+    Use it as a context manager (`async with` for `AsyncClient`), or close it (`close()`,
+    `await aclose()`), to release its connections.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: AsyncSleep = asyncio.sleep,
+    ) -> None:
+        credential = API_KEY.given_or_from_environment(api_key)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
+        super().__init__(core, timeout, http_client, sleep)
+        self.account = AsyncAccountResource(self)
+        self.systems = AsyncSystems(self)
+        self.readings = AsyncReadings(self)
+        self.irradiance = AsyncIrradiance(self)
+        self.portfolio = AsyncPortfolio(self)
+        self.market_prices = AsyncMarketPrices(self)
+        self.market_value = AsyncMarketValue(self)
+        self.declarations = AsyncDeclarations(self)
+        self.reports = AsyncReports(self)
+        self.webhooks = AsyncWebhooks(self)
+        self.events = AsyncEvents(self)
+        self.alerts = AsyncAlerts(self)
+        self.ingest_tokens = AsyncIngestTokens(self)
+
+    def pager(self, call_for_page: Callable[[int], Call[Page[H]]]) -> AsyncPager[H]:
+        return AsyncPager(lambda number: self.send(call_for_page(number)))
+
+    async def health(self) -> Health:
+        """The readiness check (`GET /health`): status, version, database and rate limiter."""
+        return await self.send(Call("GET", "/health", one(Health)))
+
+    async def liveness(self) -> Liveness:
+        """The liveness check (`GET /health/live`): `status` is "ok" while the process serves
+        requests, whatever the database says. Not counted in any rate limit."""
+        return await self.send(Call("GET", "/health/live", one(Liveness)))
+
+
+class AsyncIngestClient(_Connection):
+    """A data logger's client: it uploads the readings of one system with that system's ingest
+    token (`ik_…`, from `client.ingest_tokens.create(...)` or the dashboard), the one thing a
+    token may do, on any plan.
+
+    `AsyncIngestClient(token="ik_…", base_url="https://solar.example.com")` (or
+    `IngestClient`); both default to the `SOLARAPI_INGEST_TOKEN` and `SOLARAPI_BASE_URL`
+    environment variables. A token has 60 requests a minute of its own: a 429 (or a 503) is
+    waited out and sent again as for `Client`, under the same `RetryPolicy`.
+    """
+
+    def __init__(
+        self,
+        token: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: AsyncSleep = asyncio.sleep,
+    ) -> None:
+        credential = INGEST_TOKEN.given_or_from_environment(token)
+        core = Core(credential, base_url, retry or RetryPolicy(max_retries=max_retries))
+        super().__init__(core, timeout, http_client, sleep)
+
+    async def upload(self, readings: Iterable[ReadingInput]) -> UploadResult:
+        """Store 1–10,000 quarter-hour readings of the token's system (all or nothing), as
+        `client.readings.upload` does. Sending the same readings again stores nothing new
+        (they replace themselves), so an upload whose answer was lost is sent again."""
+        call = Call("POST", "/ingest/readings", one(UploadResult), json=readings_body(readings))
+        return await self.send(call)
+
+
+class AsyncPager(Generic[H]):
+    """`for item in pager` (`async for` with `AsyncClient`) walks every page;
+    `pager.pages()` yields the pages themselves."""
+
+    def __init__(self, fetch: AsyncFetch[int, Page[H]]) -> None:
+        self._fetch = fetch
+
+    async def pages(self) -> AsyncIterator[Page[H]]:
+        number = 1
+        while True:
+            page = await self._fetch(number)
+            yield page
+            if not page.pagination.has_more or not page.data:
+                return
+            number += 1
+
+    async def __aiter__(self) -> AsyncIterator[H]:
+        seen: set[str] = set()
+        async for page in self.pages():
+            for item in page.data:
+                if item.id not in seen:
+                    seen.add(item.id)
+                    yield item
+
+    async def first_page(self) -> Page[H]:
+        return await self._fetch(1)
+
+    async def to_list(self) -> builtins.list[H]:
+        return [item async for item in self]
+
+
+@dataclass
+class AsyncChangeFeed:
+    """Iterate to get every change after `cursor`, page by page, until the feed has no more;
+    `cursor` then holds the position to persist and pass next time. Rows come in commit
+    order: apply each over any earlier row of the same (system_id, timestamp)."""
+
+    fetch: AsyncFetch[str | None, ChangePage]
+    wait: AsyncSleep
+    cursor: str | None = None
+    pages: int = field(default=0)
+
+    async def __aiter__(self) -> AsyncIterator[Change]:
+        delay = 0.05
+        while True:
+            page = await self.fetch(self.cursor)
+            self.pages += 1
+            for change in page.data:
+                yield change
+            # Persist only after the page's rows were handed out.
+            self.cursor = page.next_cursor
+            if not page.has_more:
+                return
+            if page.data:
+                delay = 0.05
+            else:
+                # Newer changes are committed but wait behind an upload still in progress.
+                await self.wait(delay)
+                delay = min(delay * 2, 2.0)
+
+
 class _Resource:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
@@ -157,7 +317,7 @@ class _Resource:
 class AsyncAccountResource(_Resource):
     async def get(self) -> Account:
         """The key in use: its account, plan, environment, limits and usage."""
-        return await self._client.send(ep.get_account())
+        return await self._client.send(Call("GET", "/account", one(Account)))
 
 
 class AsyncSystems(_Resource):
@@ -170,11 +330,16 @@ class AsyncSystems(_Resource):
     ) -> AsyncPager[System]:
         """Every system, oldest first, fetched page by page as you iterate."""
         return self._client.pager(
-            lambda page: ep.list_systems(page, page_size, status, market_zone)
+            lambda page: Call(
+                "GET",
+                "/systems",
+                paged(System),
+                query(page=page, limit=page_size, status=status, market_zone=market_zone),
+            )
         )
 
     async def get(self, system_id: str) -> System:
-        return await self._client.send(ep.get_system(system_id))
+        return await self._client.send(Call("GET", f"/systems/{path_id(system_id)}", one(System)))
 
     async def create(
         self,
@@ -188,21 +353,27 @@ class AsyncSystems(_Resource):
         installed_on: Day | NotGiven | None = NOT_GIVEN,
         status: SystemStatus | NotGiven = NOT_GIVEN,
         data_source: DataSource | NotGiven = NOT_GIVEN,
+        model: ModelInput | NotGiven | None = NOT_GIVEN,
+        monitoring: MonitoringInput | NotGiven | None = NOT_GIVEN,
         idempotency_key: str | None = None,
     ) -> System:
+        """A new system (Enterprise). `model` overrides performance-model parameters,
+        `monitoring` the alert rules' settings; a field left out takes the API's default."""
+        payload = body(
+            name=name,
+            capacity_kwp=capacity_kwp,
+            location=location,
+            inverter_capacity_kw=inverter_capacity_kw,
+            orientation=orientation,
+            market_zone=market_zone,
+            installed_on=installed_on,
+            status=status,
+            data_source=data_source,
+            model=model,
+            monitoring=monitoring,
+        )
         return await self._client.send(
-            ep.create_system(
-                name=name,
-                capacity_kwp=capacity_kwp,
-                location=location,
-                inverter_capacity_kw=inverter_capacity_kw,
-                orientation=orientation,
-                market_zone=market_zone,
-                installed_on=installed_on,
-                status=status,
-                data_source=data_source,
-                idempotency_key=idempotency_key,
-            )
+            Call("POST", "/systems", one(System), json=payload, idempotency_key=idempotency_key)
         )
 
     async def update(
@@ -217,25 +388,33 @@ class AsyncSystems(_Resource):
         market_zone: str | NotGiven | None = NOT_GIVEN,
         installed_on: Day | NotGiven | None = NOT_GIVEN,
         status: SystemStatus | NotGiven = NOT_GIVEN,
+        model: ModelInput | NotGiven | None = NOT_GIVEN,
+        monitoring: MonitoringInput | NotGiven = NOT_GIVEN,
     ) -> System:
-        """Change the fields given (None sets an optional field to null)."""
-        changes = {
-            "name": name,
-            "capacity_kwp": capacity_kwp,
-            "inverter_capacity_kw": inverter_capacity_kw,
-            "location": location,
-            "orientation": orientation,
-            "market_zone": market_zone,
-            "installed_on": installed_on,
-            "status": status,
-        }
-        return await self._client.send(ep.update_system(system_id, changes))
+        """Change the fields given (None sets an optional field to null; `model=None` resets
+        every model parameter). In `location`, `orientation`, `model` and `monitoring` a
+        mapping may hold only the keys to change."""
+        payload = body(
+            name=name,
+            capacity_kwp=capacity_kwp,
+            inverter_capacity_kw=inverter_capacity_kw,
+            location=location,
+            orientation=orientation,
+            market_zone=market_zone,
+            installed_on=installed_on,
+            status=status,
+            model=model,
+            monitoring=monitoring,
+        )
+        path = f"/systems/{path_id(system_id)}"
+        return await self._client.send(Call("PATCH", path, one(System), json=payload))
 
     async def delete(self, system_id: str) -> None:
-        await self._client.send(ep.delete_system(system_id))
+        await self._client.send(Call("DELETE", f"/systems/{path_id(system_id)}", nothing))
 
     async def summary(self, system_id: str) -> Summary:
-        return await self._client.send(ep.system_summary(system_id))
+        path = f"/systems/{path_id(system_id)}/summary"
+        return await self._client.send(Call("GET", path, one(Summary)))
 
     async def performance(
         self,
@@ -248,7 +427,9 @@ class AsyncSystems(_Resource):
         """Expected against actual per bucket of the system's local calendar (`1d` default,
         `1w`, `1M`): PR, temperature-corrected PR, EPI, quality flags; `meta.model` holds
         every parameter of the model."""
-        return await self._client.send(ep.get_performance(system_id, start, end, interval))
+        path = f"/systems/{path_id(system_id)}/performance"
+        params = query(from_=start, to=end, interval=interval)
+        return await self._client.send(Call("GET", path, one(PerformanceSeries), params))
 
 
 class AsyncIrradiance(_Resource):
@@ -260,13 +441,19 @@ class AsyncIrradiance(_Resource):
         idempotency_key: str | None = None,
     ) -> UploadResult:
         """Store 1–10,000 quarter-hours of plane-of-array irradiance (all or nothing)."""
-        return await self._client.send(ep.upload_irradiance(system_id, readings, idempotency_key))
+        path = f"/systems/{path_id(system_id)}/irradiance"
+        payload = irradiance_body(readings)
+        return await self._client.send(
+            Call("POST", path, one(UploadResult), json=payload, idempotency_key=idempotency_key)
+        )
 
     async def get(
         self, system_id: str, *, start: Timestamp | None = None, end: Timestamp | None = None
     ) -> IrradianceList:
         """Stored sensor and satellite quarter-hours of [start, end) (at most 31 days)."""
-        return await self._client.send(ep.get_irradiance(system_id, start, end))
+        path = f"/systems/{path_id(system_id)}/irradiance"
+        params = query(from_=start, to=end)
+        return await self._client.send(Call("GET", path, one(IrradianceList), params))
 
 
 class AsyncReadings(_Resource):
@@ -280,13 +467,16 @@ class AsyncReadings(_Resource):
     ) -> ReadingSeries:
         """Production in buckets from `start` (inclusive) to `end` (exclusive); the API's
         defaults are the last 24 hours in `1h` buckets."""
-        return await self._client.send(ep.get_readings(system_id, start, end, interval))
+        path = f"/systems/{path_id(system_id)}/readings"
+        params = query(from_=start, to=end, interval=interval)
+        return await self._client.send(Call("GET", path, one(ReadingSeries), params))
 
     async def get_range(
         self, system_id: str, *, start: Timestamp, end: Timestamp, interval: Interval = "1h"
     ) -> AsyncIterator[ReadingSeries]:
-        """As `Client.readings.get_range`: consecutive series of at most 9,000 buckets, each
-        ending on a bucket boundary, whose totals add up to the range's."""
+        """A range of any length, as consecutive series of at most 9,000 buckets each: every
+        piece ends on a bucket boundary (the next starts there), so no bucket is in two pieces
+        and the pieces' totals add up to the range's. Each piece is one request."""
         cursor, stop = as_datetime(start, "start"), as_datetime(end, "end")
         while cursor < stop:
             series = await self.get(
@@ -303,17 +493,22 @@ class AsyncReadings(_Resource):
         idempotency_key: str | None = None,
     ) -> UploadResult:
         """Store 1–10,000 quarter-hour readings at once (all or nothing)."""
-        return await self._client.send(ep.upload_readings(system_id, readings, idempotency_key))
+        path = f"/systems/{path_id(system_id)}/readings"
+        payload = readings_body(readings)
+        return await self._client.send(
+            Call("POST", path, one(UploadResult), json=payload, idempotency_key=idempotency_key)
+        )
 
-    def changes(
-        self, *, cursor: str | None = None, limit: int | None = None
-    ) -> fleet.AsyncChangeFeed:
+    def changes(self, *, cursor: str | None = None, limit: int | None = None) -> AsyncChangeFeed:
         """Every reading inserted or replaced after `cursor` (None: from the first stored
         one), in commit order, following the feed until it has no more. The returned
         iterator's `cursor` is the position to persist once you have applied the rows."""
-        return fleet.AsyncChangeFeed(
+        size = limit or MAX_CHANGES_PAGE
+        return AsyncChangeFeed(
             lambda position: self._client.send(
-                fleet.changes(position, limit or fleet.MAX_CHANGES_PAGE)
+                Call(
+                    "GET", "/readings/changes", one(ChangePage), query(cursor=position, limit=size)
+                )
             ),
             self._client._sleep,
             cursor,
@@ -332,12 +527,19 @@ class AsyncPortfolio(_Resource):
         system_ids: Sequence[str] | None = None,
         status: SystemStatus | None = None,
         market_zone: str | None = None,
-        page_size: int = fleet.MAX_FLEET_PAGE,
-    ) -> fleet.FleetReadings:
+        page_size: int = MAX_FLEET_PAGE,
+    ) -> FleetReadings:
         """Every matching system's readings (`to_dataframe()`: indexed by system_id, start)."""
+        filters = fleet_query(system_ids, status, market_zone)
         return await self._every_page(
-            lambda page: fleet.fleet_readings(
-                page, page_size, start, end, interval, system_ids, status, market_zone
+            lambda page: Call(
+                "GET",
+                "/portfolio/readings",
+                fleet_page(FleetReadings),
+                {
+                    **query(page=page, limit=page_size, from_=start, to=end, interval=interval),
+                    **filters,
+                },
             )
         )
 
@@ -347,11 +549,17 @@ class AsyncPortfolio(_Resource):
         system_ids: Sequence[str] | None = None,
         status: SystemStatus | None = None,
         market_zone: str | None = None,
-        page_size: int = fleet.MAX_FLEET_PAGE,
-    ) -> fleet.FleetSummary:
+        page_size: int = MAX_FLEET_PAGE,
+    ) -> FleetSummary:
         """Every matching system's summary and the fleet's totals."""
+        filters = fleet_query(system_ids, status, market_zone)
         return await self._every_page(
-            lambda page: fleet.fleet_summary(page, page_size, system_ids, status, market_zone)
+            lambda page: Call(
+                "GET",
+                "/portfolio/summary",
+                fleet_page(FleetSummary),
+                {**query(page=page, limit=page_size), **filters},
+            )
         )
 
     async def market_value(
@@ -363,29 +571,36 @@ class AsyncPortfolio(_Resource):
         system_ids: Sequence[str] | None = None,
         status: SystemStatus | None = None,
         market_zone: str | None = None,
-        page_size: int = fleet.MAX_FLEET_PAGE,
-    ) -> fleet.FleetValue:
+        page_size: int = MAX_FLEET_PAGE,
+    ) -> FleetValue:
         """Every matching system's market value, with per-zone and fleet totals."""
+        filters = fleet_query(system_ids, status, market_zone)
         return await self._every_page(
-            lambda page: fleet.fleet_market_value(
-                page, page_size, start, end, interval, system_ids, status, market_zone
+            lambda page: Call(
+                "GET",
+                "/portfolio/market-value",
+                fleet_page(FleetValue),
+                {
+                    **query(page=page, limit=page_size, from_=start, to=end, interval=interval),
+                    **filters,
+                },
             )
         )
 
-    async def _every_page(self, calls: Callable[[int], Call[fleet.FleetPage[F]]]) -> F:
+    async def _every_page(self, calls: Callable[[int], Call[FleetPage[F]]]) -> F:
         number = 1
         page = await self._client.send(calls(number))
-        body = page.body
+        whole = page.body
         while page.pagination.has_more:
             number += 1
             page = await self._client.send(calls(number))
-            body = fleet.merge(body, page.body)
-        return body
+            whole = merge(whole, page.body)
+        return whole
 
 
 class AsyncMarketPrices(_Resource):
-    async def zones(self) -> list[Zone]:
-        return await self._client.send(ep.list_zones())
+    async def zones(self) -> builtins.list[Zone]:
+        return await self._client.send(Call("GET", "/market-prices/zones", many(Zone)))
 
     async def get(
         self,
@@ -395,7 +610,8 @@ class AsyncMarketPrices(_Resource):
         end: Timestamp | None = None,
         interval: PriceInterval | None = None,
     ) -> PriceSeries:
-        return await self._client.send(ep.get_prices(zone, start, end, interval))
+        params = query(zone=zone, from_=start, to=end, interval=interval)
+        return await self._client.send(Call("GET", "/market-prices", one(PriceSeries), params))
 
 
 class AsyncMarketValue(_Resource):
@@ -407,7 +623,9 @@ class AsyncMarketValue(_Resource):
         end: Timestamp | None = None,
         interval: Interval | None = None,
     ) -> MarketValueSeries:
-        return await self._client.send(ep.get_market_value(system_id, start, end, interval))
+        path = f"/systems/{path_id(system_id)}/market-value"
+        params = query(from_=start, to=end, interval=interval)
+        return await self._client.send(Call("GET", path, one(MarketValueSeries), params))
 
 
 class AsyncDeclarations(_Resource):
@@ -421,7 +639,12 @@ class AsyncDeclarations(_Resource):
     ) -> AsyncPager[Declaration]:
         """Every declaration, newest first."""
         return self._client.pager(
-            lambda page: ep.list_declarations(page, page_size, system_id, status, type)
+            lambda page: Call(
+                "GET",
+                "/declarations",
+                paged(Declaration),
+                query(page=page, limit=page_size, system_id=system_id, status=status, type=type),
+            )
         )
 
     async def create(
@@ -435,20 +658,27 @@ class AsyncDeclarations(_Resource):
         reference: str | NotGiven | None = NOT_GIVEN,
         idempotency_key: str | None = None,
     ) -> Declaration:
+        payload = body(
+            system_id=system_id,
+            type=type,
+            period_start=period_start,
+            period_end=period_end,
+            energy_wh=energy_wh,
+            reference=reference,
+        )
         return await self._client.send(
-            ep.create_declaration(
-                system_id=system_id,
-                type=type,
-                period_start=period_start,
-                period_end=period_end,
-                energy_wh=energy_wh,
-                reference=reference,
+            Call(
+                "POST",
+                "/declarations",
+                one(Declaration),
+                json=payload,
                 idempotency_key=idempotency_key,
             )
         )
 
     async def get(self, declaration_id: str) -> Declaration:
-        return await self._client.send(ep.get_declaration(declaration_id))
+        path = f"/declarations/{path_id(declaration_id)}"
+        return await self._client.send(Call("GET", path, one(Declaration)))
 
     async def update(
         self,
@@ -459,33 +689,40 @@ class AsyncDeclarations(_Resource):
         energy_wh: float | NotGiven = NOT_GIVEN,
         reference: str | NotGiven | None = NOT_GIVEN,
     ) -> Declaration:
-        changes = {
-            "period_start": period_start,
-            "period_end": period_end,
-            "energy_wh": energy_wh,
-            "reference": reference,
-        }
-        return await self._client.send(ep.update_declaration(declaration_id, changes))
+        payload = body(
+            period_start=period_start,
+            period_end=period_end,
+            energy_wh=energy_wh,
+            reference=reference,
+        )
+        path = f"/declarations/{path_id(declaration_id)}"
+        return await self._client.send(Call("PATCH", path, one(Declaration), json=payload))
 
     async def delete(self, declaration_id: str) -> None:
-        await self._client.send(ep.delete_declaration(declaration_id))
+        path = f"/declarations/{path_id(declaration_id)}"
+        await self._client.send(Call("DELETE", path, nothing))
 
     async def submit(
         self, declaration_id: str, *, idempotency_key: str | None = None
     ) -> Declaration:
-        return await self._client.send(
-            ep.declaration_action(declaration_id, "submit", idempotency_key)
-        )
+        return await self._action(declaration_id, "submit", idempotency_key)
 
     async def withdraw(
         self, declaration_id: str, *, idempotency_key: str | None = None
     ) -> Declaration:
-        return await self._client.send(
-            ep.declaration_action(declaration_id, "withdraw", idempotency_key)
-        )
+        return await self._action(declaration_id, "withdraw", idempotency_key)
 
     async def history(self, declaration_id: str) -> builtins.list[Transition]:
-        return await self._client.send(ep.declaration_history(declaration_id))
+        path = f"/declarations/{path_id(declaration_id)}/history"
+        return await self._client.send(Call("GET", path, many(Transition)))
+
+    async def _action(
+        self, declaration_id: str, action: str, idempotency_key: str | None
+    ) -> Declaration:
+        path = f"/declarations/{path_id(declaration_id)}/{action}"
+        return await self._client.send(
+            Call("POST", path, one(Declaration), idempotency_key=idempotency_key)
+        )
 
 
 class AsyncReports(_Resource):
@@ -501,16 +738,15 @@ class AsyncReports(_Resource):
         idempotency_key: str | None = None,
     ) -> Report:
         """Queue a report; `wait()` for it, then `download()` it."""
+        payload = body(
+            type=type,
+            format=format,
+            system_ids=list(system_ids) if not isinstance(system_ids, NotGiven) else NOT_GIVEN,
+            interval=interval,
+        )
+        payload.update(body(**{"from": start, "to": end}))
         return await self._client.send(
-            ep.create_report(
-                type=type,
-                format=format,
-                system_ids=system_ids,
-                start=start,
-                end=end,
-                interval=interval,
-                idempotency_key=idempotency_key,
-            )
+            Call("POST", "/reports", one(Report), json=payload, idempotency_key=idempotency_key)
         )
 
     def list(
@@ -520,31 +756,34 @@ class AsyncReports(_Resource):
         type: ReportType | None = None,
         page_size: int = MAX_PAGE_SIZE,
     ) -> AsyncPager[Report]:
-        return self._client.pager(lambda page: ep.list_reports(page, page_size, status, type))
+        return self._client.pager(
+            lambda page: Call(
+                "GET",
+                "/reports",
+                paged(Report),
+                query(page=page, limit=page_size, status=status, type=type),
+            )
+        )
 
     async def get(self, report_id: str) -> Report:
-        return await self._client.send(ep.get_report(report_id))
+        return await self._client.send(Call("GET", f"/reports/{path_id(report_id)}", one(Report)))
 
     async def delete(self, report_id: str) -> None:
-        await self._client.send(ep.delete_report(report_id))
+        await self._client.send(Call("DELETE", f"/reports/{path_id(report_id)}", nothing))
 
     async def download(self, report_id: str) -> bytes:
-        return await self._client.send(ep.download_report(report_id))
+        return await self._client.send(Call("GET", f"/reports/{path_id(report_id)}/download", raw))
 
     async def wait(
-        self,
-        report_id: str,
-        *,
-        timeout: float = 300.0,  # noqa: ASYNC109 - the same surface as Client.reports.wait
-        poll_interval: float = 1.0,
+        self, report_id: str, *, timeout: float = 300.0, poll_interval: float = 1.0
     ) -> Report:
         """Poll until the report is completed or failed (returned either way)."""
-        deadline = time.monotonic() + timeout
+        deadline = monotonic() + timeout
         while True:
             report = await self.get(report_id)
             if report.finished:
                 return report
-            if time.monotonic() >= deadline:
+            if monotonic() >= deadline:
                 raise TimeoutError(f"report {report_id} still {report.status} after {timeout} s")
             await self._client._sleep(poll_interval)
 
@@ -559,17 +798,20 @@ class AsyncWebhooks(_Resource):
         idempotency_key: str | None = None,
     ) -> Webhook:
         """Register an endpoint. Keep `.secret` (shown only here) to verify deliveries."""
+        payload = body(url=url, events=list(events), description=description)
         return await self._client.send(
-            ep.create_webhook(
-                url=url, events=events, description=description, idempotency_key=idempotency_key
-            )
+            Call("POST", "/webhooks", one(Webhook), json=payload, idempotency_key=idempotency_key)
         )
 
     def list(self, *, page_size: int = MAX_PAGE_SIZE) -> AsyncPager[Webhook]:
-        return self._client.pager(lambda page: ep.list_webhooks(page, page_size))
+        return self._client.pager(
+            lambda page: Call("GET", "/webhooks", paged(Webhook), query(page=page, limit=page_size))
+        )
 
     async def get(self, webhook_id: str) -> Webhook:
-        return await self._client.send(ep.get_webhook(webhook_id))
+        return await self._client.send(
+            Call("GET", f"/webhooks/{path_id(webhook_id)}", one(Webhook))
+        )
 
     async def update(
         self,
@@ -580,28 +822,90 @@ class AsyncWebhooks(_Resource):
         description: str | NotGiven | None = NOT_GIVEN,
         status: WebhookStatus | NotGiven = NOT_GIVEN,
     ) -> Webhook:
-        return await self._client.send(
-            ep.update_webhook(
-                webhook_id, url=url, events=events, description=description, status=status
-            )
-        )
+        payload = body(url=url, events=events, description=description, status=status)
+        path = f"/webhooks/{path_id(webhook_id)}"
+        return await self._client.send(Call("PATCH", path, one(Webhook), json=payload))
 
     async def delete(self, webhook_id: str) -> None:
-        await self._client.send(ep.delete_webhook(webhook_id))
+        await self._client.send(Call("DELETE", f"/webhooks/{path_id(webhook_id)}", nothing))
 
     async def rotate_secret(
         self, webhook_id: str, *, idempotency_key: str | None = None
     ) -> Webhook:
         """A new secret (in `.secret`); the old one keeps signing for a while beside it."""
-        return await self._client.send(ep.rotate_webhook_secret(webhook_id, idempotency_key))
+        path = f"/webhooks/{path_id(webhook_id)}/rotate-secret"
+        return await self._client.send(
+            Call("POST", path, one(Webhook), idempotency_key=idempotency_key)
+        )
 
     def deliveries(
         self, webhook_id: str, *, page_size: int = MAX_PAGE_SIZE
     ) -> AsyncPager[Delivery]:
-        return self._client.pager(lambda page: ep.list_deliveries(webhook_id, page, page_size))
+        path = f"/webhooks/{path_id(webhook_id)}/deliveries"
+        return self._client.pager(
+            lambda page: Call("GET", path, paged(Delivery), query(page=page, limit=page_size))
+        )
 
 
 class AsyncEvents(_Resource):
     def list(self, *, type: str | None = None, page_size: int = MAX_PAGE_SIZE) -> AsyncPager[Event]:
         """The environment's events of the last 30 days, newest first."""
-        return self._client.pager(lambda page: ep.list_events(page, page_size, type))
+        return self._client.pager(
+            lambda page: Call(
+                "GET", "/events", paged(Event), query(page=page, limit=page_size, type=type)
+            )
+        )
+
+
+class AsyncAlerts(_Resource):
+    def list(
+        self,
+        *,
+        system_id: str | None = None,
+        status: AlertStatus | None = None,
+        type: AlertType | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+    ) -> AsyncPager[Alert]:
+        """The environment's alerts, newest first (by `opened_at`, then id); a system has at
+        most one open alert per type."""
+        return self._client.pager(
+            lambda page: Call(
+                "GET",
+                "/alerts",
+                paged(Alert),
+                query(page=page, limit=page_size, system_id=system_id, status=status, type=type),
+            )
+        )
+
+    async def get(self, alert_id: str) -> Alert:
+        return await self._client.send(Call("GET", f"/alerts/{path_id(alert_id)}", one(Alert)))
+
+
+class AsyncIngestTokens(_Resource):
+    """A system's ingest tokens for its data logger (managing them needs Enterprise; the
+    logger's uploads work on every plan, with `IngestClient`)."""
+
+    async def create(
+        self, system_id: str, *, name: str, idempotency_key: str | None = None
+    ) -> IngestToken:
+        """A new token: `.token` (`ik_…`) is shown only here; give it to the logger."""
+        path = f"/systems/{path_id(system_id)}/ingest-tokens"
+        return await self._client.send(
+            Call(
+                "POST",
+                path,
+                one(IngestToken),
+                json=body(name=name),
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    async def list(self, system_id: str) -> builtins.list[IngestToken]:
+        """The system's tokens that still work, oldest first (without `.token`)."""
+        path = f"/systems/{path_id(system_id)}/ingest-tokens"
+        return await self._client.send(Call("GET", path, many(IngestToken)))
+
+    async def revoke(self, system_id: str, token_id: str) -> None:
+        """Revoke a token: its next upload is refused (401)."""
+        path = f"/systems/{path_id(system_id)}/ingest-tokens/{path_id(token_id)}"
+        await self._client.send(Call("DELETE", path, nothing))

@@ -11,17 +11,26 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from solarapi_client import errors
 from solarapi_client._decode import decode
-from solarapi_client.models import Pagination
+from solarapi_client.models import (
+    IrradianceReading,
+    Location,
+    ModelParameters,
+    Monitoring,
+    Orientation,
+    Pagination,
+    Reading,
+    SystemStatus,
+)
 
 T = TypeVar("T")
 
@@ -37,6 +46,29 @@ RETRY_STATUSES = frozenset({429, 503})
 # Methods safe to send again after a broken connection. A POST is too, because the client
 # always sends an Idempotency-Key: the API replays the first answer instead of acting twice.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT", "POST"})
+MAX_PAGE_SIZE = 100
+
+# What the methods take: a time as an aware datetime or RFC 3339 text, a day as a date or
+# ISO text, and a nested body part as the typed model or a plain mapping with the same keys
+# (a mapping may leave fields out where the API allows it, as in an update).
+Timestamp = datetime | str
+Day = date | str
+LocationInput = Location | Mapping[str, Any]
+OrientationInput = Orientation | Mapping[str, Any]
+ModelInput = ModelParameters | Mapping[str, Any]
+MonitoringInput = Monitoring | Mapping[str, Any]
+ReadingInput = Reading | Mapping[str, Any]
+IrradianceInput = IrradianceReading | Mapping[str, Any]
+
+# A function the pagers and the change feed call to fetch a page, and the wait before a
+# retry (`time.sleep`, `asyncio.sleep` by default), for each client: `_sync.py` is generated
+# from `_async.py` with the Sync names for the Async ones.
+A = TypeVar("A")
+R = TypeVar("R")
+SyncFetch = Callable[[A], R]
+AsyncFetch = Callable[[A], Awaitable[R]]
+SyncSleep = Callable[[float], None]
+AsyncSleep = Callable[[float], Awaitable[None]]
 
 
 class NotGiven:
@@ -65,6 +97,13 @@ class Page(Generic[T]):
 
     data: list[T]
     pagination: Pagination
+
+
+class Identified(Protocol):
+    """Anything listed has an id."""
+
+    @property
+    def id(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -159,6 +198,33 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def readings_body(readings: Iterable[ReadingInput]) -> dict[str, Any]:
+    """`{"readings": [...]}` of an upload; an unset `power_w` is left out, not sent as null."""
+    return {"readings": [_without_none(r, ("power_w",)) for r in readings]}
+
+
+def irradiance_body(readings: Iterable[IrradianceInput]) -> dict[str, Any]:
+    """As `readings_body`, leaving out unset temperatures."""
+    optional = ("module_temp_c", "ambient_temp_c")
+    return {"readings": [_without_none(r, optional) for r in readings]}
+
+
+def _without_none(item: Any, optional: tuple[str, ...]) -> dict[str, Any]:
+    values = dict(jsonable(item))
+    for name in optional:
+        if values.get(name) is None:
+            values.pop(name, None)
+    return values
+
+
+def fleet_query(
+    system_ids: Sequence[str] | None, status: SystemStatus | None, market_zone: str | None
+) -> dict[str, str]:
+    """The portfolio endpoints' filters (`system_ids` comma-separated)."""
+    ids = None if system_ids is None else ",".join(system_ids)
+    return query(system_ids=ids, status=status, market_zone=market_zone)
+
+
 log = logging.getLogger("solarapi_client")
 
 
@@ -250,49 +316,91 @@ def requested_wait(status: int, headers: httpx.Headers, now: float) -> float | N
     return None
 
 
+@dataclass(frozen=True)
+class Credential:
+    """A kind of credential a client sends as its bearer token, and how a wrong one is told
+    apart before any request: a placeholder pasted from a quickstart (`pk_live_…`, whose
+    ellipsis is not ASCII and would fail inside the HTTP library), a truncated copy, stray
+    quotes or spaces, or the other kind. Only a short prefix is quoted in a message."""
+
+    name: str  # "API key"
+    plural: str  # "keys"
+    pattern: re.Pattern[str]
+    looks_like: str
+    quoted: int  # characters quoted in a message
+    argument: str  # the client's parameter
+    variable: str  # the environment variable read when the parameter is not given
+    expected: str
+    mistaken: re.Pattern[str]  # the other kind, told apart with `mistaken_hint`
+    mistaken_hint: str
+
+    def given_or_from_environment(self, value: str | None) -> str:
+        found = value if value is not None else os.environ.get(self.variable)
+        if not found:
+            raise errors.SolarApiError(
+                f"no {self.name}: pass {self.argument}=... or set {self.variable} ({self.expected})"
+            )
+        self.check(found)
+        return found
+
+    def check(self, value: str) -> None:
+        if value.isascii() and self.pattern.fullmatch(value):
+            return
+        shown = value[: self.quoted] + ("…" if len(value) > self.quoted else "")
+        hint = ""
+        if not value.isascii():
+            hint = (
+                " (it holds characters other than ASCII letters and digits, such as the '…' of "
+                f"a placeholder: paste the whole {self.name.split()[-1]} shown once in the "
+                "dashboard)"
+            )
+        elif self.mistaken.fullmatch(value):
+            hint = f" ({self.mistaken_hint})"
+        raise errors.SolarApiError(
+            f"malformed {self.name} {shown!r}: {self.plural} look like {self.looks_like}, "
+            f"{len(value)} characters in all is not that{hint}"
+        )
+
+
 _KEY_PATTERN = re.compile(r"pk_(live|test)_[0-9A-Za-z]{38}")
-
-
-def check_api_key(key: str) -> None:
-    """Refuse a key that cannot be one before any request: a placeholder pasted from a
-    quickstart (`pk_live_…`, whose ellipsis is not ASCII and would fail inside the HTTP
-    library), a truncated copy, stray quotes or spaces. Only a short prefix is quoted."""
-    if key.isascii() and _KEY_PATTERN.fullmatch(key):
-        return
-    shown = key[:8] + ("…" if len(key) > 8 else "")
-    hint = (
-        " (it holds characters other than ASCII letters and digits, such as the '…' of a "
-        "placeholder: paste the whole key shown once in the dashboard)"
-        if not key.isascii()
-        else ""
-    )
-    raise errors.SolarApiError(
-        f"malformed API key {shown!r}: keys look like pk_live_ or pk_test_ followed by 38 "
-        f"letters and digits, {len(key)} characters in all is not that{hint}"
-    )
+_TOKEN_PATTERN = re.compile(r"ik_[0-9A-Za-z]{38}")
+API_KEY = Credential(
+    name="API key",
+    plural="keys",
+    pattern=_KEY_PATTERN,
+    looks_like="pk_live_ or pk_test_ followed by 38 letters and digits",
+    quoted=8,
+    argument="api_key",
+    variable="SOLARAPI_API_KEY",
+    expected="a pk_live_ or pk_test_ key",
+    mistaken=_TOKEN_PATTERN,
+    mistaken_hint="an ingest token: it only uploads a logger's readings, with IngestClient",
+)
+# A data logger's token for one system; 7 characters quoted, as the dashboard shows them.
+INGEST_TOKEN = Credential(
+    name="ingest token",
+    plural="tokens",
+    pattern=_TOKEN_PATTERN,
+    looks_like="ik_ followed by 38 letters and digits",
+    quoted=7,
+    argument="token",
+    variable="SOLARAPI_INGEST_TOKEN",
+    expected="the ik_ token created for the system",
+    mistaken=_KEY_PATTERN,
+    mistaken_hint="an API key: use Client; IngestClient takes a system's ik_ token",
+)
 
 
 class Core:
-    """Settings shared by both clients and the request/answer translation."""
+    """Settings shared by every client and the request/answer translation."""
 
-    def __init__(
-        self,
-        api_key: str | None,
-        base_url: str | None,
-        retry: RetryPolicy,
-    ) -> None:
-        key = api_key if api_key is not None else os.environ.get("SOLARAPI_API_KEY")
-        if not key:
-            raise errors.SolarApiError(
-                "no API key: pass api_key=... or set SOLARAPI_API_KEY (a pk_live_ or pk_test_ key)"
-            )
-        check_api_key(key)
-        self.api_key = key
+    def __init__(self, credential: str, base_url: str | None, retry: RetryPolicy) -> None:
+        """`credential`: a checked API key or ingest token, sent as the bearer token."""
         url = base_url or os.environ.get("SOLARAPI_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = url.rstrip("/")
         self.retry = retry
         self.headers = {
-            "Authorization": f"Bearer {key}",
+            "Authorization": f"Bearer {credential}",
             "Accept": "application/json",
             "User-Agent": f"solarapi-client-python/{__version__}",
         }

@@ -89,6 +89,11 @@ class RateLimitError(ApiError):
             return None
 
 
+class RequestTimeoutError(ApiError):
+    """408 `request_timeout`: the server closed a connection whose request arrived too
+    slowly (its head not complete within 10 s, or its body slower than 240 bytes a second)."""
+
+
 class InternalServerError(ApiError):
     """500 `server_error` (the request id is in the server's logs)."""
 
@@ -119,6 +124,7 @@ ERRORS_BY_CODE: dict[str, type[ApiError]] = {
     "payload_too_large": PayloadTooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
     "rate_limit": RateLimitError,
+    "request_timeout": RequestTimeoutError,
     "server_error": InternalServerError,
     "unavailable": ServiceUnavailableError,
 }

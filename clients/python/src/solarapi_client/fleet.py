@@ -1,4 +1,4 @@
-"""Fleet reads: the portfolio endpoints' models, their calls, and the change feed's iterator.
+"""Fleet reads: the portfolio endpoints' and the change feed's models.
 
 The portfolio is paged over systems; `client.portfolio.*` follows the pages and returns one
 object for the whole fleet (`meta` from the first page: its totals cover every matching
@@ -8,27 +8,31 @@ system anyway). `to_dataframe()` indexes rows by (system_id, start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import httpx
 
-from solarapi_client._core import Call, one, query
 from solarapi_client._decode import decode
 from solarapi_client.models import (
     Interval,
     Pagination,
+    PriceSource,
     ReadingBucket,
     ReadingTotals,
     Summary,
-    SystemStatus,
     ValueBucket,
 )
 
 if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
     import pandas as pd
+
+    # At run time `__getattr__` below finds them (the clients import this module).
+    from solarapi_client._async import AsyncChangeFeed as AsyncChangeFeed
+    from solarapi_client._sync import ChangeFeed as ChangeFeed
+
 
 Timestamp = datetime | str
 MAX_FLEET_PAGE = 1_000
@@ -130,15 +134,29 @@ class SystemValue:
     from_: datetime
     to: datetime
     currency: str | None
-    source: str | None
+    source: PriceSource | None
     data: list[ValueBucket]
     totals: ValueTotals
 
 
 @dataclass(frozen=True)
-class ZoneValue(ValueTotals):
-    zone: str = ""
+class ZoneValueTotals:
+    """The trader's figures of a bidding zone's systems, or of the whole fleet."""
+
+    energy_wh: float | None
+    value_eur: float | None
+    priced_energy_wh: float | None = None
+    capture_price_eur_per_mwh: float | None = None
+    baseload_price_eur_per_mwh: float | None = None
+    capture_rate: float | None = None
+    negative_price_energy_wh: float | None = None
+    negative_price_value_eur: float | None = None
     systems: int = 0
+
+
+@dataclass(frozen=True)
+class ZoneValue(ZoneValueTotals):
+    zone: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,7 +166,7 @@ class FleetValueMeta:
     to: datetime
     currency: str
     zones: list[ZoneValue]
-    totals: ZoneValue
+    totals: ZoneValueTotals
 
 
 @dataclass(frozen=True)
@@ -190,7 +208,7 @@ class FleetPage(Generic[P]):
     pagination: Pagination
 
 
-def _fleet_page(cls: type[P]) -> Callable[[httpx.Response], FleetPage[P]]:
+def fleet_page(cls: type[P]) -> Callable[[httpx.Response], FleetPage[P]]:
     def parse(response: httpx.Response) -> FleetPage[P]:
         body = response.json()
         return FleetPage(decode(cls, body), decode(Pagination, body["pagination"]))
@@ -198,125 +216,22 @@ def _fleet_page(cls: type[P]) -> Callable[[httpx.Response], FleetPage[P]]:
     return parse
 
 
-def _filters(
-    system_ids: Sequence[str] | None, status: SystemStatus | None, market_zone: str | None
-) -> dict[str, str]:
-    ids = None if system_ids is None else ",".join(system_ids)
-    return query(system_ids=ids, status=status, market_zone=market_zone)
-
-
-def fleet_readings(
-    page: int,
-    limit: int,
-    start: Timestamp | None,
-    end: Timestamp | None,
-    interval: Interval | None,
-    system_ids: Sequence[str] | None,
-    status: SystemStatus | None,
-    market_zone: str | None,
-) -> Call[FleetPage[FleetReadings]]:
-    params = {
-        **query(page=page, limit=limit, from_=start, to=end, interval=interval),
-        **_filters(system_ids, status, market_zone),
-    }
-    return Call("GET", "/portfolio/readings", _fleet_page(FleetReadings), params)
-
-
-def fleet_summary(
-    page: int,
-    limit: int,
-    system_ids: Sequence[str] | None,
-    status: SystemStatus | None,
-    market_zone: str | None,
-) -> Call[FleetPage[FleetSummary]]:
-    params = {**query(page=page, limit=limit), **_filters(system_ids, status, market_zone)}
-    return Call("GET", "/portfolio/summary", _fleet_page(FleetSummary), params)
-
-
-def fleet_market_value(
-    page: int,
-    limit: int,
-    start: Timestamp | None,
-    end: Timestamp | None,
-    interval: Interval | None,
-    system_ids: Sequence[str] | None,
-    status: SystemStatus | None,
-    market_zone: str | None,
-) -> Call[FleetPage[FleetValue]]:
-    params = {
-        **query(page=page, limit=limit, from_=start, to=end, interval=interval),
-        **_filters(system_ids, status, market_zone),
-    }
-    return Call("GET", "/portfolio/market-value", _fleet_page(FleetValue), params)
-
-
-def changes(cursor: str | None, limit: int | None) -> Call[ChangePage]:
-    return Call("GET", "/readings/changes", one(ChangePage), query(cursor=cursor, limit=limit))
-
-
 def merge(first: Any, more: Any) -> Any:
     return dataclasses.replace(first, data=[*first.data, *more.data])
 
 
-# --- the change feed ------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    """`fleet.ChangeFeed` and `fleet.AsyncChangeFeed`, the iterators `readings.changes()`
+    returns: they live with the clients, which import this module."""
+    if name == "ChangeFeed":
+        from solarapi_client._sync import ChangeFeed
 
+        return ChangeFeed
+    if name == "AsyncChangeFeed":
+        from solarapi_client._async import AsyncChangeFeed
 
-@dataclass
-class ChangeFeed:
-    """Iterate to get every change after `cursor`, page by page, until the feed has no more;
-    `cursor` then holds the position to persist and pass next time. Rows come in commit
-    order: apply each over any earlier row of the same (system_id, timestamp)."""
-
-    fetch: Callable[[str | None], ChangePage]
-    wait: Callable[[float], None]
-    cursor: str | None = None
-    pages: int = field(default=0)
-
-    def __iter__(self) -> Iterator[Change]:
-        delay = 0.05
-        while True:
-            page = self.fetch(self.cursor)
-            self.pages += 1
-            yield from page.data
-            # Persist only after the page's rows were handed out.
-            self.cursor = page.next_cursor
-            if not page.has_more:
-                return
-            if page.data:
-                delay = 0.05
-            else:
-                # Newer changes are committed but wait behind an upload still in progress.
-                self.wait(delay)
-                delay = min(delay * 2, 2.0)
-
-
-@dataclass
-class AsyncChangeFeed:
-    """`ChangeFeed` for the async client: `async for change in feed`, then persist
-    `feed.cursor`."""
-
-    fetch: Callable[[str | None], Awaitable[ChangePage]]
-    wait: Callable[[float], Awaitable[None]]
-    cursor: str | None = None
-    pages: int = field(default=0)
-
-    async def __aiter__(self) -> AsyncIterator[Change]:
-        delay = 0.05
-        while True:
-            page = await self.fetch(self.cursor)
-            self.pages += 1
-            for change in page.data:
-                yield change
-            # Persist only after the page's rows were handed out.
-            self.cursor = page.next_cursor
-            if not page.has_more:
-                return
-            if page.data:
-                delay = 0.05
-            else:
-                # Newer changes are committed but wait behind an upload still in progress.
-                await self.wait(delay)
-                delay = min(delay * 2, 2.0)
+        return AsyncChangeFeed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- frames ---------------------------------------------------------------------------------

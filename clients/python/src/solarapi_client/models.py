@@ -20,13 +20,17 @@ Environment = Literal["live", "test"]
 SystemStatus = Literal["active", "inactive", "decommissioned"]
 DataSource = Literal["metered", "simulated"]
 Interval = Literal["15m", "30m", "1h", "1d", "1w", "1M"]
-PriceInterval = Literal["15m", "1h", "1d"]
+PriceInterval = Literal["15m", "1h", "1d", "1w", "1M"]
+PriceSource = Literal["entsoe", "csv", "simulated"]
 DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
 DeclarationStatus = Literal["draft", "submitted", "approved", "rejected", "withdrawn"]
+TransitionAction = Literal["create", "update", "delete", "submit", "withdraw", "approve", "reject"]
 ReportType = Literal["production", "market_value", "declarations"]
 ReportFormat = Literal["csv", "pdf"]
 ReportStatus = Literal["queued", "running", "completed", "failed"]
 WebhookStatus = Literal["enabled", "disabled"]
+AlertType = Literal["system.offline", "system.zero_production", "system.underperforming"]
+AlertStatus = Literal["open", "resolved"]
 EventType = Literal[
     "report.completed",
     "report.failed",
@@ -59,6 +63,13 @@ class Health:
     api_version: str
     time: datetime
     checks: HealthChecks
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """`GET /health/live`: the process serves requests (whatever the database says)."""
+
+    status: Literal["ok"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,17 @@ class ModelParameters:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """The alert rules' settings of a system (`monitoring`, Enterprise to change)."""
+
+    enabled: bool
+    # Daylight hours without a new reading before `system.offline` opens.
+    offline_after_hours: int
+    # `system.underperforming` opens when the 7-day energy performance index stays below it.
+    underperformance_threshold: float
+
+
+@dataclass(frozen=True)
 class System:
     id: str
     name: str
@@ -136,6 +158,8 @@ class System:
     updated_at: datetime
     # The performance model's parameters in force (servers before it: None).
     model: ModelParameters | None = None
+    # The alert rules' settings (servers before alerts: None).
+    monitoring: Monitoring | None = None
 
 
 @dataclass(frozen=True)
@@ -234,7 +258,7 @@ class PriceMeta:
     to: datetime
     currency: str
     unit: str
-    source: Literal["entsoe", "csv", "simulated"] | None
+    source: PriceSource | None
 
 
 @dataclass(frozen=True)
@@ -272,7 +296,7 @@ class ValueMeta:
     from_: datetime
     to: datetime
     currency: str
-    source: Literal["entsoe", "csv", "simulated"] | None
+    source: PriceSource | None
     totals: ValueTotals
 
 
@@ -373,8 +397,8 @@ class Declaration:
     type: DeclarationType
     period_start: date
     period_end: date
-    energy_wh: float
-    metered_energy_wh: float
+    energy_wh: float | None  # None while the period has no readings and none was stated
+    metered_energy_wh: float | None  # None while the period has no reading at all
     coverage: float
     certificates: int | None
     status: DeclarationStatus
@@ -390,7 +414,7 @@ class Declaration:
 class Transition:
     at: datetime
     actor: str
-    action: str
+    action: TransitionAction
     from_: str | None
     to: str
     reason: str | None
@@ -467,6 +491,36 @@ class Event:
     created_at: datetime
     environment: Environment
     data: dict[str, Any]
+
+
+# --- alerts and ingest tokens ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alert:
+    id: str
+    system_id: str
+    type: AlertType
+    status: AlertStatus
+    opened_at: datetime
+    resolved_at: datetime | None
+    environment: Environment
+    # The numbers that decided it (per type); once resolved, `resolution` holds those that
+    # resolved it.
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class IngestToken:
+    """A data logger's token for one system (`display`: its first 7 and last 4 characters)."""
+
+    id: str
+    name: str
+    display: str
+    created_at: datetime
+    last_used_at: datetime | None
+    # The full `ik_…` token: only in the answer that creates it (shown once); None in lists.
+    token: str | None = None
 
 
 @dataclass(frozen=True)
