@@ -66,7 +66,7 @@ async def list_alerts(
     return await repository.list_page(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         system_id=system_id or None,
         status=_check_filter("status", status, ALERT_STATUSES),
         alert_type=_check_filter("type", alert_type, ALERT_TYPES),

@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 ALERT_TYPES = ("system.offline", "system.zero_production", "system.underperforming")
 ALERT_STATUSES = ("open", "resolved")
@@ -45,7 +46,7 @@ class Alert(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
     type: Mapped[str] = mapped_column(String(40))
     status: Mapped[str] = mapped_column(String(10))

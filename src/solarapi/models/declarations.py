@@ -16,7 +16,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
 class Declaration(Base):
@@ -38,7 +39,7 @@ class Declaration(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     # A system can only be deleted while none of its declarations is submitted or approved;
     # its drafts and closed (rejected, withdrawn) declarations go with it.
     system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
