@@ -117,7 +117,7 @@ async def ensure_demo_accounts(
             account_id = user.account_id
             account = await account_repo.get_account(session, account_id)
             assert account is not None
-            account.plan = plan.value
+            account.plan = plan
         keys: dict[Environment, str] = {}
         for environment in Environment:
             key = demo_key(secret, email, environment)
@@ -130,7 +130,7 @@ async def ensure_demo_accounts(
                         id=new_id("key"),
                         account_id=account_id,
                         name=f"Demo {environment.value} key",
-                        environment=environment.value,
+                        environment=environment,
                         key_hash=key_hash,
                         display=display_form(key),
                         created_at=now,

@@ -52,7 +52,7 @@ async def create_account(
     password_hash = await hash_password(password)
     if await repository.find_user_by_email(session, email) is not None:
         raise Conflict(f"An account with the e-mail {excerpt(email)} already exists")
-    account = Account(id=new_id("acct"), name=name, plan=plan.value, created_at=now)
+    account = Account(id=new_id("acct"), name=name, plan=plan, created_at=now)
     user = User(
         id=new_id("usr"),
         account_id=account.id,
@@ -68,7 +68,7 @@ async def create_account(
 
 async def set_plan(session: AsyncSession, *, email_or_id: str, plan: Plan) -> Account:
     account = await find_account(session, email_or_id)
-    account.plan = plan.value
+    account.plan = plan
     await session.flush()
     return account
 

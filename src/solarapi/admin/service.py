@@ -146,7 +146,7 @@ async def change_plan(
 ) -> Account:
     account = await find_account(session, email_or_id)
     before = account.plan
-    account.plan = plan.value
+    account.plan = plan
     await session.flush()
     if before != plan.value:
         await record_audit(

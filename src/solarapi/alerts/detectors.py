@@ -24,6 +24,7 @@ from solarapi.alerts.sky import (
     clear_sky_energy_wh,
     sun_at,
 )
+from solarapi.models.alerts import AlertType
 
 # The contract's thresholds (api-v1 section 13).
 DAYLIGHT_ELEVATION_DEG = 5.0  # "daylight" for the offline rule
@@ -48,12 +49,6 @@ ENVELOPE_MIN_QUARTERS = 8  # a day with fewer rated quarter-hours has no envelop
 BASELINE_QUANTILE = 0.75
 BASELINE_MIN_DAYS = 10
 HISTORY_DAYS = WINDOW_DAYS + BASELINE_DAYS + 1  # what `evaluate` needs (plus today)
-
-
-class AlertType(enum.StrEnum):
-    OFFLINE = "system.offline"
-    ZERO_PRODUCTION = "system.zero_production"
-    UNDERPERFORMING = "system.underperforming"
 
 
 class Verdict(enum.StrEnum):

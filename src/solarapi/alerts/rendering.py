@@ -8,17 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.models.alerts import AlertStatus, AlertType
 
 
 @dataclass(frozen=True, slots=True)
 class AlertRecord:
     id: str
     account_id: str
-    environment: str
+    environment: Environment
     system_id: str
-    type: str
-    status: str
+    type: AlertType
+    status: AlertStatus
     opened_at: datetime
     resolved_at: datetime | None
     evidence: Mapping[str, Any]

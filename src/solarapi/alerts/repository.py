@@ -10,7 +10,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.alerts.rendering import AlertRecord
-from solarapi.models.alerts import Alert
+from solarapi.kit.plans import Environment
+from solarapi.models.alerts import Alert, AlertStatus, AlertType
 from solarapi.models.systems import System
 
 _COLUMNS = (
@@ -66,7 +67,7 @@ async def get(session: AsyncSession, alert_id: str) -> AlertRecord | None:
 
 async def open_alerts(session: AsyncSession, system_id: str) -> list[AlertRecord]:
     rows = await session.execute(
-        select(*_COLUMNS).where(Alert.system_id == system_id, Alert.status == "open")
+        select(*_COLUMNS).where(Alert.system_id == system_id, Alert.status == AlertStatus.OPEN)
     )
     return [_record(row) for row in rows]
 
@@ -76,9 +77,9 @@ async def insert_open(
     *,
     alert_id: str,
     account_id: str,
-    environment: str,
+    environment: Environment,
     system_id: str,
-    alert_type: str,
+    alert_type: AlertType,
     opened_at: datetime,
     evidence: dict[str, Any],
 ) -> AlertRecord:
@@ -88,7 +89,7 @@ async def insert_open(
         environment=environment,
         system_id=system_id,
         type=alert_type,
-        status="open",
+        status=AlertStatus.OPEN,
         opened_at=opened_at,
         resolved_at=None,
         evidence=evidence,
@@ -96,7 +97,15 @@ async def insert_open(
     session.add(alert)
     await session.flush()
     return AlertRecord(
-        alert_id, account_id, environment, system_id, alert_type, "open", opened_at, None, evidence
+        alert_id,
+        account_id,
+        environment,
+        system_id,
+        alert_type,
+        AlertStatus.OPEN,
+        opened_at,
+        None,
+        evidence,
     )
 
 
@@ -106,8 +115,8 @@ async def resolve(
     """Resolve an open alert; False when it was no longer open (another evaluation won)."""
     result = await session.execute(
         update(Alert)
-        .where(Alert.id == alert_id, Alert.status == "open")
-        .values(status="resolved", resolved_at=resolved_at, evidence=evidence)
+        .where(Alert.id == alert_id, Alert.status == AlertStatus.OPEN)
+        .values(status=AlertStatus.RESOLVED, resolved_at=resolved_at, evidence=evidence)
         .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -117,7 +126,7 @@ async def open_for_systems(
     session: AsyncSession, account_id: str, environment: str | None
 ) -> list[AlertRecord]:
     """Every open alert of an account (one environment, or both), newest first."""
-    conditions = [Alert.account_id == account_id, Alert.status == "open"]
+    conditions = [Alert.account_id == account_id, Alert.status == AlertStatus.OPEN]
     if environment is not None:
         conditions.append(Alert.environment == environment)
     rows = await session.execute(
@@ -167,7 +176,7 @@ async def monitored_systems_page(
 async def systems_with_open(session: AsyncSession, system_ids: Sequence[str]) -> set[str]:
     rows = await session.scalars(
         select(Alert.system_id)
-        .where(Alert.system_id.in_(list(system_ids)), Alert.status == "open")
+        .where(Alert.system_id.in_(list(system_ids)), Alert.status == AlertStatus.OPEN)
         .distinct()
     )
     return set(rows)

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.alerts import detectors, repository
-from solarapi.alerts.detectors import AlertType, Finding, Observations, Verdict
+from solarapi.alerts.detectors import Finding, Observations, Verdict
 from solarapi.alerts.rendering import AlertRecord, render
 from solarapi.alerts.sky import QUARTER_S, FloatArray, IntArray, Site, sun_at
 from solarapi.auth.principal import Principal
@@ -27,8 +27,9 @@ from solarapi.errors import NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
+from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
-from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
+from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES, AlertStatus, AlertType
 from solarapi.performance import repository as performance_repository
 from solarapi.performance import service as performance_service
 from solarapi.performance.values import Source
@@ -66,7 +67,7 @@ async def list_alerts(
     return await repository.list_page(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         system_id=system_id or None,
         status=_check_filter("status", status, ALERT_STATUSES),
         alert_type=_check_filter("type", alert_type, ALERT_TYPES),
@@ -100,7 +101,7 @@ async def open_alerts_of_account(
 class MonitoredSystem:
     id: str
     account_id: str
-    environment: str
+    environment: Environment
     status: str
     data_source: str
     site: Site
@@ -227,7 +228,7 @@ def _frozen_baseline(alert: AlertRecord | None) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _stand_down(system: MonitoredSystem, current: dict[str, AlertRecord]) -> list[Finding]:
+def _stand_down(system: MonitoredSystem, current: dict[AlertType, AlertRecord]) -> list[Finding]:
     """A system no longer watched (monitoring off, inactive, decommissioned): its open alerts
     resolve, saying why."""
     reason = "monitoring disabled" if not system.enabled else f"system is {system.status}"
@@ -263,7 +264,7 @@ async def _apply(
     session: AsyncSession,
     system: MonitoredSystem,
     findings: Sequence[Finding],
-    current: dict[str, AlertRecord],
+    current: dict[AlertType, AlertRecord],
     now: datetime,
 ) -> list[Change]:
     wanted = [
@@ -287,7 +288,7 @@ async def _apply(
                 account_id=system.account_id,
                 environment=system.environment,
                 system_id=system.id,
-                alert_type=finding.type.value,
+                alert_type=finding.type,
                 opened_at=now,
                 evidence=dict(finding.evidence),
             )
@@ -301,7 +302,7 @@ async def _apply(
                     existing.environment,
                     existing.system_id,
                     existing.type,
-                    "resolved",
+                    AlertStatus.RESOLVED,
                     existing.opened_at,
                     now,
                     evidence,

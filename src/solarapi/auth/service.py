@@ -113,7 +113,7 @@ async def create_key(
         id=new_id("key"),
         account_id=account_id,
         name=validate_key_name(name),
-        environment=environment.value,
+        environment=environment,
         key_hash=hash_key(new.key, secret),
         display=new.display,
         created_at=now,

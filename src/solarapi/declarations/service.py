@@ -293,7 +293,7 @@ async def create_declaration(
     declaration = Declaration(
         id=new_id("dcl"),
         account_id=caller.account_id,
-        environment=caller.environment.value,
+        environment=caller.environment,
         system_id=system.id,
         type=body.type,
         period_start=body.period_start,
@@ -301,7 +301,7 @@ async def create_declaration(
         energy_wh=energy_wh,
         metered_energy_wh=metered,
         coverage=metering.coverage,
-        status=DeclarationStatus.DRAFT.value,
+        status=DeclarationStatus.DRAFT,
         status_reason=None,
         reference=body.reference,
         created_at=now,

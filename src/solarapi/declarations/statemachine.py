@@ -11,13 +11,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from solarapi.models.declarations import DeclarationStatus
 
-class DeclarationStatus(enum.StrEnum):
-    DRAFT = "draft"
-    SUBMITTED = "submitted"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    WITHDRAWN = "withdrawn"
+__all__ = ["DeclarationAction", "DeclarationStatus"]  # the status lives with its table
 
 
 class DeclarationAction(enum.StrEnum):

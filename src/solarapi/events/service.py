@@ -153,7 +153,7 @@ async def list_events(
     rows, total = await repository.list_page(
         session,
         account_id=account_id,
-        environment=environment.value,
+        environment=environment,
         event_type=event_type,
         since=now - EVENT_RETENTION,
         offset=page.offset,

@@ -44,7 +44,7 @@ async def insert_job(
             kind=kind,
             account_id=account_id,
             payload=payload,
-            status=JobStatus.QUEUED.value,
+            status=JobStatus.QUEUED,
             attempts=0,
             max_attempts=max_attempts,
             run_at=run_at,
@@ -122,7 +122,7 @@ async def claim(
         # subquery and the update is re-checked here and skipped instead of claimed twice.
         .where(Job.id == picked, _claimable(Job, now, kinds))
         .values(
-            status=JobStatus.RUNNING.value,
+            status=JobStatus.RUNNING,
             attempts=Job.attempts + 1,
             lease_owner=worker_id,
             lease_expires_at=now + lease,
@@ -214,7 +214,7 @@ async def fail_abandoned(
             Job.attempts >= Job.max_attempts,
         )
         .values(
-            status=JobStatus.FAILED.value,
+            status=JobStatus.FAILED,
             last_error=error,
             finished_at=now,
             lease_owner=None,
@@ -234,7 +234,7 @@ async def cancel(session: AsyncSession, job_id: str, now: datetime) -> bool:
             Job.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]),
         )
         .values(
-            status=JobStatus.CANCELLED.value,
+            status=JobStatus.CANCELLED,
             finished_at=now,
             lease_owner=None,
             lease_expires_at=None,

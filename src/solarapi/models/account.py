@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment, Plan
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
 class Account(Base):
@@ -15,7 +16,7 @@ class Account(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
-    plan: Mapped[str] = mapped_column(String(20))
+    plan: Mapped[Plan] = mapped_column(StrEnumType(Plan, 20))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # Set when the sandbox's simulated systems were provisioned (first sandbox use).
     sandbox_provisioned_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
@@ -44,7 +45,7 @@ class ApiKey(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(100))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     # HMAC-SHA256 (hex) of the full key under the server secret; the key itself is never stored.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     display: Mapped[str] = mapped_column(String(24))

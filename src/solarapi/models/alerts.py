@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
-ALERT_TYPES = ("system.offline", "system.zero_production", "system.underperforming")
-ALERT_STATUSES = ("open", "resolved")
+
+class AlertType(enum.StrEnum):
+    OFFLINE = "system.offline"
+    ZERO_PRODUCTION = "system.zero_production"
+    UNDERPERFORMING = "system.underperforming"
+
+
+class AlertStatus(enum.StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+ALERT_TYPES = tuple(member.value for member in AlertType)
+ALERT_STATUSES = tuple(member.value for member in AlertStatus)
 
 _OPEN = text("status = 'open'")
 
@@ -45,10 +59,10 @@ class Alert(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
-    type: Mapped[str] = mapped_column(String(40))
-    status: Mapped[str] = mapped_column(String(10))
+    type: Mapped[AlertType] = mapped_column(StrEnumType(AlertType, 40))
+    status: Mapped[AlertStatus] = mapped_column(StrEnumType(AlertStatus, 10))
     opened_at: Mapped[datetime] = mapped_column(UtcDateTime())
     resolved_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     # The numbers that decided it (and, once resolved, those that resolved it).

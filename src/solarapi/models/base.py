@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import enum
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import DateTime, MetaData
+from sqlalchemy import DateTime, MetaData, String
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
@@ -38,6 +39,29 @@ class UtcDateTime(TypeDecorator[datetime]):
             return None
         assert isinstance(value, datetime)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+E = TypeVar("E", bound=enum.StrEnum)
+
+
+class StrEnumType(TypeDecorator[E]):
+    """A domain enum stored as its value in a plain `VARCHAR(length)` (the tables' CHECK
+    constraints keep the database honest): the enum member in and out, so code compares and
+    matches members, never strings. A value that is not a member is refused on the way in
+    (a bug, not user input: input is validated before it reaches a model)."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum_class: type[E], length: int) -> None:
+        super().__init__(length)
+        self.enum_class = enum_class
+
+    def process_bind_param(self, value: E | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum_class(value).value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> E | None:
+        return None if value is None else self.enum_class(value)
 
 
 class Base(DeclarativeBase):

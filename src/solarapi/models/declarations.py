@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from datetime import date, datetime
 
 from sqlalchemy import (
@@ -16,7 +17,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
+
+
+class DeclarationStatus(enum.StrEnum):
+    DRAFT = "draft"
+    SUBMITTED = "submitted"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
 
 
 class Declaration(Base):
@@ -38,7 +48,7 @@ class Declaration(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     # A system can only be deleted while none of its declarations is submitted or approved;
     # its drafts and closed (rejected, withdrawn) declarations go with it.
     system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
@@ -51,7 +61,7 @@ class Declaration(Base):
     energy_wh: Mapped[float | None] = mapped_column(Float(), nullable=True)
     metered_energy_wh: Mapped[float | None] = mapped_column(Float(), nullable=True)
     coverage: Mapped[float] = mapped_column(Float())
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[DeclarationStatus] = mapped_column(StrEnumType(DeclarationStatus, 16))
     status_reason: Mapped[str | None] = mapped_column(Text(), nullable=True)
     reference: Mapped[str | None] = mapped_column(String(100), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -74,6 +84,8 @@ class DeclarationTransition(Base):
     # An API key id (`key_…`), "operator" (the CLI) or "sandbox" (the automatic decision).
     actor: Mapped[str] = mapped_column(String(40))
     action: Mapped[str] = mapped_column(String(16))
-    from_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    to_status: Mapped[str] = mapped_column(String(16))
+    from_status: Mapped[DeclarationStatus | None] = mapped_column(
+        StrEnumType(DeclarationStatus, 16), nullable=True
+    )
+    to_status: Mapped[DeclarationStatus] = mapped_column(StrEnumType(DeclarationStatus, 16))
     reason: Mapped[str | None] = mapped_column(Text(), nullable=True)

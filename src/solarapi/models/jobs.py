@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
 class JobStatus(enum.StrEnum):
@@ -37,7 +37,7 @@ class Job(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     # Whose job it is (null: the service's own): the claim takes accounts in turn.
     account_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    status: Mapped[str] = mapped_column(String(12))
+    status: Mapped[JobStatus] = mapped_column(StrEnumType(JobStatus, 12))
     # Attempts started so far (a claim counts one); the job fails after max_attempts.
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer)

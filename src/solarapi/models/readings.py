@@ -11,7 +11,8 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType
 
 # SQLite: a WITHOUT ROWID table is clustered on its primary key, so one system's range of
 # quarter-hours is contiguous on disk (PostgreSQL ignores the option).
@@ -86,7 +87,7 @@ class ReadingChange(Base):
     system_id: Mapped[str] = mapped_column(String(40), ForeignKey("systems.id", ondelete="CASCADE"))
     start_s: Mapped[int] = mapped_column(BigInteger)
     account_id: Mapped[str] = mapped_column(String(40))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     txid: Mapped[int] = mapped_column(BigInteger)
     energy_wh: Mapped[float] = mapped_column(Float)
     power_w: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, CheckConstraint, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
 class ReportStatus(enum.StrEnum):
@@ -32,10 +33,10 @@ class Report(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     type: Mapped[str] = mapped_column(String(20))
     format: Mapped[str] = mapped_column(String(8))
-    status: Mapped[str] = mapped_column(String(12))
+    status: Mapped[ReportStatus] = mapped_column(StrEnumType(ReportStatus, 12))
     # Normalised request parameters, as the API shows them (system ids resolved at POST time).
     parameters: Mapped[dict[str, Any]] = mapped_column(JSON)
     job_id: Mapped[str | None] = mapped_column(String(40), nullable=True)

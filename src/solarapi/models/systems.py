@@ -18,7 +18,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 SYSTEM_STATUSES = ("active", "inactive", "decommissioned")
 
@@ -56,7 +57,7 @@ class System(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     name: Mapped[str] = mapped_column(String(100))
     status: Mapped[str] = mapped_column(String(20))
     data_source: Mapped[str] = mapped_column(String(20))

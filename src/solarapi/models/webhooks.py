@@ -18,7 +18,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from solarapi.models.base import Base, UtcDateTime
+from solarapi.kit.plans import Environment
+from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
 class Event(Base):
@@ -34,7 +35,7 @@ class Event(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     type: Mapped[str] = mapped_column(String(40))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -48,7 +49,7 @@ class WebhookEndpoint(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    environment: Mapped[str] = mapped_column(String(4))
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     url: Mapped[str] = mapped_column(String(2048))
     description: Mapped[str | None] = mapped_column(String(500), nullable=True)
     # The subscribed event types, a JSON list of strings.

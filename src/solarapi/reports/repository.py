@@ -75,7 +75,7 @@ async def mark_running(session: AsyncSession, report_id: str, now: datetime) -> 
         update(Report)
         .where(Report.id == report_id, Report.status.in_(_ACTIVE))
         .values(
-            status=ReportStatus.RUNNING.value,
+            status=ReportStatus.RUNNING,
             started_at=func.coalesce(Report.started_at, now),
         )
         .returning(Report.id)
@@ -101,7 +101,7 @@ async def mark_completed(
         update(Report)
         .where(Report.id == report_id, Report.status == ReportStatus.RUNNING.value)
         .values(
-            status=ReportStatus.COMPLETED.value,
+            status=ReportStatus.COMPLETED,
             completed_at=now,
             expires_at=expires_at,
             file_name=file_name,
@@ -120,7 +120,7 @@ async def mark_failed(session: AsyncSession, report_id: str, error: str) -> bool
     result = await session.execute(
         update(Report)
         .where(Report.id == report_id, Report.status.in_(_ACTIVE))
-        .values(status=ReportStatus.FAILED.value, error=error)
+        .values(status=ReportStatus.FAILED, error=error)
         .returning(Report.id)
         .execution_options(synchronize_session=False)
     )

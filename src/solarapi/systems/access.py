@@ -36,7 +36,7 @@ def owned(system: AnySystem | None, principal: Caller, system_id: str) -> AnySys
         system,
         system_id,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
     )
 
 

@@ -73,7 +73,7 @@ async def create_endpoint(
     """Returns the endpoint and its secret (which is never shown again)."""
     url = await _checked_url(body.url, config)
     existing = await repository.count_endpoints(
-        session, account_id=owner.account_id, environment=owner.environment.value
+        session, account_id=owner.account_id, environment=owner.environment
     )
     if existing >= MAX_ENDPOINTS_PER_ENVIRONMENT:
         raise Conflict(
@@ -83,7 +83,7 @@ async def create_endpoint(
     endpoint = WebhookEndpoint(
         id=new_id("whk"),
         account_id=owner.account_id,
-        environment=owner.environment.value,
+        environment=owner.environment,
         url=url,
         description=body.description,
         events=_unique(body.events),
@@ -107,7 +107,7 @@ async def get_endpoint(
 
 async def _owned_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> WebhookEndpoint:
     endpoint = await repository.get_endpoint(
-        session, endpoint_id, account_id=owner.account_id, environment=owner.environment.value
+        session, endpoint_id, account_id=owner.account_id, environment=owner.environment
     )
     if endpoint is None:
         raise NotFound(f"No webhook endpoint {excerpt(endpoint_id)} in this environment")
@@ -118,12 +118,12 @@ async def list_endpoints(
     session: AsyncSession, owner: Owner, page: PageParams, now: datetime
 ) -> tuple[list[WebhookView], int]:
     total = await repository.count_endpoints(
-        session, account_id=owner.account_id, environment=owner.environment.value
+        session, account_id=owner.account_id, environment=owner.environment
     )
     rows = await repository.list_endpoints(
         session,
         account_id=owner.account_id,
-        environment=owner.environment.value,
+        environment=owner.environment,
         offset=page.offset,
         limit=page.limit,
     )
