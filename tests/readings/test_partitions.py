@@ -8,6 +8,7 @@ would take other tests' readings with it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,12 +27,20 @@ from solarapi.migrate import downgrade, upgrade
 from solarapi.models.readings import Reading
 from solarapi.readings import repository
 from solarapi.readings.jobs import maintain_partitions
-from solarapi.readings.partitions import SCHEMA, month_start, month_table
+from solarapi.readings.partitions import SCHEMA, month_start, month_table, reading_partitions
 from solarapi.readings.store import RAW
 from solarapi.readings.store_postgres import _packed
 from tests.conftest import TEST_SECRET
 from tests.faults import database_url, scratch_database
-from tests.support import TestClock, client_for, make_tenant, need_service, postgres_available
+from tests.support import (
+    TestClock,
+    client_for,
+    make_tenant,
+    need_service,
+    postgres_available,
+    run_cli,
+    settings_env,
+)
 
 PARTITIONING = "0016_readings_partitions"
 
@@ -211,6 +220,75 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         assert logged == 0
     finally:
         await engine.dispose()
+
+
+@pytest.mark.services
+async def test_on_a_fresh_install_history_uploaded_later_gets_months_of_its_own(
+    pg: Settings,
+) -> None:
+    """Migrated while `readings` was empty, the table from before the cut-over holds nothing:
+    the job retires it, so a backfill of history lands in the default partition and the next
+    run moves it into months that retention can drop whole."""
+    await _upgrade(pg)
+    system_id = await _system_at_head(pg)
+    now = datetime.now(UTC)
+    assert (await _partitions(pg))["before_cut_over"] == 0
+    engine = create_oneshot_engine(pg)
+    maker = sessionmaker_for(engine, pg)
+    try:
+        await maintain_partitions(maker, now, None)
+        assert "before_cut_over" not in await _partitions(pg)
+
+        five_ago, two_ago = month_start(now, -5), month_start(now, -2)
+        await _execute(
+            pg, _quarter_hours(five_ago, 10, system_id), _quarter_hours(two_ago, 6, system_id)
+        )
+        assert (await _partitions(pg))["outside_every_month"] == 16
+
+        # What an operator runs after a backfill instead of waiting for the daily job.
+        ran = await asyncio.to_thread(run_cli, settings_env(pg), "readings", "partitions", "--json")
+        done = json.loads(ran.stdout)
+        assert set(done["created"]) >= {month_table(five_ago), month_table(two_ago)}
+        assert done["moved_rows"] == 16
+        parts = await _partitions(pg)
+        assert (parts["outside_every_month"], parts[month_table(five_ago)]) == (0, 10)
+        assert parts[month_table(two_ago)] == 6
+        ((total,),) = (await _execute(pg, "SELECT sum(energy_wh) FROM readings"))[0]
+        assert total == sum(i + 0.5 for i in range(10)) + sum(i + 0.5 for i in range(6))
+
+        # Retention of 3 months drops the older month whole, and keeps the newer one.
+        retired = await maintain_partitions(maker, now, 3)
+        assert retired.dropped == (month_table(five_ago),)
+        assert retired.purged_rows == 0
+        assert month_table(five_ago) not in await _partitions(pg)
+        ((kept,),) = (await _execute(pg, "SELECT count(*) FROM readings"))[0]
+        assert kept == 6
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.services
+async def test_the_empty_cut_over_is_not_waited_for_behind_a_long_transaction(
+    pg: Settings,
+) -> None:
+    await _upgrade(pg)
+    holder = create_oneshot_engine(pg)
+    engine = create_oneshot_engine(pg)
+    maker = sessionmaker_for(engine, pg)
+    try:
+        async with holder.begin() as held:
+            # A reader in a long transaction: dropping a partition must wait for it.
+            await held.execute(text("SELECT count(*) FROM readings"))
+            async with maker() as session, session.begin():
+                retired = await reading_partitions(session).retire_empty_cut_over(session)
+            assert retired is False
+            assert "before_cut_over" in await _partitions(pg)
+        async with maker() as session, session.begin():
+            assert await reading_partitions(session).retire_empty_cut_over(session) is True
+        assert "before_cut_over" not in await _partitions(pg)
+    finally:
+        await engine.dispose()
+        await holder.dispose()
 
 
 async def _explain(settings: Settings, sql: str) -> str:

@@ -17,6 +17,8 @@ from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.csvfile import CsvRowError, read_batches, store_batch
+from solarapi.readings.jobs import maintain_partitions
+from solarapi.readings.partitions import Maintenance
 from solarapi.systems import repository as systems_repo
 
 readings_app = typer.Typer(help="Readings of metered systems.", no_args_is_help=True)
@@ -117,6 +119,40 @@ def import_command(
             err=True,
         )
         raise typer.Exit(1)
+
+
+async def _maintain(settings: Settings) -> Maintenance:
+    engine = create_oneshot_engine(settings)
+    try:
+        maker = sessionmaker_for(engine, settings)
+        return await maintain_partitions(maker, utcnow(), settings.readings_retention_months)
+    finally:
+        await dispose_engine(engine)
+
+
+@readings_app.command("partitions")
+def partitions_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+) -> None:
+    """Run the daily partition maintenance now (PostgreSQL): months ahead, months for
+    history in the default partition (after a backfill), retention. On SQLite only retention
+    applies."""
+    done = asyncio.run(_maintain(load_settings()))
+    summary = {
+        "created": list(done.created),
+        "dropped": list(done.dropped),
+        "moved_rows": done.moved_rows,
+        "purged_rows": done.purged_rows,
+    }
+    if as_json:
+        print_json(summary)
+    else:
+        typer.echo(
+            f"created {', '.join(done.created) or 'no partition'}; "
+            f"dropped {', '.join(done.dropped) or 'none'}; "
+            f"{done.moved_rows:,} row(s) moved out of the default partition, "
+            f"{done.purged_rows:,} past retention removed"
+        )
 
 
 def register(app: typer.Typer) -> None:

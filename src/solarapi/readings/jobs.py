@@ -17,6 +17,8 @@ async def maintain_partitions(
     maker: async_sessionmaker[AsyncSession], now: datetime, retention_months: int | None
 ) -> Maintenance:
     async with maker() as session, session.begin():
+        await reading_partitions(session).retire_empty_cut_over(session)
+    async with maker() as session, session.begin():
         return await reading_partitions(session).maintain(session, now, retention_months)
 
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.config import Settings
@@ -66,6 +67,8 @@ class Maintenance:
 
 
 class ReadingPartitions(Protocol):
+    async def retire_empty_cut_over(self, session: AsyncSession) -> bool: ...
+
     async def maintain(
         self, session: AsyncSession, now: datetime, retention_months: int | None
     ) -> Maintenance: ...
@@ -84,6 +87,9 @@ async def _forget_changes(session: AsyncSession, horizon: datetime) -> None:
 
 class SingleTable:
     """SQLite: one table; retention deletes the raw quarter-hours past it row by row."""
+
+    async def retire_empty_cut_over(self, session: AsyncSession) -> bool:
+        return False
 
     async def maintain(
         self, session: AsyncSession, now: datetime, retention_months: int | None
@@ -145,6 +151,31 @@ class MonthlyPartitions:
         assert upper is not None, bound
         return datetime.fromtimestamp(int(upper[1]), UTC)
 
+    async def retire_empty_cut_over(self, session: AsyncSession) -> bool:
+        """Drop the table from before the cut-over when it holds nothing (a fresh install):
+        otherwise history uploaded later (a backfill) would land in it for ever, one table that
+        retention can only delete from row by row, instead of in months of its own. Run in a
+        transaction of its own: dropping a partition locks `readings` whole until the commit.
+        Behind a long transaction the lock is not waited for (readers and writers would queue
+        behind it): the next day's run tries again. True when it was dropped."""
+        exists = text(f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.before_cut_over)")  # noqa: S608
+        if await self._cut_over(session) is None or (await session.execute(exists)).scalar():
+            return False
+        await session.execute(text("SET LOCAL lock_timeout = '2s'"))
+        try:
+            async with session.begin_nested():
+                # The parent first, the order every writer locks in; then look again.
+                await session.execute(text("LOCK TABLE public.readings IN ACCESS EXCLUSIVE MODE"))
+                if (await session.execute(exists)).scalar():
+                    return False
+                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
+        except DBAPIError as exc:
+            if "lock timeout" not in str(exc):
+                raise
+            log.info("readings partitions: 'before_cut_over' is busy; retiring it next time")
+            return False
+        return True
+
     async def maintain(
         self, session: AsyncSession, now: datetime, retention_months: int | None
     ) -> Maintenance:
@@ -155,8 +186,10 @@ class MonthlyPartitions:
         cut_over = await self._cut_over(session)
         created: list[str] = []
         moved = 0
-        for ahead in range(MONTHS_AHEAD + 1):
-            start = month_start(now, ahead)
+        wanted = {month_start(now, ahead) for ahead in range(MONTHS_AHEAD + 1)}
+        # Months the default partition holds rows of (a backfill of history) get theirs too.
+        wanted |= await self._stray_months(session)
+        for start in sorted(wanted):
             if start in existing or (cut_over is not None and start < cut_over):
                 continue  # the month exists, or the table from before the cut-over holds it
             moved += await self._create(session, start, month_start(start, 1))
@@ -165,13 +198,6 @@ class MonthlyPartitions:
         purged = 0
         if retention_months is not None:
             horizon = month_start(now, -retention_months)
-            for start in sorted(existing):
-                if month_start(start, 1) <= horizon:
-                    await session.execute(text(f"DROP TABLE {SCHEMA}.{month_table(start)}"))
-                    dropped.append(month_table(start))
-            if cut_over is not None and cut_over <= horizon:
-                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
-                dropped.append("before_cut_over")
             # Rows past the horizon that are not a whole month of their own go row by row.
             tables = ["outside_every_month"]
             if cut_over is not None and cut_over > horizon:
@@ -183,7 +209,26 @@ class MonthlyPartitions:
                 )
                 purged += int(getattr(result, "rowcount", 0) or 0)
             await _forget_changes(session, horizon)
+            # Whole months last: a DROP locks `readings` whole until the commit, so nothing
+            # slow may follow it in this transaction.
+            for start in sorted(existing | {s for s in wanted if month_table(s) in created}):
+                if month_start(start, 1) <= horizon:
+                    await session.execute(text(f"DROP TABLE {SCHEMA}.{month_table(start)}"))
+                    dropped.append(month_table(start))
+            if cut_over is not None and cut_over <= horizon:
+                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
+                dropped.append("before_cut_over")
         return Maintenance(tuple(created), tuple(dropped), moved, purged)
+
+    async def _stray_months(self, session: AsyncSession) -> set[datetime]:
+        """The UTC months of the rows in the default partition (normally none)."""
+        rows = await session.execute(
+            text(
+                f"SELECT DISTINCT date_trunc('month', to_timestamp(start_s) AT TIME ZONE 'UTC')"  # noqa: S608
+                f" FROM {SCHEMA}.outside_every_month"
+            )
+        )
+        return {month.replace(tzinfo=UTC) for (month,) in rows}
 
     async def _create(self, session: AsyncSession, start: datetime, end: datetime) -> int:
         """Create the month [start, end); rows the default partition already holds for it
