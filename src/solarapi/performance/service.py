@@ -9,7 +9,7 @@ Public API for other areas (alerts, dashboard, reports) — typed values, no HTT
 The path of a request: the range is widened once (`kit.grid`), the quarter-hours of readings
 (`readings.service.quarter_hours`, stored or simulated) and of irradiance are read once, the
 model runs once (off the event loop unless its geometry is cached), the sums go into the
-buckets through `kit.grid.aggregate_into`, and the router renders the typed `Performance`.
+buckets (a `bincount` each), and the router renders the typed `Performance`.
 """
 
 from __future__ import annotations
@@ -235,29 +235,25 @@ async def _irradiance(
     if system.data_source == "simulated":
         await _simulated_irradiance(system, start_s, end_s, now, columns)
     else:
-        sensor, satellite = await repository.both_between(session, system.id, start_s, end_s)
-        for name, rows, values in (
-            ("sensor_poa_w_m2", sensor, sensor.poa_w_m2),
-            ("sensor_module_temp_c", sensor, sensor.module_temp_c),
-            ("sensor_ambient_temp_c", sensor, sensor.ambient_temp_c),
-            ("satellite_ghi_w_m2", satellite, satellite.ghi_w_m2),
-            ("satellite_dni_w_m2", satellite, satellite.dni_w_m2),
-            ("satellite_dhi_w_m2", satellite, satellite.dhi_w_m2),
-            ("satellite_temp_air_c", satellite, satellite.ambient_temp_c),
+        stored = await repository.model_inputs_between(session, system.id, start_s, end_s)
+        for names, at, values in (
+            (_SENSOR_COLUMNS, stored.sensor_starts, stored.sensor),
+            (_SATELLITE_COLUMNS, stored.satellite_starts, stored.satellite),
         ):
-            _place(starts, rows.starts, columns[name], values)
+            for i, name in enumerate(names):
+                _place(starts, at, columns[name], values[:, i])
     return Irradiance(starts, **columns)
 
 
-_INPUT_COLUMNS = (
-    "sensor_poa_w_m2",
-    "sensor_module_temp_c",
-    "sensor_ambient_temp_c",
+# `Irradiance`'s fields, in the order of `repository.ModelInputs`' columns.
+_SENSOR_COLUMNS = ("sensor_poa_w_m2", "sensor_module_temp_c", "sensor_ambient_temp_c")
+_SATELLITE_COLUMNS = (
     "satellite_ghi_w_m2",
     "satellite_dni_w_m2",
     "satellite_dhi_w_m2",
     "satellite_temp_air_c",
 )
+_INPUT_COLUMNS = _SENSOR_COLUMNS + _SATELLITE_COLUMNS
 
 
 async def _simulated_irradiance(
@@ -316,44 +312,52 @@ def _kpis(
     found: tuple[str, ...] | None = None,
 ) -> Kpis:
     """The sums of each bucket of `edges`, with its flags (`found`: the flags other than
-    `gap` already known for a single bucket, which are then not looked for again)."""
+    `gap` already known for a single bucket, which are then not looked for again). Each sum
+    is one `bincount` over the counted quarter-hours in time order (the arithmetic of
+    `kit.grid.aggregate_into`, without its power maximum)."""
     starts = series.starts
     modelled = series.modelled
-    counted = ~np.isnan(series.energy_wh)
-    ones = np.ones(len(starts), dtype=np.int64)
-    no_power = np.full(len(starts), np.nan)
+    count = len(edges) - 1
+    bucket = np.searchsorted(edges, starts, side="right") - 1
+    counted = ~np.isnan(series.energy_wh) & (bucket >= 0) & (bucket < count)
+    at = bucket[counted]
+    samples = np.bincount(at, minlength=count).astype(np.int64)
+    empty = samples == 0
 
-    def total(values: FloatArray, where: np.ndarray | None = None) -> tuple[FloatArray, IntArray]:
-        keep = counted if where is None else counted & where
-        summed = aggregate_into(edges, starts, np.where(keep, values, np.nan), ones, no_power)
-        return summed.energy_wh, summed.samples
+    def total(values: FloatArray) -> FloatArray:
+        summed = np.bincount(at, weights=values[counted], minlength=count).astype(
+            np.float64, copy=False
+        )
+        summed[empty] = np.nan
+        return summed
 
-    energy, samples = total(series.energy_wh)
-    expected, _ = total(modelled.expected_wh)
-    insolation, _ = total(modelled.poa_w_m2 * (QUARTER_S / 3600))
-    reference, _ = total(modelled.reference_wh)
+    energy = total(series.energy_wh)
+    expected = total(modelled.expected_wh)
+    insolation = total(modelled.poa_w_m2 * (QUARTER_S / 3600))
+    reference = total(modelled.reference_wh)
+    counted_sources = modelled.source[counted]
     counts = {
-        source: total(ones.astype(np.float64), modelled.source == source)[1] for source in Source
+        source: np.bincount(at[counted_sources == source], minlength=count).astype(np.int64)
+        for source in Source
     }
     sources = tuple(
         _source_label([source for source in Source if counts[source][i] > 0])
-        for i in range(len(edges) - 1)
+        for i in range(count)
     )
     expected_samples = (np.diff(edges) // QUARTER_S).astype(np.int64)
-    bucket = np.searchsorted(edges, starts, side="right") - 1
-    day = np.searchsorted(day_edges, starts, side="right") - 1
-    valid_day = (day >= 0) & (day < len(day_edges) - 1)
-    day_slot = np.where(
-        valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
-    )
     coverage = samples / np.maximum(expected_samples, 1)
     if found is not None:
         gap = ("gap",) if coverage[0] < MIN_COVERAGE else ()
         return _with_flags(energy, expected, insolation, reference, samples, expected_samples,
                            counts[Source.TYPICAL], sources, [(*gap, *found)])  # fmt: skip
+    day = np.searchsorted(day_edges, starts, side="right") - 1
+    valid_day = (day >= 0) & (day < len(day_edges) - 1)
+    day_slot = np.where(
+        valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
+    )
     flags = quality_flags(
         bucket=bucket,
-        bucket_count=len(edges) - 1,
+        bucket_count=count,
         coverage=coverage,
         day=np.where(valid_day, day, -1),
         day_count=max(len(day_edges) - 1, 0),
