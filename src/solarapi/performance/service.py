@@ -31,7 +31,6 @@ from solarapi.kit.grid import (
     IntArray,
     Interval,
     TimeRange,
-    aggregate_into,
     bucket_edges,
     widen_range,
 )
@@ -211,16 +210,49 @@ async def quarter_hours(
     """Measured and expected energy of every quarter-hour of [start_s, end_s) (UTC, aligned
     to the quarter-hour). Quarter-hours without measured irradiance are modelled with the
     site's typical year; those not yet ended have no reading."""
-    measured = await readings.quarter_hours(
-        session,
-        system,
-        datetime.fromtimestamp(start_s, UTC),
-        datetime.fromtimestamp(end_s, UTC),
-        now,
-    )
-    inputs = await _irradiance(session, system, measured.starts, now)
-    modelled = await _run_model(plant_of(system), model_parameters(system), inputs)
+    plant = plant_of(system)
+    # The site's geometry depends on nothing read here: a cold one is modelled on a worker
+    # thread while the readings and the irradiance are read on the event loop.
+    geometry = asyncio.ensure_future(_prepare_model(plant, start_s, end_s))
+    try:
+        measured = await readings.quarter_hours(
+            session,
+            system,
+            datetime.fromtimestamp(start_s, UTC),
+            datetime.fromtimestamp(end_s, UTC),
+            now,
+        )
+        inputs = await _irradiance(session, system, measured.starts, now)
+    except BaseException:
+        # The thread runs on regardless (what it makes is cached); its outcome is not needed.
+        geometry.add_done_callback(_forget)
+        raise
+    await geometry
+    from solarapi.performance import model  # start-up: imported by `_prepare_model`
+
+    parameters = model_parameters(system)
+    if end_s <= start_s or model.is_cached(plant, start_s, end_s):
+        modelled = model.model(plant, parameters, inputs)  # ~2 ms a year on cached geometry
+    else:  # evicted meanwhile by other requests' (the cache is bounded): off the loop again
+        modelled = await asyncio.to_thread(model.model, plant, parameters, inputs)
     return QuarterHourPerformance(measured.starts, measured.energy_wh, modelled)
+
+
+async def _prepare_model(plant: Plant, start_s: int, end_s: int) -> None:
+    """The model imported and the geometry of [start_s, end_s) cached, off the event loop
+    when either costs: the import of pvlib, pandas and scipy takes seconds (the first
+    performance request); a system-year's geometry ~60 ms of CPU (`bench/performance/`)."""
+    if _MODEL_MODULE not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, _MODEL_MODULE)
+    from solarapi.performance import model  # start-up: loaded just above
+
+    if end_s > start_s and not model.is_cached(plant, start_s, end_s):
+        await asyncio.to_thread(model.prepare, plant, start_s, end_s)
+
+
+def _forget(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 async def _irradiance(
@@ -281,21 +313,6 @@ async def _simulated_irradiance(
     _place(grid, conditions.starts, columns["sensor_ambient_temp_c"], conditions.temp_air_c)
 
 
-async def _run_model(plant: Plant, parameters: ModelParameters, inputs: Irradiance) -> Modelled:
-    if _MODEL_MODULE not in sys.modules:
-        # start-up: the model pulls in pvlib, pandas and scipy (seconds to import, measured):
-        # imported on the first performance request, on a worker thread.
-        await asyncio.to_thread(importlib.import_module, _MODEL_MODULE)
-    from solarapi.performance import model  # start-up: loaded just above
-
-    starts = inputs.starts
-    if len(starts) and not model.is_cached(plant, int(starts[0]), int(starts[-1]) + QUARTER_S):
-        # CPU-bound while the site's geometry is not cached (~0.5 s per system-year): off
-        # the event loop, where the sandbox runs its simulation.
-        return await asyncio.to_thread(model.model, plant, parameters, inputs)
-    return model.model(plant, parameters, inputs)
-
-
 def _place(grid: IntArray, at: IntArray, target: FloatArray, values: FloatArray) -> None:
     if len(grid) == 0 or len(at) == 0:
         return
@@ -341,8 +358,7 @@ def _kpis(
         for source in Source
     }
     sources = tuple(
-        _source_label([source for source in Source if counts[source][i] > 0])
-        for i in range(count)
+        _source_label([source for source in Source if counts[source][i] > 0]) for i in range(count)
     )
     expected_samples = (np.diff(edges) // QUARTER_S).astype(np.int64)
     coverage = samples / np.maximum(expected_samples, 1)
