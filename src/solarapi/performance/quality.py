@@ -61,10 +61,13 @@ def quality_flags(
     clear_sky_expected_wh: FloatArray,
     capacity_kwp: float,
     inverter_capacity_kw: float | None,
+    whole_days: bool = True,
 ) -> list[tuple[str, ...]]:
     """The flags of each bucket. Per quarter-hour: `bucket` and `day` (indices of its bucket
     and its local day, −1 outside), `day_slot` (its place in the day), the measured energy
-    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`."""
+    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`.
+    `time_shift` is a property of a day's curve: looked for only when every bucket is made
+    of whole days (`whole_days`)."""
     has = ~np.isnan(energy_wh)
     energy = np.where(has, energy_wh, 0.0)
     clipping = _clipping(energy, has, day, clear_sky_expected_wh, inverter_capacity_kw)
@@ -84,8 +87,12 @@ def quality_flags(
     mark("clipping", clipping)
     mark("stuck", stuck)
     mark("outlier", outlier)
-    shifted = _shifted_buckets(
-        bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+    shifted = (
+        _shifted_buckets(
+            bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+        )
+        if whole_days
+        else []
     )
     for index in shifted:
         flags[index].append("time_shift")
