@@ -115,6 +115,29 @@ async def test_a_bucket_without_readings_is_null_not_zero(app: FastAPI, enterpri
     assert body["meta"]["totals"]["energy_wh"] is None
 
 
+async def test_only_the_span_with_readings_is_modelled(app: FastAPI, enterprise: Tenant) -> None:
+    """The widest range the rules allow (2,760 monthly buckets, 1970 to 2200) models only
+    the quarter-hours that can hold a reading: the site's geometry is computed for the one
+    UTC month of the readings, not for 230 years."""
+    from solarapi.performance import model
+
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 8, 1500.0))
+        model.clear_cache()
+        body = await _performance(
+            client, system_id, **{"from": "1970-01-01T00:00:00Z", "to": "2199-12-01T00:00:00Z",
+                                  "interval": "1M"}
+        )  # fmt: skip
+    assert len(body["data"]) == 2760
+    (june,) = [bucket for bucket in body["data"] if bucket["samples"]]
+    assert june["start"] == "2025-05-31T22:00:00Z"
+    assert june["energy_wh"] == 12000.0
+    assert june["expected_energy_wh"] is not None
+    assert body["meta"]["totals"]["samples"] == 8
+    assert len(model._months) == 1  # June 2025 (UTC) only
+
+
 async def test_meta_model_lists_parameters_defaults_and_overrides(
     app: FastAPI, enterprise: Tenant
 ) -> None:

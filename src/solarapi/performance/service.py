@@ -4,7 +4,9 @@ Public API for other areas (alerts, dashboard, reports) — typed values, no HTT
 - `quarter_hours(session, system, start_s, end_s, now) -> QuarterHourPerformance`: measured
   and expected energy (and the model's inputs) for every quarter-hour of [start_s, end_s);
 - `performance(session, system, start, end, interval, now) -> Performance`: the buckets of
-  `GET /systems/{id}/performance` (interval 1d, 1w or 1M) for a system already in hand.
+  `GET /systems/{id}/performance` (interval 1d, 1w or 1M; any interval in process) for a
+  system already in hand; `Performance.figures()` and `.total()` give the figures as the API
+  does (the dashboard and the PDF report show them).
 
 The path of a request: the range is widened once (`kit.grid`), the quarter-hours of readings
 (`readings.service.quarter_hours`, stored or simulated) and of irradiance are read once, the
@@ -268,7 +270,8 @@ async def performance(
     of a day's curve) is not looked for."""
     tz = ZoneInfo(system.timezone)
     time_range = widen_range(start, end, interval, tz)
-    series = await quarter_hours(session, system, time_range.start_s, time_range.end_s, now)
+    lo, hi = _reading_span(system, time_range.start_s, time_range.end_s, now)
+    series = await quarter_hours(session, system, lo, hi, now)
     edges = time_range.edges()
     day_edges = bucket_edges(time_range.start_s, time_range.end_s, Interval.DAY, tz)
     buckets = _kpis(system, series, edges, day_edges)
@@ -290,6 +293,26 @@ async def performance(
         model=model_info(system),
         simulated=system.data_source == "simulated",
     )
+
+
+def _reading_span(
+    system: ReadableSystem, start_s: int, end_s: int, now: datetime
+) -> tuple[int, int]:
+    """The part of [start_s, end_s) that can hold a reading — from the system's first stored
+    quarter-hour (a simulated one's history start) to the last one that has ended — so
+    that nothing is read or modelled outside it: the buckets there have no reading anyway,
+    and a range of 10,000 monthly buckets would otherwise model 833 years."""
+    now_s = int(now.timestamp() // 1)
+    lo, hi = start_s, min(end_s, now_s - now_s % QUARTER_S)
+    if system.data_source == "simulated":
+        lo = max(lo, simulated_since(system))
+    elif system.first_reading_at is None or system.last_reading_at is None:
+        return start_s, start_s
+    else:
+        lo = max(lo, int(system.first_reading_at.timestamp()))
+        hi = min(hi, int(system.last_reading_at.timestamp()) + QUARTER_S)
+    lo -= lo % QUARTER_S  # (stored starts are on the grid; the range's edges are too)
+    return (lo, hi) if hi > lo else (start_s, start_s)
 
 
 def model_info(system: ReadableSystem) -> ModelInfo:
