@@ -20,6 +20,7 @@ import asyncio
 import importlib
 import math
 import sys
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -242,18 +243,24 @@ def plant_of(system: ReadableSystem) -> Plant:
     )
 
 
-async def read_performance(
-    session: AsyncSession,
-    principal: Principal,
-    system_id: str,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
-    now: datetime,
-) -> Performance:
-    """`GET /systems/{id}/performance` for the caller's system (404 if not theirs)."""
-    system = await read_system(session, principal, system_id)
-    return await performance(session, system, start, end, interval, now)
+def data_version(system: ReadableSystem) -> Hashable | None:
+    """What a performance answer of `system` is a function of, besides the request: its
+    `data_version` (raised with every write to its readings or irradiance) and every system
+    field the model and the buckets use. Equal values, equal answers — so an answer is kept
+    while this holds, whatever other systems commit meanwhile. None for a simulated system
+    (its answer depends on `now`)."""
+    if system.data_source == "simulated":
+        return None
+    return (
+        system.data_version,
+        plant_of(system),
+        model_parameters(system),
+        system.timezone,
+        system.tilt_defaulted,
+        system.azimuth_defaulted,
+        system.first_reading_at,
+        system.last_reading_at,
+    )
 
 
 async def performance(
