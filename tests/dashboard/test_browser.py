@@ -14,6 +14,8 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -26,6 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 PASSWORD = "a long enough password"
+AMSTERDAM = ZoneInfo("Europe/Amsterdam")
 KEY_PATTERN = re.compile(r"^pk_live_[0-9A-Za-z]{38}$")
 
 
@@ -349,6 +352,169 @@ async def test_system_chart_shows_the_api_daily_totals(
         page.locator("#production-chart svg.chart-wide polyline.line").first
     ).to_be_visible()
     await page.screenshot(path=shot_path("system-desktop-hourly"), full_page=True)
+
+
+async def _upload_irradiance(server: Server, key: str, system_id: str) -> None:
+    """Sensor irradiance for every quarter-hour of the system's readings (the last six days),
+    so the month's PR is defined."""
+    async with httpx.AsyncClient(
+        base_url=server.base, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
+        readings = await api.get(
+            f"/api/v1/systems/{system_id}/readings",
+            params={
+                "from": (dt.datetime.now(dt.UTC) - dt.timedelta(days=7)).isoformat(),
+                "interval": "15m",
+            },
+        )
+        assert readings.status_code == 200, readings.text
+        items = [
+            {
+                "timestamp": bucket["start"],
+                # the readings at a performance ratio of about 0.85
+                "poa_w_m2": round(bucket["energy_wh"] * 4 / 8.4 / 0.85, 2),
+                "ambient_temp_c": 12.0,
+            }
+            for bucket in readings.json()["data"]
+            if bucket["energy_wh"] is not None
+        ]
+        uploaded = await api.post(
+            f"/api/v1/systems/{system_id}/irradiance", json={"readings": items}
+        )
+        assert uploaded.status_code == 200, uploaded.text
+
+
+async def _numbers(locator: Any, attribute: str) -> list[float | None]:
+    values = await locator.evaluate_all(f"els => els.map(e => e.getAttribute('{attribute}'))")
+    return [float(value) if value else None for value in values]
+
+
+async def test_the_system_page_shows_expected_beside_actual(
+    page: Page, server: Server, browser: Browser
+) -> None:
+    """The chart's second series, the table's Expected/EPI/PR columns and the month's PR and
+    EPI are `GET /performance`'s numbers; with measured irradiance the month has a PR, without
+    it the PR is "—" with the reason while the EPI is still given."""
+    _, key, system_id = await _enterprise_with_system(server, page)
+    await _upload_irradiance(server, key, system_id)
+    await page.goto(f"/systems/{system_id}")
+    await expect(page.locator("#production-chart svg.chart-wide")).to_be_visible()
+    # (a level mark is a horizontal line: no height, so never "visible" to Playwright)
+    marks = page.locator("#production-chart svg.chart-wide line.expected")
+    await expect(page.locator("#production-chart svg.chart-wide .legend")).to_contain_text(
+        "Expected"
+    )
+    query = ((await page.locator("#api-performance-query").text_content()) or "").split(" ", 1)[1]
+    month = await page.locator("#month-performance").get_attribute("data-month")
+    assert month is not None
+    first = dt.date.fromisoformat(f"{month}-01")
+    following = (first + dt.timedelta(days=31)).replace(day=1)
+    async with httpx.AsyncClient(
+        base_url=server.base, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
+        days = (await api.get(query)).json()
+        monthly = (
+            await api.get(
+                f"/api/v1/systems/{system_id}/performance",
+                params={
+                    "from": dt.datetime(first.year, first.month, 1, tzinfo=AMSTERDAM).isoformat(),
+                    "to": dt.datetime(
+                        following.year, following.month, 1, tzinfo=AMSTERDAM
+                    ).isoformat(),
+                    "interval": "1M",
+                },
+            )
+        ).json()
+    api_days = days["data"]
+    assert len(api_days) == 7
+    # Chart: one level mark per day with readings, at the API's expected energy.
+    assert await _numbers(marks, "data-expected-wh") == [
+        day["expected_energy_wh"] for day in api_days if day["expected_energy_wh"] is not None
+    ]
+    # Table: every day's expected energy, EPI and PR as the API gives them ("—" for none).
+    rows = page.locator("#bucket-table tbody tr")
+    assert await _numbers(rows, "data-expected-wh") == [d["expected_energy_wh"] for d in api_days]
+    assert await _numbers(rows, "data-epi") == [d["energy_performance_index"] for d in api_days]
+    assert await _numbers(rows, "data-pr") == [d["performance_ratio"] for d in api_days]
+    assert any(day["performance_ratio"] is not None for day in api_days)
+    total = days["meta"]["totals"]["expected_energy_wh"]
+    await expect(page.locator("#total-expected")).to_have_attribute("data-expected-wh", str(total))
+    # The month: PR and EPI as `interval=1M` gives them for its one bucket.
+    (bucket,) = monthly["data"]
+    assert bucket["performance_ratio"] is not None
+    await expect(page.locator("#month-pr")).to_have_attribute(
+        "data-value", str(bucket["performance_ratio"])
+    )
+    await expect(page.locator("#month-pr")).to_have_text(f"{bucket['performance_ratio']:.3f}")
+    await expect(page.locator("#month-epi")).to_have_attribute(
+        "data-value", str(bucket["energy_performance_index"])
+    )
+    await expect(page.locator("#month-pr-reason")).to_have_count(0)
+    await page.screenshot(path=shot_path("system-expected-desktop"), full_page=True)
+
+    # A tap on a bar reads out both values.
+    await page.locator("#production-chart svg.chart-wide rect.bar").first.click()
+    await expect(page.locator(".chart-readout")).to_contain_text("expected")
+
+    # Hourly: the expected series is a dashed line beside the measured one.
+    await page.goto(f"/systems/{system_id}?interval=1h")
+    await expect(
+        page.locator("#production-chart svg.chart-wide polyline.expected-line").first
+    ).to_be_visible()
+    await page.screenshot(path=shot_path("system-expected-desktop-hourly"), full_page=True)
+
+    # Without measured irradiance: no PR (with the reason), the EPI against a typical year.
+    async with httpx.AsyncClient(
+        base_url=server.base, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
+        created = await api.post(
+            "/api/v1/systems",
+            json={
+                "name": "Shed Haarlem",
+                "capacity_kwp": 3.0,
+                "location": {"latitude": 52.38, "longitude": 4.64, "timezone": "Europe/Amsterdam"},
+            },
+        )
+        other = created.json()["id"]
+        readings = (
+            await api.get(
+                f"/api/v1/systems/{system_id}/readings",
+                params={
+                    "from": (dt.datetime.now(dt.UTC) - dt.timedelta(days=7)).isoformat(),
+                    "interval": "15m",
+                },
+            )
+        ).json()["data"]
+        copied = [
+            {"timestamp": r["start"], "energy_wh": round(r["energy_wh"] * 3 / 8.4, 3)}
+            for r in readings
+            if r["energy_wh"] is not None
+        ]
+        assert (
+            await api.post(f"/api/v1/systems/{other}/readings", json={"readings": copied})
+        ).status_code == 200
+    phone = await browser.new_context(
+        base_url=server.base,
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+        has_touch=True,
+        storage_state=await page.context.storage_state(),
+    )
+    try:
+        mobile = await phone.new_page()
+        await mobile.goto(f"/systems/{other}")
+        await expect(mobile.locator("#month-pr")).to_have_text("—")
+        await expect(mobile.locator("#month-pr-reason")).to_contain_text("no measured irradiance")
+        epi = await mobile.locator("#month-epi").get_attribute("data-value")
+        assert epi
+        assert float(epi) > 0
+        await expect(mobile.locator("#production-chart svg.chart-narrow")).to_be_visible()
+        assert await mobile.locator("#production-chart svg.chart-narrow line.expected").count()
+        assert await mobile.evaluate("document.documentElement.scrollWidth") <= 390
+        await mobile.screenshot(path=shot_path("system-expected-phone-typical"), full_page=True)
+    finally:
+        await phone.close()
 
 
 async def test_sandbox_toggle_shows_the_simulated_systems(page: Page) -> None:

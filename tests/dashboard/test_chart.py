@@ -149,3 +149,59 @@ def test_any_series_renders_valid_svg_with_marks_inside_the_plot(
             y = float(mark.get("y") or 0)
             assert layout.left - 0.01 <= x <= layout.width - layout.right + 0.01
             assert layout.top - 0.01 <= y <= layout.height - layout.bottom + 0.01
+
+
+def test_expected_energy_is_a_level_mark_on_each_bar_and_in_the_scale() -> None:
+    points = [
+        ChartPoint(p.start, p.energy_wh, expected)
+        for p, expected in zip(
+            _days([10_000.0, None, 25_000.0, 8_000.0]),
+            [12_000.0, None, 34_000.0, None],
+            strict=True,
+        )
+    ]
+    wide, narrow = _svgs(render_chart(points, "1d", AMS, title="t"))
+    plot_h = WIDE.height - WIDE.top - WIDE.bottom
+    base_y = WIDE.top + plot_h
+    marks = [e for e in wide.iter(f"{SVG}line") if e.get("class") == "expected"]
+    assert [m.get("data-expected-wh") for m in marks] == ["12000.0", "34000.0"]
+    # The axis covers the expected 34 kWh, above every measured bar: it tops at 40 kWh.
+    assert abs(float(marks[1].get("y1") or 0) - (base_y - plot_h * 34 / 40)) < 0.02
+    assert marks[0].get("y1") == marks[0].get("y2")
+    bars = [r for r in wide.iter(f"{SVG}rect") if r.get("class") == "bar"]
+    assert [b.get("data-expected-wh") for b in bars] == ["12000.0", "34000.0", ""]
+    assert "expected 12.00 kWh" in (bars[0].get("data-label") or "")
+    assert "expected" not in (bars[2].get("data-label") or "")
+    for svg in (wide, narrow):
+        legend = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "legend"]
+        assert len(legend) == 1
+        assert [t.text for t in legend[0].iter(f"{SVG}text")] == ["Measured", "Expected"]
+        # Inside the drawing, right of the unit label.
+        layout = WIDE if svg is wide else NARROW
+        xs = [float(t.get("x") or 0) for t in legend[0].iter(f"{SVG}text")]
+        assert min(xs) > 40
+        assert max(xs) + 8 * layout.font_size * 0.6 <= layout.width - layout.right + 0.5
+
+
+def test_no_expected_series_no_marks_and_no_legend() -> None:
+    markup = render_chart(_days([10_000.0, 2_000.0]), "1d", AMS, title="t")
+    assert 'class="expected' not in markup
+    assert 'class="legend"' not in markup
+
+
+def test_short_intervals_draw_the_expected_energy_as_a_dashed_line() -> None:
+    start = datetime(2025, 6, 15, 10, tzinfo=UTC)
+    values = [(100.0, 120.0), (200.0, 210.0), (None, None), (300.0, 280.0), (250.0, None)]
+    points = [
+        ChartPoint(start + timedelta(hours=i), energy, expected)
+        for i, (energy, expected) in enumerate(values)
+    ]
+    wide, _ = _svgs(render_chart(points, "1h", AMS, title="t"))
+    lines = [e for e in wide.iter(f"{SVG}polyline") if e.get("class") == "expected-line"]
+    dots = [e for e in wide.iter(f"{SVG}circle") if e.get("class") == "expected-dot"]
+    # Broken where nothing is expected: two points, then one alone.
+    assert len(lines) == 1
+    assert len((lines[0].get("points") or "").split()) == 2
+    assert len(dots) == 1
+    points_rects = [r for r in wide.iter(f"{SVG}rect") if r.get("class") == "point"]
+    assert [r.get("data-expected-wh") for r in points_rects] == ["120.0", "210.0", "280.0", ""]

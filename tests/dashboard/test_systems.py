@@ -16,7 +16,11 @@ from tests.dashboard.helpers import browser_for, log_in
 from tests.support import Tenant, client_for
 
 AMS = ZoneInfo("Europe/Amsterdam")
-_ROW = re.compile(r'<tr data-start="([^"]+)" data-energy-wh="([^"]*)">')
+_ROW = re.compile(r'<tr data-start="([^"]+)" data-energy-wh="([^"]*)"')
+_PERFORMANCE_ROW = re.compile(
+    r'<tr data-start="([^"]+)" data-energy-wh="[^"]*" data-expected-wh="([^"]*)" '
+    r'data-epi="([^"]*)" data-pr="([^"]*)"'
+)
 
 
 async def _system_with_readings(api: httpx.AsyncClient, days: int = 3) -> str:
@@ -104,6 +108,103 @@ async def test_system_page_shows_the_readings_endpoint_numbers(
             assert float(total.group(1)) == body["meta"]["totals"]["energy_wh"]
             shape = "rect" if interval in ("1d", "1M") else "polyline"
             assert f'<{shape} class="{"bar" if shape == "rect" else "line"}"' in page.text
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text else None
+
+
+async def test_system_page_shows_the_performance_endpoint_numbers(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """Expected energy, EPI and PR per bucket, the range's expected total and the month's
+    PR and EPI are `GET /performance`'s; hourly buckets add up to the API's days."""
+    async with client_for(app, enterprise.live) as api, browser_for(app) as client:
+        system_id = await _system_with_readings(api)
+        # Measured irradiance for the first day's quarter-hours only: that day has a PR, the
+        # others (typical year) and the month (mixed) have none.
+        stored = (
+            await api.get(
+                f"/api/v1/systems/{system_id}/readings",
+                params={"from": (datetime.now(UTC) - timedelta(days=3)).isoformat(),
+                        "interval": "15m"},
+            )
+        ).json()["data"]  # fmt: skip
+        first_day = datetime.now(AMS).date() - timedelta(days=3)
+        irradiance = [
+            {"timestamp": item["start"], "poa_w_m2": 400.0, "ambient_temp_c": 10.0}
+            for item in stored
+            if datetime.fromisoformat(item["start"]).astimezone(AMS).date() == first_day
+        ]
+        assert irradiance
+        uploaded = await api.post(
+            f"/api/v1/systems/{system_id}/irradiance", json={"readings": irradiance}
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        await log_in(client, enterprise.email, enterprise.password)
+        page = await client.get(f"/systems/{system_id}")
+        assert page.status_code == 200, page.text[:300]
+        query = re.search(r'id="api-performance-query">GET ([^<]+)</code>', page.text)
+        assert query
+        body = (await api.get(query.group(1).replace("&amp;", "&"))).json()
+        rows = _PERFORMANCE_ROW.findall(page.text)
+        assert [(start, _number(e), _number(i), _number(p)) for start, e, i, p in rows] == [
+            (
+                item["start"],
+                item["expected_energy_wh"],
+                item["energy_performance_index"],
+                item["performance_ratio"],
+            )
+            for item in body["data"]
+        ]
+        assert [item["performance_ratio"] is not None for item in body["data"]].count(True) == 1
+        marks = re.findall(r'<line class="expected"[^>]* data-expected-wh="([^"]+)"', page.text)
+        with_readings = [i["expected_energy_wh"] for i in body["data"] if i["samples"]]
+        assert [float(v) for v in marks] == with_readings * 2  # wide and narrow chart
+        total = re.search(r'id="total-expected" data-expected-wh="([^"]*)"', page.text)
+        assert total
+        assert float(total.group(1)) == body["meta"]["totals"]["expected_energy_wh"]
+
+        # The month of the range's last day, as `interval=1M` gives it.
+        today = datetime.now(AMS).date()
+        first = today.replace(day=1)
+        following = (first + timedelta(days=31)).replace(day=1)
+        month = (
+            await api.get(
+                f"/api/v1/systems/{system_id}/performance",
+                params={
+                    "from": datetime(first.year, first.month, 1, tzinfo=AMS).isoformat(),
+                    "to": datetime(following.year, following.month, 1, tzinfo=AMS).isoformat(),
+                    "interval": "1M",
+                },
+            )
+        ).json()["data"][0]
+        epi = re.search(r'id="month-epi" data-value="([^"]*)"', page.text)
+        pr = re.search(r'id="month-pr" data-value="([^"]*)">([^<]*)<', page.text)
+        assert epi
+        assert pr
+        assert _number(epi.group(1)) == month["energy_performance_index"]
+        assert month["energy_performance_index"] is not None
+        assert _number(pr.group(1)) == month["performance_ratio"]
+        if month["performance_ratio"] is None:  # the usual case: typical and measured mixed
+            assert pr.group(2) == "—"
+            assert 'id="month-pr-reason"' in page.text
+
+        # Hourly buckets: the same model, summed per hour, adds up to the API's days.
+        day = today - timedelta(days=2)
+        hourly = await client.get(
+            f"/systems/{system_id}", params={"from": str(day), "to": str(day), "interval": "1h"}
+        )
+        hours = _PERFORMANCE_ROW.findall(hourly.text)
+        assert len(hours) in (23, 24, 25)
+        (api_day,) = [
+            item
+            for item in body["data"]
+            if datetime.fromisoformat(item["start"]).astimezone(AMS).date() == day
+        ]
+        summed = sum(_number(expected) or 0.0 for _, expected, _, _ in hours)
+        assert abs(summed - api_day["expected_energy_wh"]) <= 0.0005 * len(hours) + 1e-9
+        assert 'class="expected-line"' in hourly.text
 
 
 async def test_overview_agrees_with_the_summary_endpoint(app: FastAPI, enterprise: Tenant) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from tests.performance.test_irradiance_upload import irradiance
 from tests.support import Tenant, client_for
@@ -113,6 +114,29 @@ async def test_a_bucket_without_readings_is_null_not_zero(app: FastAPI, enterpri
     assert bucket["samples"] == 0
     assert bucket["quality"] == ["gap"]
     assert body["meta"]["totals"]["energy_wh"] is None
+
+
+async def test_only_the_span_with_readings_is_modelled(app: FastAPI, enterprise: Tenant) -> None:
+    """The widest range the rules allow (2,760 monthly buckets, 1970 to 2200) models only
+    the quarter-hours that can hold a reading: the site's geometry is computed for the one
+    UTC month of the readings, not for 230 years."""
+    from solarapi.performance import model
+
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 8, 1500.0))
+        model.clear_cache()
+        body = await _performance(
+            client, system_id, **{"from": "1970-01-01T00:00:00Z", "to": "2199-12-01T00:00:00Z",
+                                  "interval": "1M"}
+        )  # fmt: skip
+    assert len(body["data"]) == 2760
+    (june,) = [bucket for bucket in body["data"] if bucket["samples"]]
+    assert june["start"] == "2025-05-31T22:00:00Z"
+    assert june["energy_wh"] == 12000.0
+    assert june["expected_energy_wh"] is not None
+    assert body["meta"]["totals"]["samples"] == 8
+    assert len(model._months) == 1  # June 2025 (UTC) only
 
 
 async def test_meta_model_lists_parameters_defaults_and_overrides(
@@ -270,3 +294,60 @@ async def test_time_shift_flag(app: FastAPI, enterprise: Tenant, shift: int, fla
             },
         )
     assert [("time_shift" in bucket["quality"]) for bucket in body["data"]] == [flagged] * 2
+
+
+async def test_an_answer_is_kept_until_its_own_system_changes(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A performance answer is kept per system: commits of other systems leave it; a readings
+    upload, an irradiance upload or a model change of its own system replace it. To see
+    whether an answer was kept, the test changes stored readings behind the product's back
+    (raw SQL, which raises no data version): a kept answer does not show the change, an
+    answer made afresh does."""
+
+    async def behind_the_back(system_id: str, energy_wh: float) -> None:
+        async with app.state.sessionmaker() as session, session.begin():
+            await session.execute(
+                text("UPDATE readings SET energy_wh = :energy WHERE system_id = :id"),
+                {"energy": energy_wh, "id": system_id},
+            )
+
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        other = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(MORNING, 8, 1500.0))
+
+        async def energy() -> float:
+            return float(
+                (await _performance(client, system_id, **DAY))["meta"]["totals"]["energy_wh"]
+            )
+
+        assert await energy() == 12000.0
+        await behind_the_back(system_id, 100.0)
+        assert await energy() == 12000.0  # kept
+        # Other systems' commits: a readings upload, irradiance, a model change.
+        await upload(client, other, quarter_series(MORNING, 4, 700.0))
+        await client.post(
+            f"/api/v1/systems/{other}/irradiance", json={"readings": irradiance(MORNING, 4)}
+        )
+        await client.patch(f"/api/v1/systems/{other}", json={"model": {"losses_pct": 20.0}})
+        assert await energy() == 12000.0  # still kept
+        # Its own irradiance upload: read afresh.
+        uploaded = await client.post(
+            f"/api/v1/systems/{system_id}/irradiance", json={"readings": irradiance(MORNING, 2)}
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        assert await energy() == 800.0
+        # Its own readings upload (another quarter-hour): read afresh.
+        await behind_the_back(system_id, 200.0)
+        assert await energy() == 800.0
+        await upload(client, system_id, quarter_series(MORNING + timedelta(hours=2), 1, 50.0))
+        assert await energy() == 8 * 200.0 + 50.0
+        # Its own model change: read afresh.
+        await behind_the_back(system_id, 300.0)
+        assert await energy() == 1650.0
+        patched = await client.patch(
+            f"/api/v1/systems/{system_id}", json={"model": {"gamma_pdc_pct_per_c": -0.4}}
+        )
+        assert patched.status_code == 200, patched.text
+        assert await energy() == 9 * 300.0

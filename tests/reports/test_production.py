@@ -11,15 +11,18 @@ from pathlib import Path
 import numpy as np
 import pypdf
 import pypdfium2
+import pytest
 from fastapi import FastAPI
 
 from tests.reports.helpers import (
     JUNE_1,
+    QUARTER,
     completed,
     create_report,
     make_system,
     number,
     parse_csv,
+    solar_wh,
     upload_readings,
 )
 from tests.support import ROOT, Tenant, client_for
@@ -186,3 +189,122 @@ async def test_production_pdf_is_a_multi_page_document(app: FastAPI, enterprise:
     # Every hourly bucket of a system's detail table is there.
     assert len(re.findall(r"2025-06-0[1-7] \d\d:00 UTC", text)) >= 3 * 168
     render_first_page(response.content, "production-1h-two-systems.png")
+
+
+def _pdf_rows(text: str, label: str) -> list[list[str]]:
+    """The table rows whose first cell is `label` (a period or "Total"), as their cells
+    (pypdf's layout mode keeps a row on one line)."""
+    return [line.split() for line in text.splitlines() if line.strip().startswith(label + " ")]
+
+
+def _cell(value: float | None, decimals: int = 3) -> str:
+    return "—" if value is None else f"{value:,.{decimals}f}"
+
+
+async def test_production_pdf_shows_expected_epi_and_pr_of_the_performance_endpoint(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The PDF's Expected, EPI and PR columns are `GET /performance`'s numbers for the same
+    systems, period and interval: per row, per system, and over both systems (PR "—" where a
+    system has no measured irradiance, never 0)."""
+    params = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-04T00:00:00Z", "interval": "1d"}
+    async with client_for(app, enterprise.live) as client:
+        measured = await make_system(client, "Dak Haarlem", "UTC", 10.0)
+        typical = await make_system(client, "Schuur Haarlem", "UTC", 4.0)
+        await upload_readings(client, measured, JUNE_1, 96 * 3)
+        await upload_readings(client, typical, JUNE_1, 96 * 3)
+        # Plane-of-array irradiance for every quarter-hour of the measured system: a PR of
+        # about 0.8 (and 0 W/m² at night).
+        irradiance = [
+            {
+                "timestamp": (JUNE_1 + i * QUARTER).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "poa_w_m2": round(solar_wh(i, 10.0) * 4 / 10.0 / 0.8, 2),
+                "ambient_temp_c": 18.0,
+            }
+            for i in range(96 * 3)
+        ]
+        uploaded = await client.post(
+            f"/api/v1/systems/{measured['id']}/irradiance", json={"readings": irradiance}
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        api = {
+            system["id"]: (
+                await client.get(f"/api/v1/systems/{system['id']}/performance", params=params)
+            ).json()
+            for system in (measured, typical)
+        }
+        both = await create_report(
+            client,
+            type="production",
+            format="pdf",
+            system_ids=[measured["id"], typical["id"]],
+            **params,
+        )
+        alone = await create_report(
+            client, type="production", format="pdf", system_ids=[measured["id"]], **params
+        )
+        done = await completed(client, app, both["id"])
+        pdf = (await client.get(done["download_url"])).content
+        text = "\n".join(
+            page.extract_text(extraction_mode="layout")
+            for page in pypdf.PdfReader(io.BytesIO(pdf)).pages
+        )
+        done = await completed(client, app, alone["id"])
+        alone_text = "\n".join(
+            page.extract_text(extraction_mode="layout")
+            for page in pypdf.PdfReader(
+                io.BytesIO((await client.get(done["download_url"])).content)
+            ).pages
+        )
+
+    render_first_page(pdf, "production-expected-pr.png")
+    (ARTIFACTS / "production-expected-pr.txt").write_text(text)
+    mine, other = api[measured["id"]], api[typical["id"]]
+    assert all(day["performance_ratio"] is not None for day in mine["data"])
+    assert all(day["performance_ratio"] is None for day in other["data"])
+    assert all(day["energy_performance_index"] is not None for day in other["data"])
+    assert "Expected" in text
+    # Per day: the rows of the all-systems table and of each system's table, in that order;
+    # the last three cells are Expected, EPI and PR.
+    for i, day in enumerate(("2025-06-01", "2025-06-02", "2025-06-03")):
+        rows = _pdf_rows(text, day)
+        assert len(rows) == 3, rows
+        fleet, first, second = (row[-3:] for row in rows)
+        for cells, bucket in ((first, mine["data"][i]), (second, other["data"][i])):
+            assert cells == [
+                _cell(bucket["expected_energy_wh"] / 1000),
+                _cell(bucket["energy_performance_index"]),
+                _cell(bucket["performance_ratio"]),
+            ]
+        assert second[2] == "—"
+        # Both systems: the expected energies add up, the EPI is Σ energy ÷ Σ expected, and
+        # there is no PR while one of them has none.
+        expected = mine["data"][i]["expected_energy_wh"] + other["data"][i]["expected_energy_wh"]
+        energy = mine["data"][i]["energy_wh"] + other["data"][i]["energy_wh"]
+        assert abs(float(fleet[0].replace(",", "")) - expected / 1000) <= 0.0011
+        assert abs(float(fleet[1]) - energy / expected) <= 0.0011
+        assert fleet[2] == "—"
+    # The systems table: each system's totals (its row starts with its name), and the total
+    # rows of both tables, without a PR.
+    for first_word, body in (("Dak", mine), ("Schuur", other)):
+        totals = body["meta"]["totals"]
+        (row,) = [cells for cells in _pdf_rows(text, first_word) if len(cells) > 5]
+        assert row[-3:] == [
+            _cell(totals["expected_energy_wh"] / 1000),
+            _cell(totals["energy_performance_index"]),
+            _cell(totals["performance_ratio"]),
+        ]
+    totals = _pdf_rows(text, "Total")
+    assert len(totals) == 2
+    for total in totals:
+        assert total[-1] == "—"
+        assert float(total[-3].replace(",", "")) == pytest.approx(
+            (mine["meta"]["totals"]["expected_energy_wh"]
+             + other["meta"]["totals"]["expected_energy_wh"]) / 1000, abs=0.0011
+        )  # fmt: skip
+    # One system alone: its total rows carry its PR, as the API's totals give it.
+    alone_totals = _pdf_rows(alone_text, "Total")
+    assert len(alone_totals) == 2
+    for total in alone_totals:
+        assert total[-1] == _cell(mine["meta"]["totals"]["performance_ratio"])
+        assert total[-2] == _cell(mine["meta"]["totals"]["energy_performance_index"])

@@ -4,6 +4,10 @@ Bars for calendar buckets (days, weeks, months), a line for the short UTC bucket
 1h). Buckets without a reading are gaps, never zero: a bar slot gets a light "no data"
 marker and a line is broken there. The chart is drawn twice, for wide and for phone-sized
 screens (CSS shows one), because text in a scaled-down wide SVG becomes unreadably small.
+
+A second series, the energy the performance model expected over the same quarter-hours
+(`ChartPoint.expected_wh`), is drawn over the first: a dark level mark across each bar, or
+a dashed line beside the measured one, with a legend in the top right corner.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ BAR_INTERVALS = frozenset({"1d", "1w", "1M"})
 class ChartPoint:
     start: datetime  # aware, UTC
     energy_wh: float | None
+    # What the model expected over the quarter-hours that have a reading (None: nothing).
+    expected_wh: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +119,8 @@ def _render(
     layout: Layout,
     title: str,
 ) -> Markup:
-    scale = energy_scale([p.energy_wh for p in points])
+    scale = energy_scale([p.energy_wh for p in points] + [p.expected_wh for p in points])
+    expected = any(p.expected_wh is not None for p in points)
     plot_w = layout.width - layout.left - layout.right
     plot_h = layout.height - layout.top - layout.bottom
     base_y = layout.top + plot_h
@@ -145,8 +152,14 @@ def _render(
     parts.append(f'<text x="4" y="{layout.font_size}" class="unit">{scale.unit}</text>')
     if interval in BAR_INTERVALS:
         parts.extend(_bars(points, marks, layout, slot, base_y, y_of))
+        if expected:
+            parts.extend(_expected_levels(points, layout, slot, y_of))
     else:
         parts.extend(_line(points, marks, layout, slot, base_y, y_of))
+        if expected:  # over the measured line (dashed: both stay visible where they agree)
+            parts.extend(_expected_line(points, layout, slot, y_of))
+    if expected:
+        parts.extend(_legend(layout, bars=interval in BAR_INTERVALS))
     parts.append(
         f'<line class="axis" x1="{layout.left}" x2="{layout.width - layout.right}" '
         f'y1="{base_y}" y2="{base_y}"/>'
@@ -159,12 +172,17 @@ def _render(
 def _mark(point: ChartPoint, interval: str, tz: ZoneInfo) -> tuple[str, Markup]:
     """The data attributes of a bar or point (exact API value, for tests and the readout)
     and its human label."""
-    label = escape(
-        f"{bucket_label(point.start, interval, tz, long=True)}: {format_energy(point.energy_wh)}"
-    )
+    text = f"{bucket_label(point.start, interval, tz, long=True)}: {format_energy(point.energy_wh)}"
+    if point.expected_wh is not None:
+        text += f", expected {format_energy(point.expected_wh)}"
+    label = escape(text)
     energy = "" if point.energy_wh is None else repr(point.energy_wh)
+    expected = "" if point.expected_wh is None else repr(point.expected_wh)
     start = point.start.isoformat().replace("+00:00", "Z")
-    attrs = f'data-start="{start}" data-energy-wh="{energy}" data-label="{label}"'
+    attrs = (
+        f'data-start="{start}" data-energy-wh="{energy}" data-expected-wh="{expected}" '
+        f'data-label="{label}"'
+    )
     return attrs, label
 
 
@@ -247,6 +265,82 @@ def _line(
             f'height="{base_y - layout.top:.2f}" {attrs}><title>{label}</title></rect>'
         )
     return parts
+
+
+def _expected_levels(
+    points: Sequence[ChartPoint],
+    layout: Layout,
+    slot: float,
+    y_of: Callable[[float], float],
+) -> list[str]:
+    """The expected energy of each bar as a level mark across its slot (drawn over the bars,
+    so a bar short of its mark is visibly below expectation). Not a hover target: the bar's
+    own title and readout carry both values."""
+    parts: list[str] = []
+    inset = min(slot * 0.05, 2.0)
+    for i, point in enumerate(points):
+        if point.expected_wh is None:
+            continue
+        y = y_of(point.expected_wh)
+        x1, x2 = layout.left + i * slot + inset, layout.left + (i + 1) * slot - inset
+        parts.append(
+            f'<line class="expected" x1="{x1:.2f}" x2="{x2:.2f}" y1="{y:.2f}" y2="{y:.2f}" '
+            f'data-expected-wh="{point.expected_wh!r}"/>'
+        )
+    return parts
+
+
+def _expected_line(
+    points: Sequence[ChartPoint],
+    layout: Layout,
+    slot: float,
+    y_of: Callable[[float], float],
+) -> list[str]:
+    """The expected energy as a dashed line, broken where nothing is expected."""
+    runs: list[list[tuple[float, float]]] = [[]]
+    for i, point in enumerate(points):
+        if point.expected_wh is None:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append((layout.left + (i + 0.5) * slot, y_of(point.expected_wh)))
+    parts: list[str] = []
+    for run in runs:
+        if len(run) == 1:
+            x, y = run[0]
+            parts.append(f'<circle class="expected-dot" cx="{x:.2f}" cy="{y:.2f}" r="2"/>')
+        elif run:
+            coords = " ".join(f"{x:.2f},{y:.2f}" for x, y in run)
+            parts.append(f'<polyline class="expected-line" points="{coords}"/>')
+    return parts
+
+
+def _legend(layout: Layout, *, bars: bool) -> list[str]:
+    """Which mark is which, in the top right corner (above the plot, beside the unit)."""
+    size = layout.font_size
+    y = size
+    right = layout.width - layout.right
+    # Text is measured at ~0.6 em a character in the chart's sans-serif (an upper bound).
+    text_w = round(size * 0.6 * len("Measured"))
+    expected_x = right - text_w
+    measured_x = expected_x - 20 - 14 - text_w - 4 - size
+    swatch = (
+        f'<rect class="legend-bar" x="{measured_x}" y="{y - size * 0.75:.1f}" width="{size}" '
+        f'height="{size * 0.75:.1f}"/>'
+        if bars
+        else f'<line class="legend-line" x1="{measured_x}" x2="{measured_x + size}" '
+        f'y1="{y - size * 0.35:.1f}" y2="{y - size * 0.35:.1f}"/>'
+    )
+    mark = "legend-expected" if bars else "legend-expected-line"
+    return [
+        '<g class="legend">',
+        swatch,
+        f'<text x="{measured_x + size + 4}" y="{y}">Measured</text>',
+        f'<line class="{mark}" x1="{expected_x - 20}" x2="{expected_x - 4}" '
+        f'y1="{y - size * 0.35:.1f}" y2="{y - size * 0.35:.1f}"/>',
+        f'<text x="{expected_x}" y="{y}">Expected</text>',
+        "</g>",
+    ]
 
 
 def _x_labels(

@@ -24,11 +24,13 @@ from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
-from solarapi.kit.grid import Interval, local_midnight, parse_interval
+from solarapi.kit.grid import Interval, iso_strings, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
 from solarapi.models import ApiKey
 from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.performance import service as performance_service
+from solarapi.performance.service import Figures
 from solarapi.portfolio import service as portfolio
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
@@ -434,3 +436,46 @@ async def production(
     except ValidationFailed as exc:
         raise FormRejected(_sentence(exc.message)) from None
     return readings.to_api()
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedAgainstActual:
+    """The system page's second series and KPIs, from the service `GET /performance` answers
+    with: each chart bucket's figures by its start (the readings body's `start`), the chart
+    range's, and those of the calendar month of the range's last day."""
+
+    buckets: dict[str, Figures]
+    total: Figures
+    month: Figures
+    month_first_day: date
+
+
+async def expected_against_actual(
+    session: AsyncSession, system: ReadableSystem, query: ProductionQuery, now: datetime
+) -> ExpectedAgainstActual:
+    tz = ZoneInfo(system.timezone)
+    start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
+    end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
+    first = query.last_day.replace(day=1)
+    following = (first + timedelta(days=31)).replace(day=1)
+    try:
+        chart = await performance_service.performance(
+            session, system, start, end, query.interval, now
+        )
+        month = await performance_service.performance(
+            session,
+            system,
+            datetime.fromtimestamp(local_midnight(first, tz), UTC),
+            datetime.fromtimestamp(local_midnight(following, tz), UTC),
+            Interval.MONTH,
+            now,
+        )
+    except ValidationFailed as exc:
+        raise FormRejected(_sentence(exc.message)) from None
+    starts = iso_strings(chart.time_range.edges())
+    return ExpectedAgainstActual(
+        buckets=dict(zip(starts, chart.figures(), strict=False)),
+        total=chart.total(),
+        month=month.total(),
+        month_first_day=first,
+    )

@@ -317,24 +317,31 @@ async def _system_view(
     error: str | None = None
     body: dict[str, Any] | None = None
     query: service.ProductionQuery | None = None
+    expected: service.ExpectedAgainstActual | None = None
     try:
         query = service.production_query(
             system, params.get("from"), params.get("to"), params.get("interval"), now
         )
         body = await service.production(session, system, query, now)
+        expected = await service.expected_against_actual(session, system, query, now)
     except service.FormRejected as exc:
         error = exc.message
     today = now.astimezone(tz).date()
     chart = None
-    if body is not None and query is not None:
+    if body is not None and query is not None and expected is not None:
         points = [
-            ChartPoint(parse_timestamp(item["start"]), item["energy_wh"]) for item in body["data"]
+            ChartPoint(
+                parse_timestamp(item["start"]),
+                item["energy_wh"],
+                _expected_wh(expected, item["start"]),
+            )
+            for item in body["data"]
         ]
         chart = render_chart(
             points,
             query.interval.value,
             tz,
-            title=f"Energy per {query.interval.label} of {system.name}",
+            title=f"Energy per {query.interval.label} of {system.name}, measured and expected",
         )
     return render(
         request,
@@ -349,6 +356,7 @@ async def _system_view(
             },
             "body": body,
             "chart": chart,
+            "expected": expected,
             "error": error,
             "upload_error": upload_error,
             "tokens": tokens,
@@ -371,6 +379,11 @@ async def _system_view(
         status_code=400 if error or upload_error or token_error else 200,
         user=user,
     )
+
+
+def _expected_wh(expected: service.ExpectedAgainstActual, start: str) -> float | None:
+    figures = expected.buckets.get(start)
+    return None if figures is None else figures.expected_energy_wh
 
 
 def _presets(system_id: str, today: date) -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     Date,
@@ -89,6 +90,9 @@ class System(Base):
     monitoring_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     monitoring_offline_after_hours: Mapped[int] = mapped_column(Integer, default=4)
     monitoring_underperformance_threshold: Mapped[float] = mapped_column(Float, default=0.8)
+    # Raised in the transaction of every write to the system's measured data (readings,
+    # irradiance, retention): what is derived from that data alone is kept while it holds.
+    data_version: Mapped[int] = mapped_column(BigInteger, server_default="0", default=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ class SystemRecord:
     monitoring_enabled: bool = True
     monitoring_offline_after_hours: int = 4
     monitoring_underperformance_threshold: float = 0.8
+    data_version: int = 0
 
 
 def model_parameters(system: System | SystemRecord) -> ModelParameters:

@@ -82,6 +82,13 @@ def is_cached(plant: Plant, start_s: int, end_s: int) -> bool:
     return all(_months.peek((*_place(plant), lo)) for lo, _, _, _ in utc_months(start_s, end_s))
 
 
+def prepare(plant: Plant, start_s: int, end_s: int) -> None:
+    """Compute and cache the geometry of every UTC month of [start_s, end_s) that is not
+    cached yet (CPU-bound: the service runs it on a worker thread while it reads the data)."""
+    for month_start_s, month_end_s, _, _ in utc_months(start_s, end_s):
+        _month_geometry(plant, month_start_s, month_end_s)
+
+
 def clear_cache() -> None:
     """Forget the cached geometry (benchmarks measure cold runs with it)."""
     _months.clear()

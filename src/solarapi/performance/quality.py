@@ -61,10 +61,13 @@ def quality_flags(
     clear_sky_expected_wh: FloatArray,
     capacity_kwp: float,
     inverter_capacity_kw: float | None,
+    whole_days: bool = True,
 ) -> list[tuple[str, ...]]:
     """The flags of each bucket. Per quarter-hour: `bucket` and `day` (indices of its bucket
     and its local day, −1 outside), `day_slot` (its place in the day), the measured energy
-    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`."""
+    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`.
+    `time_shift` is a property of a day's curve: looked for only when every bucket is made
+    of whole days (`whole_days`)."""
     has = ~np.isnan(energy_wh)
     energy = np.where(has, energy_wh, 0.0)
     clipping = _clipping(energy, has, day, clear_sky_expected_wh, inverter_capacity_kw)
@@ -84,8 +87,12 @@ def quality_flags(
     mark("clipping", clipping)
     mark("stuck", stuck)
     mark("outlier", outlier)
-    shifted = _shifted_buckets(
-        bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+    shifted = (
+        _shifted_buckets(
+            bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+        )
+        if whole_days
+        else []
     )
     for index in shifted:
         flags[index].append("time_shift")
@@ -209,22 +216,25 @@ def _producing(actual: FloatArray, daylight_count: IntArray) -> BoolArray:
 
 def _best_lags(actual: FloatArray, expected: FloatArray) -> tuple[IntArray, FloatArray]:
     """Per row: the lag (quarter-hours, ±MAX_LAG_QUARTERS) by which the reference must move
-    later to match the production best, and the correlation there."""
+    later to match the production best, and the correlation there. Every lag at once: the
+    reference's windows are a strided view (rows × lags × 100), no copy per lag."""
     lags = np.arange(-MAX_LAG_QUARTERS, MAX_LAG_QUARTERS + 1)
-    correlations = np.full((len(actual), len(lags)), -np.inf)
-    for k, lag in enumerate(lags.tolist()):
-        # The reference moved `lag` quarter-hours later: production at t matches it at t − lag.
-        window = expected[:, MAX_LAG_QUARTERS - lag : MAX_LAG_QUARTERS - lag + 100]
-        correlations[:, k] = _row_correlation(actual, window)
+    # windows[:, j] starts at column j; the reference moved `lag` quarter-hours later
+    # (production at t matches it at t − lag) starts at MAX_LAG_QUARTERS − lag.
+    windows = np.lib.stride_tricks.sliding_window_view(expected, 100, axis=1)[:, ::-1]
+    correlations = _row_correlation(actual, windows)
     best = np.argmax(correlations, axis=1)
     return lags[best], correlations[np.arange(len(actual)), best]
 
 
 def _row_correlation(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Pearson's correlation of each row of `a` (rows × n) with each of its windows in `b`
+    (rows × lags × n); −inf where undefined (a flat row)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         a0 = a - a.mean(axis=1, keepdims=True)
-        b0 = b - b.mean(axis=1, keepdims=True)
-        result: FloatArray = (a0 * b0).sum(axis=1) / np.sqrt(
-            (a0 * a0).sum(axis=1) * (b0 * b0).sum(axis=1)
+        b0 = b - b.mean(axis=2, keepdims=True)
+        covariance = np.einsum("rn,rkn->rk", a0, b0)
+        result: FloatArray = covariance / np.sqrt(
+            (a0 * a0).sum(axis=1)[:, None] * np.einsum("rkn,rkn->rk", b0, b0)
         )
     return np.nan_to_num(result, nan=-np.inf)

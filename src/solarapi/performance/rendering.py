@@ -3,7 +3,6 @@ and of stored irradiance (`schemas.IrradianceListOut`)."""
 
 from __future__ import annotations
 
-import math
 from importlib.metadata import version
 from typing import Any
 
@@ -12,7 +11,7 @@ import orjson
 
 from solarapi.kit.grid import iso_strings
 from solarapi.performance.repository import IrradianceRows
-from solarapi.performance.service import Kpis, ModelInfo, Performance
+from solarapi.performance.service import Figures, ModelInfo, Performance
 from solarapi.performance.values import (
     ALBEDO,
     MODULE_DELTA_T_C,
@@ -25,50 +24,24 @@ from solarapi.performance.values import (
 _PVLIB_VERSION = version("pvlib")
 
 
-def _number(value: float) -> float | None:
-    return None if math.isnan(value) or math.isinf(value) else round(value, 3)
-
-
-def _ratio(numerator: float, denominator: float) -> float | None:
-    if math.isnan(numerator) or math.isnan(denominator) or denominator <= 0:
-        return None
-    return round(numerator / denominator, 3)
-
-
-def _kpi_items(kpis: Kpis, capacity_kwp: float) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for i in range(len(kpis.samples)):
-        energy = float(kpis.energy_wh[i])
-        expected = float(kpis.expected_energy_wh[i])
-        insolation = float(kpis.insolation_wh_m2[i])
-        reference = float(kpis.reference_energy_wh[i])
-        samples = int(kpis.samples[i])
-        # A PR against a typical year is not a PR: only when every counted quarter-hour has
-        # measured (sensor or satellite) irradiance.
-        measured = samples > 0 and int(kpis.typical_samples[i]) == 0
-        yield_f = energy / 1000 / capacity_kwp
-        yield_r = insolation / 1000
-        expected_samples = int(kpis.expected_samples[i])
-        items.append(
-            {
-                "energy_wh": _number(energy),
-                "expected_energy_wh": _number(expected),
-                "insolation_wh_m2": _number(insolation),
-                "irradiance_source": kpis.sources[i],
-                "specific_yield_kwh_kwp": _number(yield_f),
-                "reference_yield_h": _number(yield_r),
-                "performance_ratio": _ratio(yield_f, yield_r) if measured else None,
-                "performance_ratio_temperature_corrected": (
-                    _ratio(energy, reference) if measured else None
-                ),
-                "energy_performance_index": _ratio(energy, expected),
-                "samples": samples,
-                "expected_samples": expected_samples,
-                "coverage": round(samples / expected_samples, 3) if expected_samples else 0.0,
-                "quality": list(kpis.quality[i]),
-            }
-        )
-    return items
+def _figures_to_api(figures: Figures) -> dict[str, Any]:
+    return {
+        "energy_wh": figures.energy_wh,
+        "expected_energy_wh": figures.expected_energy_wh,
+        "insolation_wh_m2": figures.insolation_wh_m2,
+        "irradiance_source": figures.irradiance_source,
+        "specific_yield_kwh_kwp": figures.specific_yield_kwh_kwp,
+        "reference_yield_h": figures.reference_yield_h,
+        "performance_ratio": figures.performance_ratio,
+        "performance_ratio_temperature_corrected": (
+            figures.performance_ratio_temperature_corrected
+        ),
+        "energy_performance_index": figures.energy_performance_index,
+        "samples": figures.samples,
+        "expected_samples": figures.expected_samples,
+        "coverage": figures.coverage,
+        "quality": list(figures.quality),
+    }
 
 
 def model_to_api(model: ModelInfo) -> dict[str, Any]:
@@ -105,12 +78,9 @@ def model_to_api(model: ModelInfo) -> dict[str, Any]:
 def render(performance: Performance) -> bytes:
     edges = performance.time_range.edges()
     labels = iso_strings(edges)
-    capacity = performance.model.capacity_kwp
     data = [
-        {"start": start, "end": end, **item}
-        for start, end, item in zip(
-            labels, labels[1:], _kpi_items(performance.buckets, capacity), strict=False
-        )
+        {"start": start, "end": end, **_figures_to_api(figures)}
+        for start, end, figures in zip(labels, labels[1:], performance.figures(), strict=False)
     ]
     meta = {
         "system_id": performance.system_id,
@@ -118,7 +88,7 @@ def render(performance: Performance) -> bytes:
         "timezone": performance.timezone,
         "from": labels[0],
         "to": labels[-1],
-        "totals": _kpi_items(performance.totals, capacity)[0],
+        "totals": _figures_to_api(performance.total()),
         "model": model_to_api(performance.model),
     }
     return orjson.dumps({"data": data, "meta": meta})

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
-from solarapi.db import DATA_VERSION, SessionDep
+from solarapi.db import SessionDep
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.grid import QUARTER_S, Interval, parse_interval, parse_range
@@ -21,7 +21,7 @@ from solarapi.performance import service, upload
 from solarapi.performance.rendering import render, render_irradiance
 from solarapi.performance.schemas import IrradianceItem, IrradianceListOut, PerformanceOut
 from solarapi.readings.schemas import UploadResultOut
-from solarapi.systems.access import get_system
+from solarapi.systems.access import get_system, read_system
 
 router = APIRouter(tags=["Performance"])
 
@@ -31,8 +31,9 @@ FromParam = Annotated[
 ]
 ToParam = Annotated[str | None, Query(description="RFC 3339 with a zone; exclusive (default: now)")]
 
-# Rendered bodies, at most 32 MB of them, each while the database is unchanged (`kit.versioned`):
-# a dashboard reading a month twice models it once.
+# Rendered bodies, at most 32 MB of them, each while its system's data and model fields are
+# unchanged (`service.data_version`, kept with `kit.versioned`): a dashboard reading a month
+# twice models it once, and commits of other systems (loggers uploading all day) leave it.
 _BODIES = VersionedCache[bytes](maxsize=32 * 2**20, getsizeof=len)
 
 
@@ -51,7 +52,6 @@ _BODIES = VersionedCache[bytes](maxsize=32 * 2**20, getsizeof=len)
 )
 async def get_performance(
     system_id: str,
-    request: Request,
     principal: PrincipalDep,
     session: SessionDep,
     from_: FromParam = None,
@@ -61,17 +61,17 @@ async def get_performance(
     now = utcnow()
     chosen = parse_interval(interval, service.INTERVALS, Interval.DAY)
     start, end = parse_range(from_, to, now)
-    version = request.scope.get("state", {}).get(DATA_VERSION)
+    # The system first (404 if not the caller's): its data version says whether a kept
+    # answer still holds.
+    system = await read_system(session, principal, system_id)
     key = (principal.account_id, principal.environment, system_id, chosen, start, end)
 
     async def make() -> tuple[bytes, bool]:
-        performance = await service.read_performance(
-            session, principal, system_id, start, end, chosen, now
-        )
-        # A simulated system's answer depends on `now` too: never kept.
-        return render(performance), not performance.simulated
+        performance = await service.performance(session, system, start, end, chosen, now)
+        return render(performance), True
 
-    body = await _BODIES.get_or_make(key, version, make)
+    # A simulated system's answer depends on `now` too: never kept (version None).
+    body = await _BODIES.get_or_make(key, service.data_version(system), make)
     return Response(body, media_type="application/json")
 
 

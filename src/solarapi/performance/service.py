@@ -4,19 +4,23 @@ Public API for other areas (alerts, dashboard, reports) — typed values, no HTT
 - `quarter_hours(session, system, start_s, end_s, now) -> QuarterHourPerformance`: measured
   and expected energy (and the model's inputs) for every quarter-hour of [start_s, end_s);
 - `performance(session, system, start, end, interval, now) -> Performance`: the buckets of
-  `GET /systems/{id}/performance` (interval 1d, 1w or 1M) for a system already in hand.
+  `GET /systems/{id}/performance` (interval 1d, 1w or 1M; any interval in process) for a
+  system already in hand; `Performance.figures()` and `.total()` give the figures as the API
+  does (the dashboard and the PDF report show them).
 
 The path of a request: the range is widened once (`kit.grid`), the quarter-hours of readings
 (`readings.service.quarter_hours`, stored or simulated) and of irradiance are read once, the
 model runs once (off the event loop unless its geometry is cached), the sums go into the
-buckets through `kit.grid.aggregate_into`, and the router renders the typed `Performance`.
+buckets (a `bincount` each), and the router renders the typed `Performance`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import sys
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -31,7 +35,6 @@ from solarapi.kit.grid import (
     IntArray,
     Interval,
     TimeRange,
-    aggregate_into,
     bucket_edges,
     widen_range,
 )
@@ -96,6 +99,110 @@ class Kpis:
 
 
 @dataclass(frozen=True, slots=True)
+class Figures:
+    """One bucket's figures exactly as the API gives them: rounded to 3 decimals, None where
+    undefined (no reading; a PR against a typical year; nothing expected)."""
+
+    energy_wh: float | None
+    expected_energy_wh: float | None
+    insolation_wh_m2: float | None
+    irradiance_source: str | None
+    specific_yield_kwh_kwp: float | None
+    reference_yield_h: float | None
+    performance_ratio: float | None
+    performance_ratio_temperature_corrected: float | None
+    energy_performance_index: float | None
+    samples: int
+    expected_samples: int
+    coverage: float
+    quality: tuple[str, ...]
+
+    @property
+    def performance_ratio_missing(self) -> str | None:
+        """Why the PR is null, in words for people (None when it is given)."""
+        if self.performance_ratio is not None:
+            return None
+        if self.samples == 0:
+            return "no readings"
+        if self.irradiance_source == "typical":
+            return "no measured irradiance (expected from the site's typical year)"
+        if self.irradiance_source == "mixed":
+            return "measured irradiance for part of the period only"
+        return "no irradiance"
+
+    @property
+    def energy_performance_index_missing(self) -> str | None:
+        """Why the EPI is null, in words for people (None when it is given)."""
+        if self.energy_performance_index is not None:
+            return None
+        return "no readings" if self.samples == 0 else "nothing expected (no sun)"
+
+
+def figures_of(kpis: Kpis, capacity_kwp: float) -> tuple[Figures, ...]:
+    """The `Figures` of every bucket of `kpis` (IEC 61724-1, docs/performance.md)."""
+    return tuple(
+        _figures(
+            energy=float(kpis.energy_wh[i]),
+            expected=float(kpis.expected_energy_wh[i]),
+            insolation=float(kpis.insolation_wh_m2[i]),
+            reference=float(kpis.reference_energy_wh[i]),
+            samples=int(kpis.samples[i]),
+            expected_samples=int(kpis.expected_samples[i]),
+            typical_samples=int(kpis.typical_samples[i]),
+            source=kpis.sources[i],
+            quality=kpis.quality[i],
+            capacity_kwp=capacity_kwp,
+        )
+        for i in range(len(kpis.samples))
+    )
+
+
+def _figures(
+    *,
+    energy: float,
+    expected: float,
+    insolation: float,
+    reference: float,
+    samples: int,
+    expected_samples: int,
+    typical_samples: int,
+    source: str | None,
+    quality: tuple[str, ...],
+    capacity_kwp: float,
+) -> Figures:
+    # A PR against a typical year is not a PR: only when every counted quarter-hour has
+    # measured (sensor or satellite) irradiance.
+    measured = samples > 0 and typical_samples == 0
+    yield_f = energy / 1000 / capacity_kwp
+    yield_r = insolation / 1000
+    return Figures(
+        energy_wh=_number(energy),
+        expected_energy_wh=_number(expected),
+        insolation_wh_m2=_number(insolation),
+        irradiance_source=source,
+        specific_yield_kwh_kwp=_number(yield_f),
+        reference_yield_h=_number(yield_r),
+        performance_ratio=_ratio(yield_f, yield_r) if measured else None,
+        performance_ratio_temperature_corrected=_ratio(energy, reference) if measured else None,
+        energy_performance_index=_ratio(energy, expected),
+        samples=samples,
+        expected_samples=expected_samples,
+        coverage=round(samples / expected_samples, 3) if expected_samples else 0.0,
+        quality=quality,
+    )
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) or math.isinf(value) else round(value, 3)
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    if math.isnan(numerator) or math.isnan(denominator) or denominator <= 0:
+        return None
+    return round(numerator / denominator, 3)
+
+
+@dataclass(frozen=True, slots=True)
 class Performance:
     """What `GET /systems/{id}/performance` answers."""
 
@@ -106,6 +213,14 @@ class Performance:
     totals: Kpis
     model: ModelInfo
     simulated: bool  # the sandbox model's, up to `now`: not a function of the database alone
+
+    def figures(self) -> tuple[Figures, ...]:
+        """Each bucket's figures, as the API gives them."""
+        return figures_of(self.buckets, self.model.capacity_kwp)
+
+    def total(self) -> Figures:
+        """The whole range's figures (`meta.totals`)."""
+        return figures_of(self.totals, self.model.capacity_kwp)[0]
 
 
 async def read_irradiance(
@@ -128,18 +243,24 @@ def plant_of(system: ReadableSystem) -> Plant:
     )
 
 
-async def read_performance(
-    session: AsyncSession,
-    principal: Principal,
-    system_id: str,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
-    now: datetime,
-) -> Performance:
-    """`GET /systems/{id}/performance` for the caller's system (404 if not theirs)."""
-    system = await read_system(session, principal, system_id)
-    return await performance(session, system, start, end, interval, now)
+def data_version(system: ReadableSystem) -> Hashable | None:
+    """What a performance answer of `system` is a function of, besides the request: its
+    `data_version` (raised with every write to its readings or irradiance) and every system
+    field the model and the buckets use. Equal values, equal answers — so an answer is kept
+    while this holds, whatever other systems commit meanwhile. None for a simulated system
+    (its answer depends on `now`)."""
+    if system.data_source == "simulated":
+        return None
+    return (
+        system.data_version,
+        plant_of(system),
+        model_parameters(system),
+        system.timezone,
+        system.tilt_defaulted,
+        system.azimuth_defaulted,
+        system.first_reading_at,
+        system.last_reading_at,
+    )
 
 
 async def performance(
@@ -150,12 +271,14 @@ async def performance(
     interval: Interval,
     now: datetime,
 ) -> Performance:
-    """The buckets of [start, end) widened to the system's local calendar (1d, 1w or 1M)."""
-    if interval not in INTERVALS:
-        raise ValueError(f"performance buckets are 1d, 1w or 1M, not {interval.value}")
+    """The buckets of [start, end) widened to the grid of `interval`: the system's local
+    calendar for 1d, 1w and 1M (what the endpoint offers, `INTERVALS`); the dashboard's chart
+    and the reports also ask for 15m, 30m and 1h buckets, for which `time_shift` (a property
+    of a day's curve) is not looked for."""
     tz = ZoneInfo(system.timezone)
     time_range = widen_range(start, end, interval, tz)
-    series = await quarter_hours(session, system, time_range.start_s, time_range.end_s, now)
+    lo, hi = _reading_span(system, time_range.start_s, time_range.end_s, now)
+    series = await quarter_hours(session, system, lo, hi, now)
     edges = time_range.edges()
     day_edges = bucket_edges(time_range.start_s, time_range.end_s, Interval.DAY, tz)
     buckets = _kpis(system, series, edges, day_edges)
@@ -177,6 +300,26 @@ async def performance(
         model=model_info(system),
         simulated=system.data_source == "simulated",
     )
+
+
+def _reading_span(
+    system: ReadableSystem, start_s: int, end_s: int, now: datetime
+) -> tuple[int, int]:
+    """The part of [start_s, end_s) that can hold a reading — from the system's first stored
+    quarter-hour (a simulated one's history start) to the last one that has ended — so
+    that nothing is read or modelled outside it: the buckets there have no reading anyway,
+    and a range of 10,000 monthly buckets would otherwise model 833 years."""
+    now_s = int(now.timestamp() // 1)
+    lo, hi = start_s, min(end_s, now_s - now_s % QUARTER_S)
+    if system.data_source == "simulated":
+        lo = max(lo, simulated_since(system))
+    elif system.first_reading_at is None or system.last_reading_at is None:
+        return start_s, start_s
+    else:
+        lo = max(lo, int(system.first_reading_at.timestamp()))
+        hi = min(hi, int(system.last_reading_at.timestamp()) + QUARTER_S)
+    lo -= lo % QUARTER_S  # (stored starts are on the grid; the range's edges are too)
+    return (lo, hi) if hi > lo else (start_s, start_s)
 
 
 def model_info(system: ReadableSystem) -> ModelInfo:
@@ -211,16 +354,49 @@ async def quarter_hours(
     """Measured and expected energy of every quarter-hour of [start_s, end_s) (UTC, aligned
     to the quarter-hour). Quarter-hours without measured irradiance are modelled with the
     site's typical year; those not yet ended have no reading."""
-    measured = await readings.quarter_hours(
-        session,
-        system,
-        datetime.fromtimestamp(start_s, UTC),
-        datetime.fromtimestamp(end_s, UTC),
-        now,
-    )
-    inputs = await _irradiance(session, system, measured.starts, now)
-    modelled = await _run_model(plant_of(system), model_parameters(system), inputs)
+    plant = plant_of(system)
+    # The site's geometry depends on nothing read here: a cold one is modelled on a worker
+    # thread while the readings and the irradiance are read on the event loop.
+    geometry = asyncio.ensure_future(_prepare_model(plant, start_s, end_s))
+    try:
+        measured = await readings.quarter_hours(
+            session,
+            system,
+            datetime.fromtimestamp(start_s, UTC),
+            datetime.fromtimestamp(end_s, UTC),
+            now,
+        )
+        inputs = await _irradiance(session, system, measured.starts, now)
+    except BaseException:
+        # The thread runs on regardless (what it makes is cached); its outcome is not needed.
+        geometry.add_done_callback(_forget)
+        raise
+    await geometry
+    from solarapi.performance import model  # start-up: imported by `_prepare_model`
+
+    parameters = model_parameters(system)
+    if end_s <= start_s or model.is_cached(plant, start_s, end_s):
+        modelled = model.model(plant, parameters, inputs)  # ~2 ms a year on cached geometry
+    else:  # evicted meanwhile by other requests' (the cache is bounded): off the loop again
+        modelled = await asyncio.to_thread(model.model, plant, parameters, inputs)
     return QuarterHourPerformance(measured.starts, measured.energy_wh, modelled)
+
+
+async def _prepare_model(plant: Plant, start_s: int, end_s: int) -> None:
+    """The model imported and the geometry of [start_s, end_s) cached, off the event loop
+    when either costs: the import of pvlib, pandas and scipy takes seconds (the first
+    performance request); a system-year's geometry ~60 ms of CPU (`bench/performance/`)."""
+    if _MODEL_MODULE not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, _MODEL_MODULE)
+    from solarapi.performance import model  # start-up: loaded just above
+
+    if end_s > start_s and not model.is_cached(plant, start_s, end_s):
+        await asyncio.to_thread(model.prepare, plant, start_s, end_s)
+
+
+def _forget(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
 
 
 async def _irradiance(
@@ -235,29 +411,25 @@ async def _irradiance(
     if system.data_source == "simulated":
         await _simulated_irradiance(system, start_s, end_s, now, columns)
     else:
-        sensor, satellite = await repository.both_between(session, system.id, start_s, end_s)
-        for name, rows, values in (
-            ("sensor_poa_w_m2", sensor, sensor.poa_w_m2),
-            ("sensor_module_temp_c", sensor, sensor.module_temp_c),
-            ("sensor_ambient_temp_c", sensor, sensor.ambient_temp_c),
-            ("satellite_ghi_w_m2", satellite, satellite.ghi_w_m2),
-            ("satellite_dni_w_m2", satellite, satellite.dni_w_m2),
-            ("satellite_dhi_w_m2", satellite, satellite.dhi_w_m2),
-            ("satellite_temp_air_c", satellite, satellite.ambient_temp_c),
+        stored = await repository.model_inputs_between(session, system.id, start_s, end_s)
+        for names, at, values in (
+            (_SENSOR_COLUMNS, stored.sensor_starts, stored.sensor),
+            (_SATELLITE_COLUMNS, stored.satellite_starts, stored.satellite),
         ):
-            _place(starts, rows.starts, columns[name], values)
+            for i, name in enumerate(names):
+                _place(starts, at, columns[name], values[:, i])
     return Irradiance(starts, **columns)
 
 
-_INPUT_COLUMNS = (
-    "sensor_poa_w_m2",
-    "sensor_module_temp_c",
-    "sensor_ambient_temp_c",
+# `Irradiance`'s fields, in the order of `repository.ModelInputs`' columns.
+_SENSOR_COLUMNS = ("sensor_poa_w_m2", "sensor_module_temp_c", "sensor_ambient_temp_c")
+_SATELLITE_COLUMNS = (
     "satellite_ghi_w_m2",
     "satellite_dni_w_m2",
     "satellite_dhi_w_m2",
     "satellite_temp_air_c",
 )
+_INPUT_COLUMNS = _SENSOR_COLUMNS + _SATELLITE_COLUMNS
 
 
 async def _simulated_irradiance(
@@ -285,21 +457,6 @@ async def _simulated_irradiance(
     _place(grid, conditions.starts, columns["sensor_ambient_temp_c"], conditions.temp_air_c)
 
 
-async def _run_model(plant: Plant, parameters: ModelParameters, inputs: Irradiance) -> Modelled:
-    if _MODEL_MODULE not in sys.modules:
-        # start-up: the model pulls in pvlib, pandas and scipy (seconds to import, measured):
-        # imported on the first performance request, on a worker thread.
-        await asyncio.to_thread(importlib.import_module, _MODEL_MODULE)
-    from solarapi.performance import model  # start-up: loaded just above
-
-    starts = inputs.starts
-    if len(starts) and not model.is_cached(plant, int(starts[0]), int(starts[-1]) + QUARTER_S):
-        # CPU-bound while the site's geometry is not cached (~0.5 s per system-year): off
-        # the event loop, where the sandbox runs its simulation.
-        return await asyncio.to_thread(model.model, plant, parameters, inputs)
-    return model.model(plant, parameters, inputs)
-
-
 def _place(grid: IntArray, at: IntArray, target: FloatArray, values: FloatArray) -> None:
     if len(grid) == 0 or len(at) == 0:
         return
@@ -316,44 +473,51 @@ def _kpis(
     found: tuple[str, ...] | None = None,
 ) -> Kpis:
     """The sums of each bucket of `edges`, with its flags (`found`: the flags other than
-    `gap` already known for a single bucket, which are then not looked for again)."""
+    `gap` already known for a single bucket, which are then not looked for again). Each sum
+    is one `bincount` over the counted quarter-hours in time order (the arithmetic of
+    `kit.grid.aggregate_into`, without its power maximum)."""
     starts = series.starts
     modelled = series.modelled
-    counted = ~np.isnan(series.energy_wh)
-    ones = np.ones(len(starts), dtype=np.int64)
-    no_power = np.full(len(starts), np.nan)
+    count = len(edges) - 1
+    bucket = np.searchsorted(edges, starts, side="right") - 1
+    counted = ~np.isnan(series.energy_wh) & (bucket >= 0) & (bucket < count)
+    at = bucket[counted]
+    samples = np.bincount(at, minlength=count).astype(np.int64)
+    empty = samples == 0
 
-    def total(values: FloatArray, where: np.ndarray | None = None) -> tuple[FloatArray, IntArray]:
-        keep = counted if where is None else counted & where
-        summed = aggregate_into(edges, starts, np.where(keep, values, np.nan), ones, no_power)
-        return summed.energy_wh, summed.samples
+    def total(values: FloatArray) -> FloatArray:
+        summed = np.bincount(at, weights=values[counted], minlength=count).astype(
+            np.float64, copy=False
+        )
+        summed[empty] = np.nan
+        return summed
 
-    energy, samples = total(series.energy_wh)
-    expected, _ = total(modelled.expected_wh)
-    insolation, _ = total(modelled.poa_w_m2 * (QUARTER_S / 3600))
-    reference, _ = total(modelled.reference_wh)
+    energy = total(series.energy_wh)
+    expected = total(modelled.expected_wh)
+    insolation = total(modelled.poa_w_m2 * (QUARTER_S / 3600))
+    reference = total(modelled.reference_wh)
+    counted_sources = modelled.source[counted]
     counts = {
-        source: total(ones.astype(np.float64), modelled.source == source)[1] for source in Source
+        source: np.bincount(at[counted_sources == source], minlength=count).astype(np.int64)
+        for source in Source
     }
     sources = tuple(
-        _source_label([source for source in Source if counts[source][i] > 0])
-        for i in range(len(edges) - 1)
+        _source_label([source for source in Source if counts[source][i] > 0]) for i in range(count)
     )
     expected_samples = (np.diff(edges) // QUARTER_S).astype(np.int64)
-    bucket = np.searchsorted(edges, starts, side="right") - 1
-    day = np.searchsorted(day_edges, starts, side="right") - 1
-    valid_day = (day >= 0) & (day < len(day_edges) - 1)
-    day_slot = np.where(
-        valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
-    )
     coverage = samples / np.maximum(expected_samples, 1)
     if found is not None:
         gap = ("gap",) if coverage[0] < MIN_COVERAGE else ()
         return _with_flags(energy, expected, insolation, reference, samples, expected_samples,
                            counts[Source.TYPICAL], sources, [(*gap, *found)])  # fmt: skip
+    day = np.searchsorted(day_edges, starts, side="right") - 1
+    valid_day = (day >= 0) & (day < len(day_edges) - 1)
+    day_slot = np.where(
+        valid_day, (starts - day_edges[np.clip(day, 0, len(day_edges) - 1)]) // QUARTER_S, -1
+    )
     flags = quality_flags(
         bucket=bucket,
-        bucket_count=len(edges) - 1,
+        bucket_count=count,
         coverage=coverage,
         day=np.where(valid_day, day, -1),
         day_count=max(len(day_edges) - 1, 0),
@@ -363,9 +527,15 @@ def _kpis(
         clear_sky_expected_wh=modelled.clear_sky_expected_wh,
         capacity_kwp=system.capacity_kwp,
         inverter_capacity_kw=system.inverter_capacity_kw,
+        whole_days=bool(len(edges)) and _whole_days(edges, day_edges),
     )
     return _with_flags(energy, expected, insolation, reference, samples, expected_samples,
                        counts[Source.TYPICAL], sources, flags)  # fmt: skip
+
+
+def _whole_days(edges: IntArray, day_edges: IntArray) -> bool:
+    """Whether every bucket is made of whole local days (its edges are day edges)."""
+    return bool(np.isin(edges, day_edges).all())
 
 
 def _with_flags(

@@ -177,9 +177,11 @@ async def store(
     starts: IntArray,
     values: dict[str, FloatArray],
 ) -> int:
-    """Upsert validated quarter-hours of `source` under the system's lock; returns how many
-    already had a row."""
+    """Upsert validated quarter-hours of `source` under the system's lock (raising its
+    `data_version`: what was derived from its data is stale); returns how many already had
+    a row."""
     await systems_repository.lock(session, system.id)
     existing = await repository.existing_starts(session, system.id, source, starts)
     await repository.upsert(session, system.id, source, starts, values)
+    await systems_repository.raise_data_version(session, system.id)
     return len(existing)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from sqlalchemy import text
+from sqlalchemy import select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.config import Settings
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
+from solarapi.models.readings import ReadingChange
+from solarapi.models.systems import System
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +80,22 @@ class ReadingPartitions(Protocol):
 
 async def _forget_changes(session: AsyncSession, horizon: datetime) -> None:
     """The change feed's log past the horizon goes with the readings: a client that starts the
-    feed afresh must not be handed readings that are no longer stored."""
+    feed afresh must not be handed readings that are no longer stored. The systems that had
+    readings there (the log holds one row per stored reading) have changed data
+    (`System.data_version`)."""
+    horizon_s = int(horizon.timestamp())
     await session.execute(
-        text("DELETE FROM reading_changes WHERE start_s < :horizon"),
-        {"horizon": int(horizon.timestamp())},
+        update(System)
+        .where(
+            System.id.in_(
+                select(ReadingChange.system_id).where(ReadingChange.start_s < horizon_s).distinct()
+            )
+        )
+        .values(data_version=System.data_version + 1)
+        .execution_options(synchronize_session=False)
+    )
+    await session.execute(
+        text("DELETE FROM reading_changes WHERE start_s < :horizon"), {"horizon": horizon_s}
     )
 
 

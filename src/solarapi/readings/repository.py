@@ -124,8 +124,8 @@ async def extend_reading_span(
     session: AsyncSession, system_id: str, first: datetime, last: datetime
 ) -> tuple[datetime, datetime]:
     """Widen the system's first/last reading to include [first, last] in one statement, so
-    the stored span is exact whatever another upload did before this one took the lock;
-    returns the span now stored."""
+    the stored span is exact whatever another upload did before this one took the lock, and
+    raise its `data_version` (its readings changed); returns the span now stored."""
     statement = (
         update(System)
         .where(System.id == system_id)
@@ -144,6 +144,7 @@ async def extend_reading_span(
                 ),
                 else_=System.last_reading_at,
             ),
+            data_version=System.data_version + 1,
         )
         .returning(System.first_reading_at, System.last_reading_at)
         .execution_options(synchronize_session=False)

@@ -1,5 +1,7 @@
 """Production and market value reports: one row per system and bucket, from the same service
-functions the API answers `GET /systems/{id}/readings` and `/market-value` with."""
+functions the API answers `GET /systems/{id}/readings` and `/market-value` with. A PDF
+production report also shows, from the service of `GET /systems/{id}/performance`, the
+expected energy, the EPI and the performance ratio where it is defined (—, not 0, where not)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.kit.grid import iso_strings
 from solarapi.models.systems import System
+from solarapi.performance import service as performance_service
 from solarapi.prices import value as prices_value
 from solarapi.readings.service import aggregate
 from solarapi.reports.content import (
@@ -50,6 +54,49 @@ PRODUCTION_COLUMNS = [
 
 
 @dataclass(slots=True)
+class _Expected:
+    """Expected against actual summed over systems (PDF production reports): the energy the
+    model expected and the figures of a fleet PR and EPI, over the quarter-hours that have a
+    reading. The PR of several systems is Σ E ÷ Σ (capacity × insolation) (IEC 61724-1's
+    definition over their joint nameplate), defined only while every system that has a
+    reading there has a PR."""
+
+    energy_wh: float = 0.0
+    expected_wh: float | None = None
+    reference_wh: float = 0.0  # Σ capacity_kwp × insolation_wh_m2: PR's denominator
+    counted: bool = False  # some quarter-hour has a reading
+    without_pr: bool = False  # some of them have no measured irradiance
+
+    def add(self, kpis: performance_service.Kpis, i: int, capacity_kwp: float) -> None:
+        if int(kpis.samples[i]) == 0:
+            return
+        self.counted = True
+        self.energy_wh += float(kpis.energy_wh[i])
+        self.expected_wh = (self.expected_wh or 0.0) + float(kpis.expected_energy_wh[i])
+        self.reference_wh += capacity_kwp * float(kpis.insolation_wh_m2[i])
+        self.without_pr |= int(kpis.typical_samples[i]) > 0
+
+    @property
+    def performance_ratio(self) -> float | None:
+        if not self.counted or self.without_pr or self.reference_wh <= 0:
+            return None
+        return round(self.energy_wh / self.reference_wh, 3)
+
+    @property
+    def energy_performance_index(self) -> float | None:
+        if self.expected_wh is None or self.expected_wh <= 0:
+            return None
+        return round(self.energy_wh / self.expected_wh, 3)
+
+    def cells(self) -> list[Cell]:
+        """Expected (kWh), EPI and PR, as the PDF's tables show them."""
+        return [kwh(self.expected_wh), self.energy_performance_index, self.performance_ratio]
+
+
+EXPECTED_COLUMNS = ["Expected (kWh)", "EPI", "PR"]
+
+
+@dataclass(slots=True)
 class _Bucket:
     energy_wh: float | None = None
     power_max_w: float | None = None
@@ -57,6 +104,7 @@ class _Bucket:
     expected: int = 0
     value_eur: float | None = None
     priced_energy_wh: float = 0.0
+    performance: _Expected = field(default_factory=_Expected)
 
 
 @dataclass(slots=True)
@@ -67,6 +115,7 @@ class _Gathered:
     summary: list[list[Cell]] = field(default_factory=list)
     details: list[Table] = field(default_factory=list)
     total_rows: int = 0
+    performance: _Expected = field(default_factory=_Expected)  # the whole report's
 
 
 async def production(
@@ -79,9 +128,21 @@ async def production(
             session, system, context.start, context.end, context.interval, context.now
         )
         body = readings.to_api()
-        detail_rows = _production_buckets(content, context, system, body["data"], gathered)
+        # The PDF's expected against actual (the CSV's columns are unchanged).
+        expected = (
+            None
+            if context.wants_csv
+            else await performance_service.performance(
+                session, system, context.start, context.end, context.interval, context.now
+            )
+        )
+        detail_rows = _production_buckets(
+            content, context, system, body["data"], gathered, expected
+        )
         totals = body["meta"]["totals"]
         energy = totals["energy_wh"]
+        if expected is not None:
+            gathered.performance.add(expected.totals, 0, system.capacity_kwp)
         gathered.summary.append(
             [
                 system.name,
@@ -90,6 +151,7 @@ async def production(
                 kwh(totals["power_max_w"]),
                 percent(coverage_ratio(totals["samples"], totals["expected_samples"])),
                 None if energy is None else energy / WH_PER_KWH / system.capacity_kwp,
+                *_cells(None if expected is None else expected.total()),
             ]
         )
         gathered.details.append(
@@ -102,6 +164,7 @@ async def production(
                     "Peak power (kW)",
                     "Readings",
                     "Coverage",
+                    *EXPECTED_COLUMNS,
                 ],
                 detail_rows,
             )
@@ -112,6 +175,16 @@ async def production(
         "Energy is the sum of the quarter-hour readings of each bucket; a bucket without "
         "readings is empty, never zero. Coverage is readings present ÷ readings expected."
     )
+    if not context.wants_csv:
+        content.notes.append(
+            "Expected is the energy the performance model (pvlib PVWatts with the system's "
+            "orientation, losses and inverter) expected over the same quarter-hours, from "
+            "measured irradiance where there is some, else the site's typical year; EPI = "
+            "energy ÷ expected. PR is the performance ratio (IEC 61724-1: specific yield ÷ "
+            "reference yield), shown only where every counted quarter-hour has measured "
+            "(sensor or satellite) irradiance, else —; over several systems Σ energy ÷ "
+            "Σ (capacity × insolation). The same numbers as GET /systems/{id}/performance."
+        )
     return content
 
 
@@ -121,12 +194,16 @@ def _production_buckets(
     system: System,
     buckets: list[dict[str, Any]],
     gathered: _Gathered,
+    expected: performance_service.Performance | None,
 ) -> list[list[Cell]]:
     """Adds one system's buckets to the all-systems totals and, for a CSV, to its rows;
-    returns the system's PDF table rows (none for a CSV)."""
+    returns the system's PDF table rows (none for a CSV). `expected`: the system's
+    performance over the same buckets (PDF only)."""
     interval = context.interval
     tz = ZoneInfo(system.timezone)
     detail_rows: list[list[Cell]] = []
+    modelled = {} if expected is None else _bucket_index(expected)
+    all_figures = () if expected is None else expected.figures()
     for bucket in buckets:
         key = bucket_key(bucket["start"], interval, tz)
         label = period_label(key, interval)
@@ -155,6 +232,10 @@ def _production_buckets(
                 ]
             )
             continue
+        figures = None
+        if expected is not None and (i := modelled.get(bucket["start"])) is not None:
+            figures = all_figures[i]
+            shared.performance.add(expected.buckets, i, system.capacity_kwp)
         detail_rows.append(
             [
                 label,
@@ -163,9 +244,26 @@ def _production_buckets(
                 kwh(bucket["power_max_w"]),
                 f"{bucket['samples']}/{bucket['expected_samples']}",
                 percent(coverage),
+                *_cells(figures),
             ]
         )
     return detail_rows
+
+
+def _cells(figures: performance_service.Figures | None) -> list[Cell]:
+    """One system's Expected (kWh), EPI and PR: the API's own figures."""
+    if figures is None:
+        return [None, None, None]
+    return [
+        kwh(figures.expected_energy_wh),
+        figures.energy_performance_index,
+        figures.performance_ratio,
+    ]
+
+
+def _bucket_index(performance: performance_service.Performance) -> dict[str, int]:
+    """Each performance bucket's index by its start, as the readings body names it."""
+    return {start: i for i, start in enumerate(iso_strings(performance.time_range.edges()[:-1]))}
 
 
 def _production_tables(content: ReportContent, context: ReportContext, gathered: _Gathered) -> None:
@@ -191,6 +289,7 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
                 "Peak power (kW)",
                 "Coverage",
                 "Yield (kWh/kWp)",
+                *EXPECTED_COLUMNS,
             ],
             [*gathered.summary, _production_total(gathered)],
         )
@@ -202,6 +301,7 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
             kwh(per_bucket[key].power_max_w),
             f"{per_bucket[key].samples}/{per_bucket[key].expected}",
             percent(coverage_ratio(per_bucket[key].samples, per_bucket[key].expected)),
+            *per_bucket[key].performance.cells(),
         ]
         for key in keys
     ]
@@ -212,13 +312,15 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
     total[2] = kwh(max(peaks)) if peaks else None
     total[3] = f"{samples}/{expected}"
     total[4] = percent(coverage_ratio(samples, expected))
+    total[5:8] = gathered.performance.cells()
     content.tables.append(
         Table(
             f"Production per {interval.label}, all systems",
-            ["Period", "Energy (kWh)", "Peak power (kW)", "Readings", "Coverage"],
+            ["Period", "Energy (kWh)", "Peak power (kW)", "Readings", "Coverage",
+             *EXPECTED_COLUMNS],
             [*rows, total],
         )
-    )
+    )  # fmt: skip
 
 
 def _production_total(gathered: _Gathered) -> list[Cell]:
@@ -234,6 +336,7 @@ def _production_total(gathered: _Gathered) -> list[Cell]:
         if isinstance(energy, float) and isinstance(capacity, float) and capacity
         else None
     )
+    total[6:9] = gathered.performance.cells()
     return total
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, session_backend
@@ -31,6 +31,16 @@ async def lock(session: AsyncSession, system_id: str) -> None:
     PostgreSQL: the system's row, FOR UPDATE; SQLite: the database's write lock
     (`Backend.lock_row`)."""
     await session_backend(session).lock_row(session, _SYSTEMS, "id", system_id, touch="name")
+
+
+async def raise_data_version(session: AsyncSession, system_id: str) -> None:
+    """The system's measured data changed in this transaction (`System.data_version`)."""
+    await session.execute(
+        update(System)
+        .where(System.id == system_id)
+        .values(data_version=System.data_version + 1)
+        .execution_options(synchronize_session=False)
+    )
 
 
 async def lock_fresh(session: AsyncSession, system_id: str) -> System | None:
