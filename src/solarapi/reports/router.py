@@ -15,7 +15,8 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
 from solarapi.reports import service
-from solarapi.reports.schemas import ReportCreate, ReportList, ReportOut
+from solarapi.reports.parameters import ReportParameters
+from solarapi.reports.schemas import KINDS_TEXT, ReportCreate, ReportList, ReportOut
 from solarapi.reports.storage import ReportStorage, storage_for
 from solarapi.state import SettingsDep
 
@@ -43,10 +44,11 @@ async def create_report(
     body: ReportCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> Response:
     now = utcnow()
+    parameters = ReportParameters.from_request(body, now)
     quota = service.ReportQuota(
         settings.reports_pending_per_account, settings.reports_kept_per_account
     )
-    report = await service.create_report(session, principal, body, now, quota)
+    report = await service.create_report(session, principal, parameters, now, quota)
     return OrjsonResponse(
         service.report_to_api(report, now),
         status_code=202,
@@ -66,9 +68,7 @@ async def list_reports(
     session: SessionDep,
     page: PageDep,
     status: Annotated[str | None, Query(description="queued, running, completed or failed")] = None,
-    type: Annotated[
-        str | None, Query(description="production, market_value or declarations")
-    ] = None,
+    type: Annotated[str | None, Query(description=KINDS_TEXT)] = None,
 ) -> Response:
     reports, total = await service.list_reports(
         session, principal, status=status, report_type=type, page=page
