@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -115,17 +114,6 @@ async def download_report(
     storage: StorageDep, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     found = await service.download(session, principal, report_id, storage, utcnow())
-    digest = base64.b64encode(bytes.fromhex(found.sha256)).decode()
-    # Streamed in chunks from disk or object storage, never read whole into memory.
     return StreamingResponse(
-        found.file.chunks,
-        media_type=found.content_type,
-        headers={
-            "Content-Length": str(found.file.size),
-            # Our names are ASCII (`<type>_<from>_<to>_<id>.<ext>`): no RFC 5987 form needed.
-            "Content-Disposition": f'attachment; filename="{found.filename}"',
-            # RFC 9530: lets a client verify the file it received.
-            "Repr-Digest": f"sha-256=:{digest}:",
-            "Cache-Control": "private, no-store",
-        },
+        found.file.chunks, media_type=found.content_type, headers=found.headers()
     )

@@ -7,6 +7,7 @@ type in `reports.content`; the file formats in `reports.csvfile` and `reports.pd
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -219,6 +220,19 @@ class Download:
     content_type: str
     filename: str
     sha256: str
+
+    def headers(self) -> dict[str, str]:
+        """The download's headers (the API's and the dashboard's): the file is streamed in
+        chunks from disk or object storage, never read whole into memory."""
+        digest = base64.b64encode(bytes.fromhex(self.sha256)).decode()
+        return {
+            "Content-Length": str(self.file.size),
+            # Our names are ASCII (`<type>_<from>_<to>_<id>.<ext>`): no RFC 5987 form needed.
+            "Content-Disposition": f'attachment; filename="{self.filename}"',
+            # RFC 9530: lets a client verify the file it received.
+            "Repr-Digest": f"sha-256=:{digest}:",
+            "Cache-Control": "private, no-store",
+        }
 
 
 def is_expired(report: Report, now: datetime) -> bool:
