@@ -288,6 +288,7 @@ def create_report(
     start: Timestamp | NotGiven,
     end: Timestamp | NotGiven,
     interval: Interval | NotGiven,
+    timezone: str | NotGiven,
     idempotency_key: str | None,
 ) -> Call[Report]:
     payload = body(
@@ -295,6 +296,7 @@ def create_report(
         format=format,
         system_ids=list(system_ids) if not isinstance(system_ids, NotGiven) else NOT_GIVEN,
         interval=interval,
+        timezone=timezone,
     )
     payload.update(body(**{"from": start, "to": end}))
     return Call("POST", "/reports", one(Report), json=payload, idempotency_key=idempotency_key)

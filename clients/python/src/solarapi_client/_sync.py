@@ -487,9 +487,11 @@ class Reports(_Resource):
         start: Timestamp | NotGiven = NOT_GIVEN,
         end: Timestamp | NotGiven = NOT_GIVEN,
         interval: Interval | NotGiven = NOT_GIVEN,
+        timezone: str | NotGiven = NOT_GIVEN,
         idempotency_key: str | None = None,
     ) -> Report:
-        """Queue a report; `wait()` for it, then `download()` it."""
+        """Queue a report; `wait()` for it, then `download()` it. `timezone`: the report's
+        calendar (an IANA name), needed when the systems' clocks differ."""
         return self._client.send(
             ep.create_report(
                 type=type,
@@ -498,6 +500,7 @@ class Reports(_Resource):
                 start=start,
                 end=end,
                 interval=interval,
+                timezone=timezone,
                 idempotency_key=idempotency_key,
             )
         )
