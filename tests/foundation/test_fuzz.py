@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -296,6 +297,8 @@ def fuzz_operation(
             outcome.failures.append(f"{method} {path} [{env.value}]\n{failure}")
             return
         outcome.statuses[(method, path, env.value)].append(response.status_code)
+        if (leak := python_internals(response)) is not None:
+            outcome.failures.append(f"{method} {path} [{env.value}]: {leak}")
 
     run()
     if (good := KNOWN_GOOD.get((method, path))) is not None:
@@ -311,6 +314,30 @@ def fuzz_operation(
             outcome.failures.append(f"{method} {path} [{env.value}], known good\n{failure}")
             return
         outcome.statuses[(method, path, env.value)].append(response.status_code)
+
+
+# What an error message must never show (issue 28 item 18): Python's reprs and exception texts
+# ("timedelta(hours=24)", "Invalid isoformat string: '…'", "datetime.date(…)", tracebacks),
+# instead of the rule in our words.
+PYTHON_INTERNALS = re.compile(
+    r"timedelta\(|datetime\.|date\(\d|Decimal\(|isoformat|Traceback|NoneType|object at 0x"
+    r"|<class |Error\(|\bint\(\)|invalid literal for|could not convert string"
+)
+
+
+def python_internals(response: Any) -> str | None:
+    """The error message of a 4xx/5xx answer if it shows a Python internal, else None."""
+    if response.status_code < 400 or "json" not in response.headers.get("content-type", ""):
+        return None
+    try:
+        message = str(response.json().get("error", ""))
+    except ValueError:
+        return None
+    return (
+        f"Python internals in the message: {message!r}"
+        if PYTHON_INTERNALS.search(message)
+        else None
+    )
 
 
 # positive_data_acceptance ("a schema-valid request is accepted") is off for these operations
@@ -446,3 +473,21 @@ def test_schemathesis_finds_nothing(fuzz_env: dict[str, str], tmp_path: Path) ->
         for method, path in instead:
             answered = outcome.statuses[(method, path, env.value)]
             assert INSTEAD[(method, path, env)] in answered, (method, path, env, answered)
+
+
+def test_the_internals_check_recognises_python_reprs() -> None:
+    """The check above can fail: these are the texts issue 28 item 18 found in messages."""
+
+    class Answer:
+        status_code = 400
+
+        def __init__(self, message: str) -> None:
+            self.message = message
+            self.headers = {"content-type": "application/json"}
+
+        def json(self) -> dict[str, str]:
+            return {"error": self.message, "code": "invalid_parameter"}
+
+    assert python_internals(Answer("range longer than timedelta(hours=24)")) is not None
+    assert python_internals(Answer("Invalid isoformat string: '2026-13-01'")) is not None
+    assert python_internals(Answer("`from` must be before `to`")) is None

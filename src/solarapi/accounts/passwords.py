@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -61,11 +62,32 @@ MIN_PASSWORD_LENGTH = 10
 # Argon2 is deliberately slow (~0.1–0.25 s of CPU and 64 MiB each); it runs off the event
 # loop, in a pool of its own: on the default pool a 30-log-in burst had taken every thread
 # that the sandbox model and DNS lookups need, and API reads slowed ×10 (issue 28). At most
-# half the CPUs hash at once, so the event loop always keeps a core; at most
-# MAX_WAITING_CHECKS wait for one, beyond that a log-in is refused (503) instead of queued.
+# half the CPUs' worth of checks run at once and at most MAX_WAITING_CHECKS wait for one;
+# beyond that a log-in is refused (503) instead of queued. Each check still hashes its 4 lanes
+# on 4 threads of libargon2's own (the lanes are part of the stored hashes), so a burst can
+# take every core: the pool's threads, and the lane threads they start, run at a lower CPU
+# priority (nice ARGON2_NICE), so the event loop answering API reads goes first and a burst
+# of log-ins takes the CPU the API leaves over.
 ARGON2_THREADS = max(1, (os.cpu_count() or 2) // 2)
+ARGON2_NICE = 10
 MAX_WAITING_CHECKS = 64
-_POOL = ThreadPoolExecutor(max_workers=ARGON2_THREADS, thread_name_prefix="argon2")
+
+
+def _lower_priority() -> None:
+    """The pool thread's initializer: nice this thread by ARGON2_NICE more than it was (Linux: per thread; the lane threads
+    libargon2 starts from it inherit the value). Elsewhere the call may not exist or may be
+    refused, and the checks run at normal priority."""
+    try:
+        thread = threading.get_native_id()
+        own = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, own + ARGON2_NICE))
+    except (AttributeError, OSError):
+        pass
+
+
+_POOL = ThreadPoolExecutor(
+    max_workers=ARGON2_THREADS, thread_name_prefix="argon2", initializer=_lower_priority
+)
 _in_flight = 0
 
 
