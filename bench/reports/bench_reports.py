@@ -99,6 +99,7 @@ def _rss_mb() -> float:
 async def _generate(report_format: str) -> dict[str, object]:
     from solarapi.db import create_engine, sessionmaker_for
     from solarapi.jobs.runner import load_handlers, run_pending
+    from solarapi.reports.parameters import ReportParameters
     from solarapi.reports.schemas import ReportCreate
     from solarapi.reports.service import JOB_KIND, create_report
     from solarapi.reports.service import get_report as fetch
@@ -117,7 +118,10 @@ async def _generate(report_format: str) -> dict[str, object]:
         "from": "2024-01-01T00:00:00+01:00", "to": "2025-01-01T00:00:00+01:00", "interval": "1d",
     })  # fmt: skip
     async with maker() as session, session.begin():
-        report = await create_report(session, principal, body, datetime.now(UTC))
+        now = datetime.now(UTC)
+        report = await create_report(
+            session, principal, ReportParameters.from_request(body, now), now
+        )
     baseline = _rss_mb()
     started = time.perf_counter()
     cpu_started = time.process_time()

@@ -20,9 +20,8 @@ from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
-from solarapi.models.reports import ReportStatus
+from solarapi.models.reports import ReportFormat, ReportKind, ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
-from solarapi.reports.service import CONTENT_TYPES, REPORT_TYPES
 from solarapi.systems.schemas import Status as SystemStatus
 
 _ERRORS = {
@@ -186,7 +185,7 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
     ("/declarations", "status"): _enum(DeclarationStatus),
     ("/declarations", "type"): _enum(DECLARATION_TYPES),
     ("/reports", "status"): _enum(ReportStatus),
-    ("/reports", "type"): _enum(REPORT_TYPES),
+    ("/reports", "type"): _enum(ReportKind),
     ("/events", "type"): _enum(EVENT_TYPES),
     ("/readings/changes", "cursor"): {
         "type": "string",
@@ -379,8 +378,9 @@ def _precise_bodies(schemas: dict[str, Any]) -> None:
     _set(schemas, "SystemPatch", "orientation", {"$ref": "#/components/schemas/OrientationPatch"})
     for name in ("period_start", "period_end"):
         _set(schemas, "DeclarationUpdate", name, {"type": "string", "format": "date"})
-    _set(schemas, "ReportCreate", "type", _enum(REPORT_TYPES))
-    _set(schemas, "ReportCreate", "format", _enum(CONTENT_TYPES))
+    _set(schemas, "ReportCreate", "type", _enum(ReportKind))
+    _set(schemas, "ReportCreate", "format", _enum(ReportFormat))
+    _set(schemas, "ReportCreate", "timezone", _nullable(zone))
     events = {"type": "array", "items": _enum(EVENT_TYPES), "minItems": 1, "maxItems": 20}
     _set(schemas, "WebhookCreate", "events", events)
     _set(schemas, "WebhookUpdate", "events", _nullable(events))

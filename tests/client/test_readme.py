@@ -4,6 +4,7 @@ the real server with a real key, and the project README's first curl example."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -24,12 +25,28 @@ def _blocks(text: str, language: str) -> list[str]:
 
 
 def _run_python(code: str, served: Served, key: str) -> str:
-    code = code.replace('"pk_live_…"', repr(key)).replace(BASE_URL, served.base_url)
+    """The code as pasted, run with the reader's environment: the key in `SOLARAPI_API_KEY`
+    (the one name the READMEs use) and this test server in `SOLARAPI_BASE_URL`."""
+    env = {**os.environ, "SOLARAPI_API_KEY": key, "SOLARAPI_BASE_URL": served.base_url}
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env=env,
+    )  # fmt: skip
     assert result.returncode == 0, f"{result.stderr}\n--- the code ---\n{code}"
     return result.stdout
+
+
+def test_no_key_in_code_meant_to_be_pasted() -> None:
+    """Code blocks never hold a live key's placeholder (pasted, `pk_live_…` is not a key)
+    and name the key's variable one way only."""
+    for readme in (ROOT / "README.md", ROOT / "clients" / "python" / "README.md"):
+        for block in _blocks(readme.read_text(), "python") + _blocks(readme.read_text(), "sh"):
+            assert "pk_live_…" not in block, (readme, block)
+            assert 'api_key="pk_' not in block, (readme, block)
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        text = doc.read_text()
+        for other in ("SOLAR_API_KEY", "$SOLAR_KEY", '"Bearer $KEY"'):
+            assert other not in text, (doc, other)
 
 
 def test_the_client_readme_runs_as_pasted(
@@ -65,6 +82,24 @@ def test_the_client_quickstart_tolerates_an_account_without_systems(
     out = _run_python(quickstart, served, pro.live)  # a new account: no live systems
     assert "pro live" in out
     assert "no systems yet" in out
+
+
+def test_the_quickstarts_lead_with_the_sandbox_key(served: Served, pro: Tenant) -> None:
+    """With the sandbox key they lead with, both quickstarts print the sandbox's three
+    simulated systems and their numbers; with a live key of a new account, a sentence."""
+    client_readme = (ROOT / "clients" / "python" / "README.md").read_text()
+    assert "export SOLARAPI_API_KEY=pk_test_" in _blocks(client_readme, "sh")[1]
+    out = _run_python(_blocks(client_readme, "python")[0], served, pro.test)
+    assert "pro test" in out
+    assert len(re.findall(r"^sys_\S+ .*\(sandbox\) ", out, re.MULTILINE)) == 3
+    total = re.search(r"^total (\S+) Wh$", out, re.MULTILINE)
+    assert total is not None
+    assert float(total.group(1)) > 0  # the simulated day has production
+    [first] = _blocks((ROOT / "README.md").read_text(), "python")
+    out = _run_python(first, served, pro.test)
+    assert len(re.findall(r"\(sandbox\) (\d+(\.\d+)?|None) Wh today$", out, re.MULTILINE)) == 3, out
+    out = _run_python(first, served, pro.live)
+    assert out.startswith("no systems yet")
 
 
 def test_the_change_feed_example_keeps_an_exact_copy(
@@ -150,7 +185,7 @@ def test_the_alerts_and_logger_examples_run_as_pasted(
     assert listed.last_used_at is not None
 
 
-def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:
+def test_the_readmes_first_curl_uses_the_pro_sandbox_key(served: Served) -> None:
     readme = (ROOT / "README.md").read_text()
     first = next(block for block in _blocks(readme, "sh") if "curl" in block)
     env = server_env(served.settings)
@@ -168,5 +203,8 @@ def test_the_readmes_first_curl_names_the_pro_key(served: Served) -> None:
         env={**__import__("os").environ, **env},
     )
     assert result.returncode == 0, result.stderr
-    account = json.loads(result.stdout)
-    assert (account["plan"], account["environment"]) == ("pro", "live")
+    assert "SOLARAPI_API_KEY=" in script
+    # The Pro account's sandbox: its three simulated systems, whatever the live side holds.
+    systems = json.loads(result.stdout)["data"]
+    assert len(systems) == 3
+    assert all(system["data_source"] == "simulated" for system in systems), systems

@@ -630,3 +630,75 @@ async def test_the_system_page_at_phone_and_desktop_width(
             await expect(nav).to_be_visible()
     finally:
         await context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1366, 900)])
+async def test_reports_are_requested_and_downloaded_at_phone_and_desktop_width(
+    browser: Browser, server: Server, width: int, height: int, tmp_path: Path
+) -> None:
+    """A Pro account is told why it has no reports; once Enterprise, it requests one of its
+    sandbox (three systems whose clocks differ: the form says to choose a time zone, in the
+    API's words), sees it complete in the list and downloads the PDF."""
+    context = await browser.new_context(
+        base_url=server.base, viewport={"width": width, "height": height}, accept_downloads=True
+    )
+    page = await context.new_page()
+    try:
+        email = unique_email()
+        await sign_up(page, email)  # Pro
+        await page.goto("/reports")
+        await expect(page.locator("#reports-not-on-plan")).to_contain_text(
+            "Reports come with the Enterprise plan; your account is on the Pro plan."
+        )
+        await page.screenshot(path=shot_path(f"reports-{width}x{height}-pro"))
+        run_cli(server.env, "accounts", "set-plan", email, "enterprise")
+
+        await page.goto("/reports?env=test")
+        last = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=8)
+        first = last - dt.timedelta(days=2)
+        await page.select_option("select[name=type]", "production")
+        await page.select_option("select[name=format]", "pdf")
+        await page.fill("input[name=first_day]", first.isoformat())
+        await page.fill("input[name=last_day]", last.isoformat())
+        await page.click("#report-form button[type=submit]")
+        error = page.locator("#form-error")
+        await expect(error).to_contain_text("Timezone is required")
+        await expect(error).to_contain_text("Australia/Sydney")
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        await page.screenshot(
+            path=shot_path(f"reports-{width}x{height}-choose-zone"), full_page=True
+        )
+
+        await page.fill("input[name=timezone]", "Europe/Amsterdam")
+        await page.click("#report-form button[type=submit]")
+        await expect(page.locator(".notice")).to_contain_text("The report was requested")
+        row = page.locator("table.reports tbody tr").first
+        deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=120)
+        while await row.locator(".report-status").inner_text() != "completed":
+            assert dt.datetime.now(dt.UTC) < deadline, await row.inner_text()
+            await page.wait_for_timeout(300)  # the poll's interval: the job runs meanwhile
+            await page.get_by_role("link", name="Refresh", exact=True).click()
+        period = f"{first.isoformat()} – {last.isoformat()} (Europe/Amsterdam), per day"
+        await expect(row).to_contain_text(period)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= width
+        await page.screenshot(path=shot_path(f"reports-{width}x{height}-list"), full_page=True)
+        async with page.expect_download() as downloading:
+            await row.locator("a.download").click()
+        download = await downloading.value
+        assert re.fullmatch(
+            rf"production_{first.isoformat()}_{last.isoformat()}_rpt_[0-9A-Za-z]+\.pdf",
+            download.suggested_filename,
+        ), download.suggested_filename
+        saved = tmp_path / download.suggested_filename
+        await download.save_as(saved)
+        assert saved.read_bytes().startswith(b"%PDF-")
+        if width < 640:
+            # The list's rows are cards: every cell in the screen's width.
+            box = await row.bounding_box()
+            assert box is not None
+            assert box["width"] <= width
+            await page.click(".nav-button")
+            await expect(page.locator(".mainnav a[href='/reports']")).to_be_visible()
+            await page.screenshot(path=shot_path(f"reports-{width}x{height}-menu"))
+    finally:
+        await context.close()

@@ -66,6 +66,8 @@ EXAMPLES = 10
 API = "/api/v1"
 WEBHOOK_URL = "https://1.1.1.1/hooks/solar"
 DAY = {"from": "2025-05-01T00:00:00Z", "to": "2025-05-02T00:00:00Z"}
+# A report's calendar: the sandbox's systems (Amsterdam, Berlin, Sydney) have no common one.
+REPORT = {"type": "production", "format": "csv", "timezone": "Europe/Amsterdam", **DAY}
 
 
 def system_body(name: str) -> dict[str, Any]:
@@ -131,8 +133,7 @@ class World:
         return declaration
 
     def fresh_report(self) -> str:
-        body = {"type": "production", "format": "csv", **DAY}
-        return str(self.create("/reports", body, 202)["id"])
+        return str(self.create("/reports", REPORT, 202)["id"])
 
     def fresh_webhook(self) -> str:
         return str(
@@ -183,9 +184,7 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
                           "period_start": "2025-05-01", "period_end": "2025-05-02"},
                 )  # fmt: skip
                 assert declaration.status_code == 201, declaration.text
-                report = await http.post(
-                    f"{API}/reports", json={"type": "production", "format": "csv", **DAY}
-                )
+                report = await http.post(f"{API}/reports", json=REPORT)
                 assert report.status_code == 202, report.text
                 hook = await http.post(
                     f"{API}/webhooks", json={"url": WEBHOOK_URL, "events": ["system.created"]}
@@ -353,7 +352,8 @@ CROSS_FIELD_RULES: dict[tuple[str, str], str] = {
     ("POST", "/systems/{system_id}/irradiance"): "no quarter-hour in the future, no repeat",
     ("POST", "/systems/{system_id}/readings"): "energy at most the system's capacity × 375, "
     "no reading in the future",
-    ("POST", "/reports"): "`from` before `to`; `interval` not with declarations reports",
+    ("POST", "/reports"): "`from` before `to`; `interval` not with declarations reports; "
+    "`timezone` when the systems' clocks differ",
     ("POST", "/declarations"): "start before end, at most 366 days, ending before today",
     ("PATCH", "/declarations/{declaration_id}"): "start before end, at most 366 days, "
     "ending before today",
@@ -385,7 +385,7 @@ KNOWN_GOOD: dict[tuple[str, str], Callable[[World], dict[str, Any]]] = {
     ("POST", "/systems/{system_id}/readings"): lambda _: {
         "body": {"readings": [{"timestamp": "2025-05-03T00:00:00Z", "energy_wh": 12.5}]}
     },
-    ("POST", "/reports"): lambda _: {"body": {"type": "production", "format": "csv", **DAY}},
+    ("POST", "/reports"): lambda _: {"body": REPORT},
     ("POST", "/declarations"): lambda world: {"body": world.draft_body()},
     ("PATCH", "/declarations/{declaration_id}"): lambda world: {
         "path_parameters": {"declaration_id": world.fresh_draft()},

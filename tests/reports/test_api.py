@@ -433,6 +433,7 @@ async def test_report_and_job_are_created_in_one_transaction(
 ) -> None:
     from solarapi.auth.principal import Principal
     from solarapi.kit.plans import Environment, Plan
+    from solarapi.reports.parameters import ReportParameters
     from solarapi.reports.schemas import ReportCreate
     from solarapi.reports.service import create_report as create
 
@@ -442,7 +443,9 @@ async def test_report_and_job_are_created_in_one_transaction(
         enterprise.account_id, "Test", Plan.ENTERPRISE, Environment.LIVE, "key_x", "k", "",
         utcnow(), None,
     )  # fmt: skip
-    body = ReportCreate.model_validate({"type": "production", "format": "csv", **PERIOD})
+    body = ReportParameters.from_request(
+        ReportCreate.model_validate({"type": "production", "format": "csv", **PERIOD}), utcnow()
+    )
     async with app.state.sessionmaker() as session:
         report = await create(session, principal, body, utcnow())
         job_id = report.job_id

@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 import pypdf
 from fastapi import FastAPI
 
-from solarapi.reports.content import Chart, local_period
+from solarapi.reports.calendar import local_period
+from solarapi.reports.content import Chart
 from solarapi.reports.pdffile import chart_figure
 from tests.reports.helpers import completed, create_report, make_system, upload_readings
 from tests.support import Tenant, client_for

@@ -59,11 +59,22 @@ async def test_production_csv_matches_the_readings_endpoint(
         await upload_readings(client, amsterdam, JUNE_1, 96 * 3, skip={100, 101, 102})
         await upload_readings(client, sydney, JUNE_1, 96 * 2)
         params = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-04T00:00:00Z", "interval": "1d"}
+        # Two zones with different clocks have no one calendar: the caller chooses one.
+        unchosen = await client.post(
+            "/api/v1/reports",
+            json={"type": "production", "format": "csv",
+                  "system_ids": [amsterdam["id"], sydney["id"]], **params},
+        )  # fmt: skip
+        assert unchosen.status_code == 400, unchosen.text
+        assert unchosen.json()["code"] == "validation"
+        assert "timezone is required" in unchosen.json()["error"]
+        assert "(Australia/Sydney; Europe/Amsterdam)" in unchosen.json()["error"]
         report = await create_report(
             client,
             type="production",
             format="csv",
             system_ids=[amsterdam["id"], sydney["id"]],
+            timezone="Australia/Sydney",
             **params,
         )
         assert report["status"] == "queued"
@@ -74,6 +85,7 @@ async def test_production_csv_matches_the_readings_endpoint(
             "from": "2025-06-01T00:00:00Z",
             "to": "2025-06-04T00:00:00Z",
             "interval": "1d",
+            "timezone": "Australia/Sydney",
         }
         early = await client.get(f"/api/v1/reports/{report['id']}/download")
         assert early.status_code == 409
@@ -85,18 +97,28 @@ async def test_production_csv_matches_the_readings_endpoint(
         assert done["started_at"] is not None
         assert done["completed_at"] is not None
         response = await client.get(done["download_url"])
-        expected = {
-            system["id"]: (
-                await client.get(f"/api/v1/systems/{system['id']}/readings", params=params)
-            ).json()["data"]
-            for system in (amsterdam, sydney)
-        }
+        # Sydney's own buckets are the endpoint's; Amsterdam's are Sydney's days, each the
+        # endpoint's totals over that day's UTC span.
+        expected = (
+            await client.get(f"/api/v1/systems/{sydney['id']}/readings", params=params)
+        ).json()["data"]
+        rows = parse_csv(response.content)
+        spans = {}
+        for row in rows:
+            if row["system_id"] == amsterdam["id"]:
+                span = {"from": row["bucket_start_utc"], "to": row["bucket_end_utc"]}
+                spans[row["bucket_start_utc"]] = (
+                    await client.get(
+                        f"/api/v1/systems/{amsterdam['id']}/readings",
+                        params={**span, "interval": "1h"},
+                    )
+                ).json()["meta"]["totals"]
 
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/csv; charset=utf-8"
     disposition = response.headers["content-disposition"]
     assert disposition.startswith("attachment;")
-    assert f"{report['id']}.csv" in disposition
+    assert f"production_2025-06-01_2025-06-04_{report['id']}.csv" in disposition
     assert done["file"]["content_type"] == "text/csv; charset=utf-8"
     assert done["file"]["size_bytes"] == len(response.content)
     assert done["file"]["sha256"] == hashlib.sha256(response.content).hexdigest()
@@ -105,30 +127,43 @@ async def test_production_csv_matches_the_readings_endpoint(
     # and its leading "=" neutralised against spreadsheet formulas.
     assert response.content.count(b"\r\n") == len(response.content.splitlines())
     assert b'"\'=Roof ""Bondi"", NSW"' in response.content
-    rows = parse_csv(response.content)
     header = response.content.split(b"\r\n", 1)[0].decode()
     assert header == (
         "system_id,system_name,timezone,bucket_start_utc,bucket_end_utc,period_local,"
         "energy_wh,power_avg_w,power_max_w,samples,expected_samples,coverage_ratio"
     )
-    for system_id, buckets in expected.items():
-        mine = [row for row in rows if row["system_id"] == system_id]
-        assert len(mine) == len(buckets)
-        for row, bucket in zip(mine, buckets, strict=True):
-            assert row["bucket_start_utc"] == bucket["start"]
-            assert row["bucket_end_utc"] == bucket["end"]
-            assert number(row["energy_wh"]) == bucket["energy_wh"]
-            assert number(row["power_avg_w"]) == bucket["power_avg_w"]
-            assert number(row["power_max_w"]) == bucket["power_max_w"]
-            assert int(row["samples"]) == bucket["samples"]
-            assert int(row["expected_samples"]) == bucket["expected_samples"]
-    # The API's numbers are themselves right: Sydney's local days, gaps stay empty.
     sydney_rows = [row for row in rows if row["system_id"] == sydney["id"]]
+    assert len(sydney_rows) == len(expected)
+    for row, bucket in zip(sydney_rows, expected, strict=True):
+        assert row["bucket_start_utc"] == bucket["start"]
+        assert row["bucket_end_utc"] == bucket["end"]
+        assert number(row["energy_wh"]) == bucket["energy_wh"]
+        assert number(row["power_avg_w"]) == bucket["power_avg_w"]
+        assert number(row["power_max_w"]) == bucket["power_max_w"]
+        assert int(row["samples"]) == bucket["samples"]
+        assert int(row["expected_samples"]) == bucket["expected_samples"]
+    amsterdam_rows = [row for row in rows if row["system_id"] == amsterdam["id"]]
+    # Every row of both systems names the same local days, in the report's zone.
+    assert (
+        [row["period_local"] for row in amsterdam_rows]
+        == [row["period_local"] for row in sydney_rows]
+        == ["2025-06-01", "2025-06-02", "2025-06-03", "2025-06-04"]
+    )
+    assert {row["timezone"] for row in rows} == {"Australia/Sydney"}
+    for row in amsterdam_rows:
+        totals = spans[row["bucket_start_utc"]]
+        assert number(row["energy_wh"]) == totals["energy_wh"]
+        assert number(row["power_max_w"]) == totals["power_max_w"]
+        assert int(row["samples"]) == totals["samples"]
+        assert int(row["expected_samples"]) == totals["expected_samples"] == 96
+    # The API's numbers are themselves right: Sydney's local days, gaps stay empty.
     assert sydney_rows[0]["bucket_start_utc"] == "2025-05-31T14:00:00Z"
     assert sydney_rows[0]["period_local"] == "2025-06-01"
     assert sydney_rows[-1]["energy_wh"] == ""  # no readings uploaded for that local day
     assert sydney_rows[-1]["coverage_ratio"] == "0.0"
-    amsterdam_rows = [row for row in rows if row["system_id"] == amsterdam["id"]]
+    # Amsterdam's readings start at 00:00Z, ten hours into Sydney's 1 June; its three
+    # missing quarter-hours (01:00Z on 2 June) fall in Sydney's 2 June.
+    assert amsterdam_rows[0]["samples"] == str(96 - 40)
     assert amsterdam_rows[1]["samples"] == str(96 - 3)
 
 
@@ -186,8 +221,11 @@ async def test_production_pdf_is_a_multi_page_document(app: FastAPI, enterprise:
     # The summary row of the big park shows its total in kWh, as the API computes it in Wh.
     total_kwh = readings["meta"]["totals"]["energy_wh"] / 1000
     assert f"{total_kwh:,.3f}" in text
-    # Every hourly bucket of a system's detail table is there.
-    assert len(re.findall(r"2025-06-0[1-7] \d\d:00 UTC", text)) >= 3 * 168
+    # Every hourly bucket of a system's detail table is there, named by its local start on
+    # the report's calendar (Amsterdam's summer clock), not by its UTC start.
+    assert len(re.findall(r"2025-06-0[1-8] \d\d:00 UTC\+02:00", text)) >= 3 * 168
+    assert "2025-06-01 02:00 UTC+02:00" in text  # 00:00Z
+    assert "2025-06-08 01:00 UTC+02:00" in text  # the last hour, 23:00Z
     render_first_page(response.content, "production-1h-two-systems.png")
 
 

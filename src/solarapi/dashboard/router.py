@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from solarapi.dashboard import service
+from solarapi.dashboard.reports_pages import router as reports_pages
 from solarapi.dashboard.sessions import claim_form_nonce, end_session
 from solarapi.dashboard.systems_pages import router as systems_pages
 from solarapi.dashboard.throttle import LoginThrottle
@@ -37,6 +38,8 @@ from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
 # Systems: add, edit, delete, upload, and the system page with its chart.
 router.include_router(systems_pages)
+# Reports (Enterprise): request, list, download.
+router.include_router(reports_pages)
 
 _NOTICES = {
     "revoked": "The key was revoked. Requests with it are refused from now on.",

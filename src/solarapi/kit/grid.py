@@ -216,6 +216,14 @@ def _segments(lo: int, hi: int, tz: ZoneInfo) -> list[tuple[int, int]]:
     return segments
 
 
+def same_clock(zones: Sequence[ZoneInfo], lo: int, hi: int) -> bool:
+    """Whether every zone shows the same local time at every instant of [lo, hi] (epoch
+    seconds): the same runs of UTC offsets, compared by offset, never by name
+    (Europe/Amsterdam and Europe/Berlin agree, Europe/Amsterdam and Europe/London do not)."""
+    first = _segments(lo, hi, zones[0])
+    return all(_segments(lo, hi, tz) == first for tz in zones[1:])
+
+
 def _clock_edges(lo: int, hi: int, step: int, tz: ZoneInfo) -> IntArray:
     """Every edge of the local-clock grid of `step` seconds in [lo, hi] (both quarter-hour
     instants): the quarter-hours whose label (local start floored to `step`, UTC offset)

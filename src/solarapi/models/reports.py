@@ -13,6 +13,39 @@ from solarapi.kit.plans import Environment
 from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
+class ReportKind(enum.StrEnum):
+    """What a report holds: the one list of report types (the API's `type`)."""
+
+    PRODUCTION = "production"
+    MARKET_VALUE = "market_value"
+    DECLARATIONS = "declarations"
+
+    @property
+    def heading(self) -> str:
+        """The heading of its PDF and its name on the dashboard."""
+        return {
+            ReportKind.PRODUCTION: "Production report",
+            ReportKind.MARKET_VALUE: "Market value report",
+            ReportKind.DECLARATIONS: "Declarations report",
+        }[self]
+
+    @property
+    def bucketed(self) -> bool:
+        """Whether its rows are buckets of an `interval` (declarations list whole ones)."""
+        return self is not ReportKind.DECLARATIONS
+
+
+class ReportFormat(enum.StrEnum):
+    """The file a report is delivered as."""
+
+    CSV = "csv"
+    PDF = "pdf"
+
+    @property
+    def content_type(self) -> str:
+        return "text/csv; charset=utf-8" if self is ReportFormat.CSV else "application/pdf"
+
+
 class ReportStatus(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"

@@ -70,6 +70,12 @@ async def market_value(
     start, end = parse_range(from_text, to_text, now)
     widen_range(start, end, interval, _UTC)
     system = await read_system(session, principal, system_id)
+    zone = priced_zone(system)
+    return (await value_of(session, system, zone, start, end, interval, now)).body
+
+
+def priced_zone(system: ReadableSystem) -> Zone:
+    """The market zone whose prices value the system's production; 409 without one."""
     if system.market_zone is None:
         raise Conflict(
             f"System {system.id} has no market_zone, so its production has no price; set one "
@@ -81,7 +87,7 @@ async def market_value(
             f"System {system.id} has market_zone '{system.market_zone}', which has no prices; "
             "choose one of GET /market-prices/zones"
         )
-    return (await value_of(session, system, zone, start, end, interval, now)).body
+    return zone
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +119,14 @@ async def value_of(
     end: datetime,
     interval: Interval,
     now: datetime,
+    *,
+    timezone: str | None = None,
 ) -> SystemValue:
     """The market value of a system with a zone, as its endpoint answers it (the portfolio
-    calls this for each of its systems)."""
-    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+    and reports call this for each of their systems). `timezone`: bucket on another zone's
+    clock and calendar instead of the system's own (a report's chosen calendar)."""
+    bucket_zone = timezone or system.timezone
+    time_range = widen_range(start, end, interval, ZoneInfo(bucket_zone))
     edges = time_range.edges()
     first, last = int(edges[0]), int(edges[-1])
 
@@ -139,7 +149,7 @@ async def value_of(
             "system_id": system.id,
             "market_zone": zone.code,
             "interval": interval.value,
-            "timezone": system.timezone,
+            "timezone": bucket_zone,
             "from": iso_strings(edges[:1])[0],
             "to": iso_strings(edges[-1:])[0],
             "currency": zone.currency,

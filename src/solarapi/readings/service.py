@@ -244,17 +244,30 @@ async def aggregate(
     end: datetime,
     interval: Interval,
     now: datetime,
+    *,
+    timezone: str | None = None,
 ) -> Readings:
     """`read_readings` for a system already in hand (the dashboard, reports, declarations):
-    the same range, rows and buckets."""
-    time_range = widen_range(start, end, interval, ZoneInfo(system.timezone))
+    the same range, rows and buckets. `timezone`: bucket on another zone's clock and
+    calendar instead of the system's own (a report's chosen calendar); each bucket then
+    holds the system's readings of that bucket's UTC span."""
+    tz = ZoneInfo(timezone or system.timezone)
+    time_range = widen_range(start, end, interval, tz)
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
     else:
+        source = _source(time_range) if tz.key == system.timezone else _foreign_source(time_range)
         rows = await reading_store(session).rows(
-            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
+            session, source, system.id, time_range.start_s, time_range.end_s
         )
     return _bucketed(system, time_range, rows)
+
+
+def _foreign_source(time_range: TimeRange) -> Series:
+    """`_source` for buckets on a zone other than the system's: its local-day rollup follows
+    the system's midnights, so only the hourly (UTC) rollup, where every edge is a UTC hour,
+    or the raw quarter-hours tile the buckets."""
+    return HOURS if hour_aligned(time_range.edges()) else RAW
 
 
 async def _simulated_rows(system: ReadableSystem, time_range: TimeRange, now: datetime) -> Rows:

@@ -1,47 +1,74 @@
-"""Building a report's content: the report's systems (still the caller's), then the builder
-of its type."""
+"""Building a report's content: its parameters as stored, its systems (still the caller's,
+read in one query), its calendar, then the builder of its kind."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
+from typing import assert_never
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.errors import ApiError, NotFound
+from solarapi.auth.principal import AccountScope, Caller
+from solarapi.errors import ApiError
+from solarapi.kit.plans import Environment
+from solarapi.models.reports import Report, ReportKind
 from solarapi.models.systems import System
-from solarapi.reports.content import ReportContent, ReportContext, ReportFailed, local_period
+from solarapi.reports.calendar import ReportCalendar
+from solarapi.reports.content import ReportContent, ReportContext, ReportFailed
 from solarapi.reports.declared import declarations
+from solarapi.reports.parameters import ReportParameters
 from solarapi.reports.series import market_value, production
-from solarapi.systems.access import get_system
+from solarapi.systems.access import find_systems
 
 
-async def build(session: AsyncSession, context: ReportContext) -> ReportContent:
-    systems = await _systems(session, context)
-    builders = {
-        "production": production,
-        "market_value": market_value,
-        "declarations": declarations,
-    }
+async def build(
+    session: AsyncSession, report: Report, account_name: str, now: datetime
+) -> ReportContent:
+    parameters = ReportParameters.of_report(report)
+    # The report's owner, as the narrow caller the source services take.
+    caller = AccountScope(report.account_id, Environment(report.environment))
+    systems = await _systems(session, caller, parameters.system_ids or ())
     try:
-        content = await builders[context.report.type](session, context, systems)
+        calendar = ReportCalendar.of(
+            parameters.start,
+            parameters.end,
+            parameters.interval,
+            parameters.timezone,
+            (system.timezone for system in systems),
+        )
+        context = ReportContext(report, parameters, calendar, account_name, caller, now)
+        content = await _content(session, context, systems)
     except ApiError as exc:
         # A rule of the source refused (e.g. a system lost its market zone since the POST):
         # its message is written for clients already.
         raise ReportFailed(exc.message) from exc
     if content.chart is not None:
-        period = local_period(context.start, context.end, (s.timezone for s in systems))
-        content.chart = replace(content.chart, xlabel=period.text())
+        content.chart = replace(content.chart, xlabel=calendar.period().text())
     return content
 
 
-async def _systems(session: AsyncSession, context: ReportContext) -> list[System]:
-    systems = []
-    for system_id in context.system_ids:
-        try:
-            systems.append(await get_system(session, context.principal, system_id))
-        except NotFound:
+async def _content(
+    session: AsyncSession, context: ReportContext, systems: list[System]
+) -> ReportContent:
+    kind = context.parameters.kind
+    if kind is ReportKind.PRODUCTION:
+        return await production(session, context, systems)
+    if kind is ReportKind.MARKET_VALUE:
+        return await market_value(session, context, systems)
+    if kind is ReportKind.DECLARATIONS:
+        return await declarations(session, context, systems)
+    assert_never(kind)
+
+
+async def _systems(
+    session: AsyncSession, caller: Caller, system_ids: tuple[str, ...]
+) -> list[System]:
+    found = await find_systems(session, caller, system_ids)
+    for system_id in system_ids:
+        if system_id not in found:
             raise ReportFailed(
                 f"system {system_id} was deleted after the report was requested; request the "
                 "report again without it"
-            ) from None
-    return systems
+            )
+    return [found[system_id] for system_id in system_ids]

@@ -4,24 +4,27 @@ in `reports.series` (production, market value) and `reports.declared` (declarati
 `reports.builder` picks one.
 
 The numbers come from the same service functions the API answers with — readings
-`aggregate`, prices `market_value`, the declarations service — so a report can never
-disagree with `GET /systems/{id}/readings` or `/market-value` for the same parameters.
+`aggregate`, prices `value_of`, the declarations service — so a report can never disagree
+with `GET /systems/{id}/readings` or `/market-value` for the same parameters. (A system
+bucketed on another zone's calendar, `reports.calendar`, gets that zone's buckets from the
+same functions: each equals the endpoint's totals over the bucket's UTC span.)
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from solarapi.auth.principal import Principal
+from solarapi.auth.principal import Caller
 from solarapi.jobs.queue import PermanentJobError
 from solarapi.kit.grid import Interval
 from solarapi.kit.timefmt import parse_timestamp
-from solarapi.models.reports import Report
-from solarapi.models.systems import System
+from solarapi.models.reports import Report, ReportFormat
+from solarapi.models.systems import ReadableSystem
+from solarapi.reports.calendar import ReportCalendar
+from solarapi.reports.parameters import ReportParameters
 
 Cell = str | float | int | None
 WH_PER_KWH = 1000.0
@@ -66,44 +69,50 @@ class ReportContent:
 
 @dataclass(frozen=True, slots=True)
 class ReportContext:
+    """What a report is built from: the report, its parameters and calendar, and its owner
+    as the caller the source services take (account and environment: the same tenancy
+    checks apply to a report as to the requests it stands for)."""
+
     report: Report
+    parameters: ReportParameters
+    calendar: ReportCalendar
     account_name: str
-    principal: Principal
+    caller: Caller
     now: datetime
 
     @property
     def start(self) -> datetime:
-        return parse_timestamp(str(self.report.parameters["from"]))
+        return self.parameters.start
 
     @property
     def end(self) -> datetime:
-        return parse_timestamp(str(self.report.parameters["to"]))
+        return self.parameters.end
 
     @property
     def interval(self) -> Interval:
-        return Interval(str(self.report.parameters.get("interval", "1d")))
+        return self.parameters.interval or Interval.DAY
 
     @property
     def wants_csv(self) -> bool:
         # Each format gets only the rows it prints: the CSV its flat rows, the PDF its tables.
-        return self.report.format == "csv"
+        return self.parameters.format is ReportFormat.CSV
 
     @property
     def system_ids(self) -> list[str]:
-        return [str(item) for item in self.report.parameters["system_ids"]]
+        return list(self.parameters.system_ids or ())
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The report's zone: its period and its fixed-interval labels."""
+        return self.calendar.tz
 
 
 # Per-system detail tables in the PDF are skipped above this many rows (the CSV always has
 # them); the title page says so.
 PDF_DETAIL_ROWS = 20_000
-TITLES = {
-    "production": "Production report",
-    "market_value": "Market value report",
-    "declarations": "Declarations report",
-}
 
 
-def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, str]]:
+def facts(context: ReportContext, systems: Sequence[ReadableSystem]) -> list[tuple[str, str]]:
     report = context.report
     names = ", ".join(system.name for system in systems[:8])
     if len(systems) > 8:
@@ -114,64 +123,13 @@ def facts(context: ReportContext, systems: Sequence[System]) -> list[tuple[str, 
         ("Systems", f"{len(systems)}: {names}"),
         (
             "Period",
-            f"{local_period(context.start, context.end, (s.timezone for s in systems)).text()}"
-            f"; in UTC {utc_text(context.start)} to {utc_text(context.end)} (end exclusive)",
+            f"{context.calendar.period().text()}; in UTC {utc_text(context.start)} to {utc_text(context.end)} (end exclusive)",
         ),
     ]
-    if report.type != "declarations":
+    if context.parameters.kind.bucketed:
         facts.append(("Interval", f"{context.interval.value} (one row per system and bucket)"))
     facts.append(("Generated at", utc_text(context.now)))
     return facts
-
-
-@dataclass(frozen=True, slots=True)
-class LocalPeriod:
-    """A report's period on the systems' local calendar: its first and last day (inclusive)
-    in `zone` — the systems' time zone when their clocks agree over the whole period (one
-    zone, or several with the same offsets: NL and DE-LU), else UTC. `label` names them."""
-
-    first: date
-    last: date
-    zone: str
-    label: str
-
-    def text(self) -> str:
-        return f"{self.first.isoformat()} to {self.last.isoformat()} ({self.label})"
-
-
-def local_period(start: datetime, end: datetime, zones: Iterable[str]) -> LocalPeriod:
-    """[start, end) as local days: an October report (00:00 1 October to 00:00 1 November
-    local) is 2026-10-01 to 2026-10-31, not the UTC dates 2026-09-30 and 2026-10-31."""
-    names = tuple(sorted(set(zones)))
-    if names and clocks_agree(names, start, end):
-        zone, label = names[0], " = ".join(names)
-    else:
-        zone = label = "UTC"
-    tz = ZoneInfo(zone)
-    local_start, local_end = start.astimezone(tz), end.astimezone(tz)
-    last = local_end.date()
-    if local_end.time() == datetime.min.time() and last > local_start.date():
-        last -= timedelta(days=1)  # the end is exclusive: a midnight ends the day before
-    return LocalPeriod(local_start.date(), last, zone, label)
-
-
-@functools.lru_cache(maxsize=256)
-def clocks_agree(zones: tuple[str, ...], start: datetime, end: datetime) -> bool:
-    """Whether every zone shows the same local time at every quarter-hour of [start, end]:
-    compared by their UTC offsets, not their names (Amsterdam and Berlin agree, Amsterdam
-    and London do not). Offsets change only on quarter-hour boundaries. Kept per period:
-    a download's file name asks again for the same one."""
-    if len(zones) <= 1:
-        return True
-    infos = [ZoneInfo(name) for name in zones]
-    moment = start.astimezone(UTC)
-    step = timedelta(minutes=15)
-    while moment <= end:
-        first = moment.astimezone(infos[0]).utcoffset()
-        if any(moment.astimezone(tz).utcoffset() != first for tz in infos[1:]):
-            return False
-        moment += step
-    return True
 
 
 def utc_text(value: datetime) -> str:
@@ -187,7 +145,10 @@ def bucket_key(start_iso: str, interval: Interval, tz: ZoneInfo) -> datetime:
     return start.replace(tzinfo=None)
 
 
-def period_label(key: datetime, interval: Interval) -> str:
+def period_label(key: datetime, interval: Interval, tz: ZoneInfo | None = None) -> str:
+    """A bucket's name on the report's calendar: its local date, ISO week or month, or for
+    15m/30m/1h its local start with the offset in force ("2025-06-01 14:00 UTC+02:00";
+    "… UTC" on the UTC calendar), so the two autumn hours of the same local time differ."""
     if interval is Interval.DAY:
         return key.strftime("%Y-%m-%d")
     if interval is Interval.WEEK:
@@ -195,7 +156,19 @@ def period_label(key: datetime, interval: Interval) -> str:
         return f"{year}-W{week:02d}"
     if interval is Interval.MONTH:
         return key.strftime("%Y-%m")
-    return key.strftime("%Y-%m-%d %H:%M UTC")
+    if tz is None or tz.key == "UTC":
+        return key.strftime("%Y-%m-%d %H:%M UTC")
+    local = key.replace(tzinfo=UTC).astimezone(tz)
+    offset = local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M} UTC{offset[:3]}:{offset[3:]}"
+
+
+def axis_time(key: datetime, interval: Interval, tz: ZoneInfo) -> datetime:
+    """Where a bucket sits on the chart's axis: its wall-clock start on the report's
+    calendar (a fixed interval's key is its UTC start)."""
+    if interval.is_calendar:
+        return key
+    return key.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None)
 
 
 def bar_days(interval: Interval) -> float:

@@ -12,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
 from solarapi.declarations.views import DeclarationView
+from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
 from solarapi.reports.content import (
-    TITLES,
     Cell,
     Chart,
     ReportContent,
@@ -48,11 +48,12 @@ DECLARATION_COLUMNS = [
 async def declarations(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
+    # The declarations service's own caller: reads only, so its actor is never recorded.
     caller = declaration_service.Caller(
-        context.principal.account_id, context.principal.environment, context.principal.key_id
+        context.caller.account_id, context.caller.environment, f"report:{context.report.id}"
     )
     content = ReportContent(
-        TITLES["declarations"],
+        ReportKind.DECLARATIONS.heading,
         facts(context, systems),
         list(DECLARATION_COLUMNS),
         landscape=True,

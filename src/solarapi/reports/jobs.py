@@ -23,7 +23,6 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from solarapi.auth.principal import Principal
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 from solarapi.events.service import record_event
@@ -37,17 +36,15 @@ from solarapi.jobs.queue import (
 )
 from solarapi.jobs.runner import ABANDONED_ERROR
 from solarapi.kit.cpu import run_in_process
-from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.metrics import recorder_for
-from solarapi.models.reports import Report
+from solarapi.models.reports import Report, ReportFormat
 from solarapi.reports import repository
 from solarapi.reports.builder import build
-from solarapi.reports.content import ReportContent, ReportContext, ReportFailed
+from solarapi.reports.content import ReportContent, ReportFailed
 from solarapi.reports.csvfile import write_csv
 from solarapi.reports.pdffile import write_pdf
 from solarapi.reports.service import (
-    CONTENT_TYPES,
     JOB_KIND,
     JOB_MAX_ATTEMPTS,
     RETENTION,
@@ -59,38 +56,22 @@ log = logging.getLogger("solarapi.reports")
 ORPHAN_AGE = timedelta(days=1)
 
 
-def job_principal(report: Report, account_name: str, plan: str) -> Principal:
-    """The report's owner as the source services expect a caller: the same tenancy checks
-    apply to a report as to the requests it stands for."""
-    return Principal(
-        account_id=report.account_id,
-        account_name=account_name,
-        plan=Plan(plan),
-        environment=Environment(report.environment),
-        key_id=f"report:{report.id}",
-        key_name="report generator",
-        key_display="",
-        key_created_at=report.created_at,
-        key_last_used_at=None,
-    )
-
-
 def render(content: ReportContent, report_format: str, path: Path, now: datetime) -> None:
-    if report_format == "csv":
+    if report_format == ReportFormat.CSV:
         write_csv(content, path)
     else:
         write_pdf(content, path, now)
 
 
 def produce_file(
-    settings: Settings, report_id: str, account_name: str, plan: str, temporary: Path, now: datetime
+    settings: Settings, report_id: str, account_name: str, temporary: Path, now: datetime
 ) -> tuple[int, str] | None:
     """Read the report's data, shape it, render it into `temporary` and fsync it; returns
     (size, sha256), or None if the report was deleted meanwhile. Runs in the CPU process
     (`kit.cpu`), with its own connection: shaping 50 system-years into rows and laying out a
     PDF is pure Python that, on the API's event loop or a thread of it, stalled every request
     (a 0.9 s block building the rows, then seconds of drawing)."""
-    content = asyncio.run(_content(settings, report_id, account_name, plan, now))
+    content = asyncio.run(_content(settings, report_id, account_name, now))
     if content is None:
         return None
     report_format, built = content
@@ -104,7 +85,7 @@ def produce_file(
 
 
 async def _content(
-    settings: Settings, report_id: str, account_name: str, plan: str, now: datetime
+    settings: Settings, report_id: str, account_name: str, now: datetime
 ) -> tuple[str, ReportContent] | None:
     engine = create_oneshot_engine(settings)
     try:
@@ -112,9 +93,7 @@ async def _content(
             report = await repository.get(session, report_id)
             if report is None:
                 return None
-            principal = job_principal(report, account_name, plan)
-            context = ReportContext(report, account_name, principal, now)
-            return report.format, await build(session, context)
+            return report.format, await build(session, report, account_name, now)
     finally:
         await dispose_engine(engine)
 
@@ -123,7 +102,6 @@ async def write_file(
     settings: Settings,
     report: Report,
     account_name: str,
-    plan: str,
     directory: Path,
     name: str,
     now: datetime,
@@ -135,7 +113,7 @@ async def write_file(
     await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
     temporary = directory / f".{name}.partial"
     rendering = asyncio.ensure_future(
-        run_in_process(produce_file, settings, report.id, account_name, plan, temporary, now)
+        run_in_process(produce_file, settings, report.id, account_name, temporary, now)
     )
     try:
         written = await asyncio.shield(rendering)
@@ -176,13 +154,14 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
     # Reading runs outside the write above (in the CPU process): on SQLite a long transaction
     # that has written would hold the database's one write lock for the whole read.
     name = f"{report.id}-{attempt}.{report.format}"
-    written = await write_file(settings, report, account.name, account.plan, directory, name, now)
+    written = await write_file(settings, report, account.name, directory, name, now)
     if written is None:
         return  # deleted while it was being produced
     size, sha256 = written
     completed = False
     try:
-        await storage.save(name, directory / name, CONTENT_TYPES[report.format])
+        content_type = ReportFormat(report.format).content_type
+        await storage.save(name, directory / name, content_type)
         async with maker() as session, session.begin():
             if not await lease_held(session):
                 log.warning("report %s: job lost its lease; discarding %s", report_id, name)
@@ -194,7 +173,7 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
                 now=finished_at,
                 expires_at=finished_at + RETENTION,
                 file_name=name,
-                content_type=CONTENT_TYPES[report.format],
+                content_type=content_type,
                 size_bytes=size,
                 sha256=sha256,
             )

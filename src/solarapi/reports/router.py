@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -15,7 +14,8 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
 from solarapi.reports import service
-from solarapi.reports.schemas import ReportCreate, ReportList, ReportOut
+from solarapi.reports.parameters import ReportParameters
+from solarapi.reports.schemas import KINDS_TEXT, ReportCreate, ReportList, ReportOut
 from solarapi.reports.storage import ReportStorage, storage_for
 from solarapi.state import SettingsDep
 
@@ -43,10 +43,11 @@ async def create_report(
     body: ReportCreate, principal: PrincipalDep, session: SessionDep, settings: SettingsDep
 ) -> Response:
     now = utcnow()
+    parameters = ReportParameters.from_request(body, now)
     quota = service.ReportQuota(
         settings.reports_pending_per_account, settings.reports_kept_per_account
     )
-    report = await service.create_report(session, principal, body, now, quota)
+    report = await service.create_report(session, principal, parameters, now, quota)
     return OrjsonResponse(
         service.report_to_api(report, now),
         status_code=202,
@@ -66,9 +67,7 @@ async def list_reports(
     session: SessionDep,
     page: PageDep,
     status: Annotated[str | None, Query(description="queued, running, completed or failed")] = None,
-    type: Annotated[
-        str | None, Query(description="production, market_value or declarations")
-    ] = None,
+    type: Annotated[str | None, Query(description=KINDS_TEXT)] = None,
 ) -> Response:
     reports, total = await service.list_reports(
         session, principal, status=status, report_type=type, page=page
@@ -115,17 +114,6 @@ async def download_report(
     storage: StorageDep, report_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     found = await service.download(session, principal, report_id, storage, utcnow())
-    digest = base64.b64encode(bytes.fromhex(found.sha256)).decode()
-    # Streamed in chunks from disk or object storage, never read whole into memory.
     return StreamingResponse(
-        found.file.chunks,
-        media_type=found.content_type,
-        headers={
-            "Content-Length": str(found.file.size),
-            # Our names are ASCII (`<type>_<from>_<to>_<id>.<ext>`): no RFC 5987 form needed.
-            "Content-Disposition": f'attachment; filename="{found.filename}"',
-            # RFC 9530: lets a client verify the file it received.
-            "Repr-Digest": f"sha-256=:{digest}:",
-            "Cache-Control": "private, no-store",
-        },
+        found.file.chunks, media_type=found.content_type, headers=found.headers()
     )

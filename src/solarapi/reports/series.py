@@ -13,12 +13,12 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.grid import iso_strings
+from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
 from solarapi.performance import service as performance_service
-from solarapi.prices import value as prices_value
+from solarapi.prices.value import priced_zone, value_of
 from solarapi.readings.service import aggregate
 from solarapi.reports.content import (
-    TITLES,
     WH_PER_KWH,
     Cell,
     Chart,
@@ -27,6 +27,7 @@ from solarapi.reports.content import (
     Table,
     add_details,
     add_values,
+    axis_time,
     bar_days,
     bucket_key,
     coverage_ratio,
@@ -121,11 +122,19 @@ class _Gathered:
 async def production(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
-    content = ReportContent(TITLES["production"], facts(context, systems), list(PRODUCTION_COLUMNS))
+    content = ReportContent(
+        ReportKind.PRODUCTION.heading, facts(context, systems), list(PRODUCTION_COLUMNS)
+    )
     gathered = _Gathered()
     for system in systems:
         readings = await aggregate(
-            session, system, context.start, context.end, context.interval, context.now
+            session,
+            system,
+            context.start,
+            context.end,
+            context.interval,
+            context.now,
+            timezone=context.calendar.bucket_zone(system.timezone),
         )
         body = readings.to_api()
         # The PDF's expected against actual (the CSV's columns are unchanged).
@@ -200,13 +209,14 @@ def _production_buckets(
     returns the system's PDF table rows (none for a CSV). `expected`: the system's
     performance over the same buckets (PDF only)."""
     interval = context.interval
-    tz = ZoneInfo(system.timezone)
+    zone = context.calendar.bucket_zone(system.timezone)
+    tz = ZoneInfo(zone)
     detail_rows: list[list[Cell]] = []
     modelled = {} if expected is None else _bucket_index(expected)
     all_figures = () if expected is None else expected.figures()
     for bucket in buckets:
         key = bucket_key(bucket["start"], interval, tz)
-        label = period_label(key, interval)
+        label = period_label(key, interval, context.tz)
         coverage = coverage_ratio(bucket["samples"], bucket["expected_samples"])
         shared = gathered.per_bucket.setdefault(key, _Bucket())
         shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
@@ -219,7 +229,7 @@ def _production_buckets(
                 [
                     system.id,
                     system.name,
-                    system.timezone,
+                    zone,  # the zone of this row's buckets and period_local
                     bucket["start"],
                     bucket["end"],
                     label,
@@ -274,10 +284,10 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
     content.chart = Chart(
         f"Production per {interval.label}, all systems",
         "Energy (kWh)",
-        keys,
+        [axis_time(key, interval, context.tz) for key in keys],
         [kwh(per_bucket[key].energy_wh) for key in keys],
         bar_days(interval),
-        [period_label(key, interval) for key in keys],
+        [period_label(key, interval, context.tz) for key in keys],
     )
     content.tables.append(
         Table(
@@ -296,7 +306,7 @@ def _production_tables(content: ReportContent, context: ReportContext, gathered:
     )
     rows: list[list[Cell]] = [
         [
-            period_label(key, interval),
+            period_label(key, interval, context.tz),
             kwh(per_bucket[key].energy_wh),
             kwh(per_bucket[key].power_max_w),
             f"{per_bucket[key].samples}/{per_bucket[key].expected}",
@@ -360,19 +370,21 @@ async def market_value(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
     content = ReportContent(
-        TITLES["market_value"], facts(context, systems), list(MARKET_VALUE_COLUMNS)
+        ReportKind.MARKET_VALUE.heading, facts(context, systems), list(MARKET_VALUE_COLUMNS)
     )
     gathered = _Gathered()
     for system in systems:
-        body = await prices_value.market_value(
+        valued = await value_of(
             session,
-            context.principal,
-            system.id,
-            from_text=str(context.report.parameters["from"]),
-            to_text=str(context.report.parameters["to"]),
-            interval_text=context.interval.value,
-            now=context.now,
+            system,
+            priced_zone(system),  # 409 (the report fails) if it lost its zone since the POST
+            context.start,
+            context.end,
+            context.interval,
+            context.now,
+            timezone=context.calendar.bucket_zone(system.timezone),
         )
+        body = valued.body
         detail_rows = _market_value_buckets(content, context, system, body["data"], gathered)
         totals = body["meta"]["totals"]
         gathered.summary.append(
@@ -410,11 +422,11 @@ def _market_value_buckets(
 ) -> list[list[Cell]]:
     """As `_production_buckets`, for market value."""
     interval = context.interval
-    tz = ZoneInfo(system.timezone)
+    tz = ZoneInfo(context.calendar.bucket_zone(system.timezone))
     detail_rows: list[list[Cell]] = []
     for bucket in buckets:
         key = bucket_key(bucket["start"], interval, tz)
-        label = period_label(key, interval)
+        label = period_label(key, interval, context.tz)
         shared = gathered.per_bucket.setdefault(key, _Bucket())
         shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
         shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
@@ -455,10 +467,10 @@ def _market_value_tables(
     content.chart = Chart(
         f"Market value per {interval.label}, all systems",
         "Value (EUR)",
-        keys,
+        [axis_time(key, interval, context.tz) for key in keys],
         [per_bucket[key].value_eur for key in keys],
         bar_days(interval),
-        [period_label(key, interval) for key in keys],
+        [period_label(key, interval, context.tz) for key in keys],
     )
     content.tables.append(
         Table(
@@ -471,7 +483,7 @@ def _market_value_tables(
     )
     rows: list[list[Cell]] = [
         [
-            period_label(key, interval),
+            period_label(key, interval, context.tz),
             kwh(per_bucket[key].energy_wh),
             per_bucket[key].value_eur,
             _weighted_price(per_bucket[key]),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -49,3 +50,25 @@ async def read_system(session: AsyncSession, principal: Caller, system_id: str) 
     """The caller's system for a request that only reads it: a frozen record, read without
     the ORM — every readings query starts here."""
     return owned(await repository.get_record(session, system_id), principal, system_id)
+
+
+async def find_systems(
+    session: AsyncSession, principal: Caller, system_ids: Sequence[str]
+) -> dict[str, System]:
+    """Those of `system_ids` that are the caller's, in the caller's environment, by id: one
+    query for all of them (a report's systems), never one per id."""
+    environment = principal.environment.value
+    return {
+        system.id: system
+        for system in await repository.get_many(session, system_ids)
+        if system.account_id == principal.account_id and system.environment == environment
+    }
+
+
+async def get_systems(
+    session: AsyncSession, principal: Caller, system_ids: Sequence[str]
+) -> list[System]:
+    """The caller's systems `system_ids`, in that order; 404 naming the first that is not
+    theirs (the message of `owned`)."""
+    found = await find_systems(session, principal, system_ids)
+    return [owned(found.get(system_id), principal, system_id) for system_id in system_ids]

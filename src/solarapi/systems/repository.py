@@ -20,6 +20,14 @@ async def get(session: AsyncSession, system_id: str) -> System | None:
     return await session.scalar(select(System).where(System.id == system_id))
 
 
+async def get_many(session: AsyncSession, system_ids: Sequence[str]) -> Sequence[System]:
+    """The systems among `system_ids` that exist, in one query (any order)."""
+    if not system_ids:
+        return []
+    rows = await session.scalars(select(System).where(System.id.in_(list(system_ids))))
+    return rows.all()
+
+
 _SYSTEMS = System.metadata.tables[System.__tablename__]
 
 

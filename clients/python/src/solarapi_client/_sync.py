@@ -731,14 +731,17 @@ class Reports(_Resource):
         start: Timestamp | NotGiven = NOT_GIVEN,
         end: Timestamp | NotGiven = NOT_GIVEN,
         interval: Interval | NotGiven = NOT_GIVEN,
+        timezone: str | NotGiven = NOT_GIVEN,
         idempotency_key: str | None = None,
     ) -> Report:
-        """Queue a report; `wait()` for it, then `download()` it."""
+        """Queue a report; `wait()` for it, then `download()` it. `timezone`: the report's
+        calendar (an IANA name), needed when the systems' clocks differ."""
         payload = body(
             type=type,
             format=format,
             system_ids=list(system_ids) if not isinstance(system_ids, NotGiven) else NOT_GIVEN,
             interval=interval,
+            timezone=timezone,
         )
         payload.update(body(**{"from": start, "to": end}))
         return self._client.send(
