@@ -14,7 +14,7 @@ from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue
 from solarapi.readings.rendering import render_many
 
 
-def pagination(fleet: Fleet) -> dict[str, Any]:
+def pagination(fleet: Fleet[Any]) -> dict[str, Any]:
     params: PageParams = fleet.page
     total = len(fleet.systems)
     total_pages = (total + params.limit - 1) // params.limit if total else 0
@@ -27,11 +27,11 @@ def pagination(fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet) -> bytes:
+def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
     return _joined_envelope(b",".join(items), meta, fleet)
 
 
-def _joined_envelope(items: bytes, meta: dict[str, Any], fleet: Fleet) -> bytes:
+def _joined_envelope(items: bytes, meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
     return (
         b'{"data":['
         + items

@@ -25,12 +25,19 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import ReadableSystem
-from solarapi.portfolio.fleet import Fleet, FleetQuery, check_page_size, select_fleet
+from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.portfolio.fleet import (
+    Fleet,
+    FleetQuery,
+    check_page_size,
+    select_fleet,
+    select_members,
+)
 from solarapi.prices import value
 from solarapi.prices.service import baseload_price
 from solarapi.readings import service as readings
 from solarapi.readings.rendering import ManyReadings, ManyTotals
+from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
 
@@ -55,7 +62,7 @@ class FleetReadings:
     readings: ManyReadings
     system_totals: ManyTotals
     totals: FleetReadingsTotals
-    fleet: Fleet
+    fleet: Fleet[FleetMember]
 
 
 def _sum_or_none(values: list[float | None], decimals: int = 3) -> float | None:
@@ -78,7 +85,7 @@ async def fleet_readings(
     # 400 before 404: the range is checked on the UTC calendar before any system is read
     # (a system's calendar moves edges by hours: at most one bucket).
     widen_range(start, end, interval, _UTC)
-    fleet = await select_fleet(session, principal, query)
+    fleet = await select_members(session, principal, query)
     # Widened once per time zone (systems of one zone share the range and its buckets).
     by_zone: dict[str, TimeRange] = {}
     for system in fleet.systems:
@@ -120,7 +127,7 @@ class FleetSummary:
 
     items: list[dict[str, Any]]
     totals: dict[str, Any]
-    fleet: Fleet
+    fleet: Fleet[SystemRecord]
 
 
 _ENERGIES = ("energy_today_wh", "energy_month_wh", "energy_year_wh", "energy_lifetime_wh")
@@ -175,7 +182,7 @@ class FleetValue:
     items: list[dict[str, Any]]
     zones: list[dict[str, Any]]
     totals: dict[str, Any]
-    fleet: Fleet
+    fleet: Fleet[SystemRecord]
 
 
 _NO_VALUE: dict[str, Any] = {

@@ -46,6 +46,7 @@ from solarapi.readings.rendering import ManyReadings, Readings
 from solarapi.readings.repository import reading_store
 from solarapi.readings.store import DAYS, HOURS, RAW, Rows, Series
 from solarapi.systems.access import owned, read_system
+from solarapi.systems.repository import FleetMember, get_record
 from solarapi.systems.span import simulated_since
 
 
@@ -241,7 +242,7 @@ async def readings_in(
 
 async def readings_of_many(
     session: AsyncSession,
-    systems: Sequence[ReadableSystem],
+    systems: Sequence[FleetMember],
     time_ranges: Sequence[TimeRange],
     now: datetime,
 ) -> ManyReadings:
@@ -270,7 +271,8 @@ async def readings_of_many(
         owners.append(np.asarray(members, dtype=np.int64)[found])
         parts.append(rows)
     for k in simulated:
-        rows = await _simulated_rows(systems[k], time_ranges[k], now)
+        record = await get_record(session, systems[k].id)
+        rows = RAW.empty() if record is None else await _simulated_rows(record, time_ranges[k], now)
         owners.append(np.full(len(rows.starts), k, dtype=np.int64))
         parts.append(rows)
     owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
