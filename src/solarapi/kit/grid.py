@@ -533,7 +533,13 @@ def aggregate_many(
     len(edges)), sorted by (owner, start), summed into that series' buckets `edges[owner]`
     — one vectorised pass instead of one per series (a fleet of systems, each on its own
     local grid). Rows outside their series' edges, and gaps, are dropped as there."""
-    counts = np.array([len(e) - 1 for e in edges], dtype=np.int64)
+    # Series share their edges arrays (systems of one zone): laid out per distinct array.
+    shared: dict[int, tuple[IntArray, list[int]]] = {}
+    for k, e in enumerate(edges):
+        shared.setdefault(id(e), (e, []))[1].append(k)
+    counts = np.empty(len(edges), dtype=np.int64)
+    for e, members in shared.values():
+        counts[members] = len(e) - 1
     offsets = np.zeros(len(edges) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
@@ -545,9 +551,15 @@ def aggregate_many(
     # times shifted by k × span, so that they never meet another's): one searchsorted finds
     # every row's bucket. Edge slot j of series k is bucket j - k of the laid-out arrays,
     # except its last edge, which opens no bucket.
-    base = min(int(starts.min()), min(int(e[0]) for e in edges))
-    span = max(int(starts.max()), max(int(e[-1]) for e in edges)) - base + 1
-    laid = np.concatenate([e - base + k * span for k, e in enumerate(edges)])
+    base = min(int(starts.min()), min(int(e[0]) for e, _ in shared.values() if len(e)))
+    top = max(int(starts.max()), max(int(e[-1]) for e, _ in shared.values() if len(e)))
+    span = top - base + 1
+    first_slot = offsets[:-1] + np.arange(len(edges))  # where series k's edges begin
+    laid = np.empty(total + len(edges), dtype=np.int64)
+    for e, members in shared.values():
+        ks = np.asarray(members, dtype=np.int64)
+        at = first_slot[ks][:, None] + np.arange(len(e))
+        laid[at] = (e - base)[None, :] + (ks * span)[:, None]
     slot_owner = np.repeat(np.arange(len(edges), dtype=np.int64), counts + 1)
     opens = np.ones(len(laid), dtype=bool)
     opens[offsets[1:] + np.arange(len(edges))] = False  # (offsets[k+1] + k: series k's last)

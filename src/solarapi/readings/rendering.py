@@ -83,8 +83,7 @@ class ManyReadings:
     buckets: ManyBuckets
 
     def totals(self) -> ManyTotals:
-        frames = [_frame(time_range) for time_range in self.time_ranges]
-        return _many_totals(self.buckets, frames)
+        return _many_totals(self.buckets, _frames(self.time_ranges))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +104,7 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     if hi <= lo:
         return b""
     many = readings.buckets
-    frames = [_frame(readings.time_ranges[k]) for k in range(lo, hi)]
+    frames = _frames(readings.time_ranges[lo:hi])
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
     hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
@@ -145,6 +144,19 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
             + b"}"
         )
     return b"".join(pieces)
+
+
+def _frames(time_ranges: tuple[TimeRange, ...]) -> list[_Frame]:
+    """The frame of each range, looked up once per distinct range (systems of one zone
+    share theirs)."""
+    found: dict[TimeRange, _Frame] = {}
+    frames = []
+    for time_range in time_ranges:
+        frame = found.get(time_range)
+        if frame is None:
+            frame = found[time_range] = _frame(time_range)
+        frames.append(frame)
+    return frames
 
 
 def _numbers(energy: FloatArray, hours: FloatArray, power_max: FloatArray) -> list[bytes]:
