@@ -28,19 +28,21 @@ def pagination(fleet: Fleet[Any]) -> dict[str, Any]:
 
 
 def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
-    return _joined_envelope(b",".join(items), meta, fleet)
+    return _joined_envelope(_commas(items), meta, fleet)
 
 
-def _joined_envelope(items: bytes, meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
-    return (
-        b'{"data":['
-        + items
-        + b'],"meta":'
-        + orjson.dumps(meta)
-        + b',"pagination":'
-        + orjson.dumps(pagination(fleet))
-        + b"}"
+def _commas(items: list[bytes]) -> list[bytes]:
+    pieces = [b","] * (2 * len(items) - 1) if items else []
+    pieces[0::2] = items
+    return pieces
+
+
+def _joined_envelope(pieces: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
+    """The body around `data`'s pieces (already comma-separated), joined once."""
+    tail = (
+        b'],"meta":' + orjson.dumps(meta) + b',"pagination":' + orjson.dumps(pagination(fleet))
     )
+    return b"".join([b'{"data":[', *pieces, tail, b"}"])
 
 
 def render_readings(result: FleetReadings) -> bytes:

@@ -39,15 +39,30 @@ def _range_sql(series: Series) -> str:
     )
 
 
+# A row's owner and time key in one integer (owner × 2**33 + key): epoch seconds before the
+# grid's end (2200) are below 2**33, so both come back exact, as one value instead of two.
+_OWNER_SHIFT = 33
+
+
 @functools.cache
 def _many_sql(series: Series) -> str:
     # CROSS JOIN: SQLite keeps the left table outside, so the rows come system by system in
     # the array's order, each system's by its primary key (`rows_of_many` checks it).
-    names = ", ".join(f"r.{name}" for name, _ in series.columns)
+    key, *rest = (name for name, _ in series.columns)
+    names = ", ".join(f"r.{name}" for name in rest)
     return (
-        f"SELECT j.key, {names} FROM json_each(?) AS j "  # noqa: S608 - constants
-        f"CROSS JOIN {series.name} AS r WHERE r.system_id = j.value "
-        f"AND r.{series.key} >= ? AND r.{series.key} < ?"
+        f"SELECT (j.key << {_OWNER_SHIFT}) + r.{key}, {names} "  # noqa: S608 - constants
+        f"FROM json_each(?) AS j CROSS JOIN {series.name} AS r WHERE r.system_id = j.value "
+        f"AND r.{key} >= ? AND r.{key} < ?"
+    )
+
+
+@functools.cache
+def _many_record(series: Series) -> np.dtype[Any]:
+    """The rows of `_many_sql` as numpy reads them (NULL floats as NaN)."""
+    return np.dtype(
+        [("owner_key", np.int64)]
+        + [(name, NUMPY_TYPES[kind]) for name, kind in series.columns[1:]]
     )
 
 
@@ -78,7 +93,13 @@ class SqliteReadingStore:
     ) -> tuple[IntArray, Rows]:
         ids = orjson.dumps(list(system_ids)).decode()
         rows = await sqlite_fetchall(session, _many_sql(series), (ids, start_s, end_s))
-        owner, *arrays = _columns(rows, ["int8", *(kind for _, kind in series.columns)])
+        # One structured array from the row tuples (a third less than a flat float array of
+        # one more column, measured on a month of 1,000 systems' days).
+        records = np.fromiter(rows, dtype=_many_record(series), count=len(rows))
+        owner_key = records["owner_key"]
+        owner = owner_key >> _OWNER_SHIFT
+        arrays = [owner_key - (owner << _OWNER_SHIFT)]
+        arrays += [records[name] for name, _ in series.columns[1:]]
         owners, ordered = in_owner_order(owner, arrays)
         return owners, series.rows(ordered)
 
