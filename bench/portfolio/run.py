@@ -45,9 +45,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import PG_ADMIN, SECRET, make_account, server_process  # noqa: E402
-from solarapi.config import Settings  # noqa: E402
-from solarapi.migrate import upgrade  # noqa: E402
+from harness import PG_ADMIN, SECRET, make_account, server_process
+from solarapi.config import Settings
+from solarapi.migrate import upgrade
 
 TICK = os.sysconf("SC_CLK_TCK")
 # Whole-hour zones (the PostgreSQL build sums each local day from the hourly rollup).
@@ -207,7 +207,9 @@ def prepare(args: argparse.Namespace) -> tuple[Settings, dict[str, str], dict[st
     state_file = data_dir / "fleet.json"
     if state_file.exists():
         state = json.loads(state_file.read_text())
-        print(f"reusing the fleet of {state_file}: {len(state['ids']):,} systems × {state['days']} days")
+        print(
+            f"reusing the fleet of {state_file}: {len(state['ids']):,} systems × {state['days']} days"
+        )
         return settings, env, state
     upgrade(settings)
     end = day_end()
@@ -249,9 +251,10 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
               "to": end.strftime("%Y-%m-%dT%H:%M:%SZ"), "interval": "1d"}  # fmt: skip
     headers = {"Authorization": f"Bearer {state['key']}", "Accept-Encoding": "identity"}
     print(f"load average at the start: {load()}")
-    with server_process(env) as (base, pid), httpx.Client(
-        base_url=base + "/api/v1", headers=headers, timeout=600
-    ) as client:
+    with (
+        server_process(env) as (base, pid),
+        httpx.Client(base_url=base + "/api/v1", headers=headers, timeout=600) as client,
+    ):
 
         def touch() -> None:
             response = client.patch(f"/systems/{ids[0]}", json={"name": "Bench 0"})
@@ -375,8 +378,9 @@ def feed_end(env: dict[str, str], state: dict[str, Any]) -> tuple[int, int]:
     """The log's last position now (the bench knows the server's secret, so it may make a
     cursor there instead of reading 35 M rows to reach it)."""
     url = env.get("SOLARAPI_DATABASE_URL")
-    sql = ("SELECT txid, seq FROM reading_changes WHERE account_id = '%s' "
-           "ORDER BY txid DESC, seq DESC LIMIT 1") % state["account_id"]  # fmt: skip
+    account = state["account_id"]
+    sql = (f"SELECT txid, seq FROM reading_changes WHERE account_id = '{account}' "  # noqa: S608
+           "ORDER BY txid DESC, seq DESC LIMIT 1")  # fmt: skip
     if url:
         txid, seq = psql(url, sql).split("|")
         return int(txid), int(seq)
@@ -395,7 +399,9 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=1000)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--rounds", type=int, default=20, help="portfolio requests timed")
-    parser.add_argument("--single-rounds", type=int, default=3, help="rounds of per-system requests")
+    parser.add_argument(
+        "--single-rounds", type=int, default=3, help="rounds of per-system requests"
+    )
     parser.add_argument("--feed-pages", type=int, default=10)
     parser.add_argument("--log-days", type=int, default=31,
                         help="PostgreSQL: the change log holds the fleet's last N days")  # fmt: skip

@@ -123,8 +123,7 @@ def _matching(found: list[S], query: FleetQuery) -> list[S]:
     return [
         system
         for system in found
-        if query.status in (None, system.status)
-        and query.market_zone in (None, system.market_zone)
+        if query.status in (None, system.status) and query.market_zone in (None, system.market_zone)
     ]
 
 

@@ -39,9 +39,7 @@ def _commas(items: list[bytes]) -> list[bytes]:
 
 def _joined_envelope(pieces: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
     """The body around `data`'s pieces (already comma-separated), joined once."""
-    tail = (
-        b'],"meta":' + orjson.dumps(meta) + b',"pagination":' + orjson.dumps(pagination(fleet))
-    )
+    tail = b'],"meta":' + orjson.dumps(meta) + b',"pagination":' + orjson.dumps(pagination(fleet))
     return b"".join([b'{"data":[', *pieces, tail, b"}"])
 
 

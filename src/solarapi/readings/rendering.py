@@ -229,7 +229,9 @@ def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
             round(value, 3) if count else None
             for value, count in zip(energy.tolist(), sample_list, strict=True)
         ],
-        power_max_w=[None if math.isnan(value) else round(value, 3) for value in power_max.tolist()],
+        power_max_w=[
+            None if math.isnan(value) else round(value, 3) for value in power_max.tolist()
+        ],
         samples=sample_list,
         expected_samples=[frame.expected_samples for frame in frames],
     )

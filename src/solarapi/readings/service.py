@@ -219,7 +219,7 @@ async def read_readings(
 
 
 def time_range_of(
-    system: ReadableSystem, start: datetime, end: datetime, interval: Interval
+    system: ReadableSystem | FleetMember, start: datetime, end: datetime, interval: Interval
 ) -> TimeRange:
     """[start, end) widened to `system`'s grid for `interval` (its local clock and calendar),
     as `read_readings` widens it (ValidationFailed over 10,000 buckets)."""
@@ -276,12 +276,11 @@ async def readings_of_many(
         owners.append(np.full(len(rows.starts), k, dtype=np.int64))
         parts.append(rows)
     owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
-    starts, energy, samples, power = (
-        np.concatenate([getattr(rows, name) for rows in parts])
-        if parts
-        else np.zeros(0, dtype=np.int64 if name in ("starts", "samples") else np.float64)
-        for name in ("starts", "energy_wh", "samples", "power_max_w")
-    )
+    every = parts or [RAW.empty()]
+    starts = np.concatenate([rows.starts for rows in every])
+    energy = np.concatenate([rows.energy_wh for rows in every])
+    samples = np.concatenate([rows.samples for rows in every])
+    power = np.concatenate([rows.power_max_w for rows in every])
     if len(by_source) + len(simulated) > 1:
         # Several reads: in (system, time) order again; stable, so each system's rows keep
         # the time order they were read in.

@@ -167,7 +167,9 @@ def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
     return arrays
 
 
-def in_owner_order(owners: IntArray, arrays: list[npt.NDArray[Any]]) -> tuple[IntArray, list[npt.NDArray[Any]]]:
+def in_owner_order(
+    owners: IntArray, arrays: list[npt.NDArray[Any]]
+) -> tuple[IntArray, list[npt.NDArray[Any]]]:
     """`in_time_order` for the rows of many systems: sorted by (owner, time key), checked
     first and sorted only when the database's order did not hold."""
     starts = arrays[0]

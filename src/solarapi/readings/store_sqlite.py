@@ -17,8 +17,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
-from solarapi.models.systems import SystemRecord
 from solarapi.kit.grid import IntArray
+from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
     ChangeOwner,
@@ -61,8 +61,7 @@ def _many_sql(series: Series) -> str:
 def _many_record(series: Series) -> np.dtype[Any]:
     """The rows of `_many_sql` as numpy reads them (NULL floats as NaN)."""
     return np.dtype(
-        [("owner_key", np.int64)]
-        + [(name, NUMPY_TYPES[kind]) for name, kind in series.columns[1:]]
+        [("owner_key", np.int64)] + [(name, NUMPY_TYPES[kind]) for name, kind in series.columns[1:]]
     )
 
 
