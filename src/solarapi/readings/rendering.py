@@ -109,14 +109,13 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
     hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
-    # Every bucket's four numbers, in the order the frames' templates take them.
-    args: list[bytes] = [b""] * (4 * (b1 - b0))
+    # Every bucket's numbers, in the order the frames' templates take them: energy and
+    # average power as one piece (`_energy_and_average`), maximum power, samples.
+    args: list[bytes] = [b""] * (3 * (b1 - b0))
     if b1 > b0:
-        numbers = _numbers(energy, hours, power_max)
-        args[0::4] = numbers[0::3]
-        args[1::4] = numbers[1::3]
-        args[2::4] = numbers[2::3]
-        args[3::4] = orjson.dumps(samples, option=_NUMPY)[1:-1].split(b",")
+        args[0::3] = _energy_and_average(energy, hours)
+        args[1::3] = orjson.dumps(np.round(power_max, 3), option=_NUMPY)[1:-1].split(b",")
+        args[2::3] = orjson.dumps(samples, option=_NUMPY)[1:-1].split(b",")
     pieces: list[bytes] = []
     at = 0
     for k, frame in zip(range(lo, hi), frames, strict=True):
@@ -138,7 +137,7 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
         )
         # One %-format per system: its frame's text with the numbers in their places (no
         # object per bucket; a join of many small pieces cost more than the formatting).
-        data = frame.template % tuple(args[4 * at : 4 * (at + frame.count)])
+        data = frame.template % tuple(args[3 * at : 3 * (at + frame.count)])
         at += frame.count
         comma = b"," if k > lo else b""
         pieces += (comma, head[:-1], b',"data":[', data, b'],"totals":', totals_body, b"}")
@@ -156,6 +155,16 @@ def _frames(time_ranges: tuple[TimeRange, ...]) -> list[_Frame]:
             frame = found[time_range] = _frame(time_range)
         frames.append(frame)
     return frames
+
+
+def _energy_and_average(energy: FloatArray, hours: FloatArray) -> list[bytes]:
+    """Per bucket `<energy>,"power_avg_w":<average power>`, the numbers rounded to 3 decimals
+    as `_numbers` writes them: one orjson call writes the pairs as rows (`[[e,a],[e,a],…]`),
+    the only comma inside a row becomes the key between them, and the rows are split apart
+    (one object per bucket instead of two)."""
+    pairs = np.round(np.stack((energy, energy / hours), axis=1), 3)
+    text = orjson.dumps(pairs, option=_NUMPY)[2:-2]
+    return text.replace(b"],[", b"|").replace(b",", b',"power_avg_w":').split(b"|")
 
 
 def _numbers(energy: FloatArray, hours: FloatArray, power_max: FloatArray) -> list[bytes]:
@@ -246,7 +255,9 @@ class _Frame:
 
     count: int
     parts: list[bytes]
-    template: bytes  # `parts` joined, `%s` in the places of the numbers (for %-formatting)
+    # `parts` joined for %-formatting: per bucket `%s` for energy and average power together
+    # (`_energy_and_average`), `%s` for the maximum power, `%s` for the samples.
+    template: bytes
     hours: FloatArray  # each bucket's length in hours
     expected_samples: int
     first: str
@@ -282,7 +293,9 @@ def _frame(time_range: TimeRange) -> _Frame:
         closing = b',"expected_samples":%d},' % bucket_expected
     parts.append(closing[:-1])
     template = b"".join(
-        b"%s" if i % 2 else part.replace(b"%", b"%%") for i, part in enumerate(parts)
+        b"%s" if i % 2 else part.replace(b"%", b"%%")
+        for i, part in enumerate(parts)
+        if i % 8 not in (2, 3)  # the average power's key and slot: in the energy's piece
     )
     return _Frame(
         count=len(expected),
