@@ -346,7 +346,7 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
         for system_id in ids:
             response = client.post(f"/systems/{system_id}/readings", json={"readings": day})
             assert response.status_code == 200, response.text
-        got, requests, carrying, deadline = 0, 0, 0, time.monotonic() + 300
+        got, requests, carrying, deadline, pause = 0, 0, 0, time.monotonic() + 300, 0.05
         while time.monotonic() < deadline:
             response = client.get(
                 "/readings/changes", params={"limit": "100000", "cursor": token}, headers=ndjson
@@ -359,10 +359,17 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
             token = tail["next_cursor"]
             if got >= len(ids) * 96 and not tail["has_more"]:
                 break
+            if content.count(b"\n") == 1:  # held back: ask again, backing off
+                time.sleep(pause)
+                pause = min(2 * pause, 1.0)
         # On PostgreSQL a request may come back empty while a transaction older than the
         # upload (any of the cluster's) is still open: the rows wait below the horizon.
         print(f"one fleet-day: {len(ids) * 96:,} rows uploaded, {got:,} received in "
               f"{carrying} NDJSON request(s) that carried rows ({requests} requests in all)")  # fmt: skip
+        if got < len(ids) * 96 and env.get("SOLARAPI_DATABASE_URL"):
+            oldest = psql(PG_ADMIN, "SELECT max(now() - xact_start) FROM pg_stat_activity "
+                                    "WHERE backend_xid IS NOT NULL")  # fmt: skip
+            print(f"  held back: the server's oldest open writing transaction is {oldest} old")
     print(f"load average at the end: {load()}")
 
 
