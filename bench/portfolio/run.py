@@ -1,197 +1,425 @@
-"""Portfolio and change-feed benchmark, in one process (app and client on one event loop).
+"""Portfolio and change-feed benchmark against a real `solarapi serve` (one worker).
 
-Builds a fleet of N metered systems × D days of quarter-hours (directly through
-`readings.upload.store_series`, which also fills the change log), then measures:
+    # PostgreSQL: 1,000 systems × 365 days (35 M quarter-hours, their rollups and change log),
+    # built with SQL (generate_series) in a database of its own, kept for later runs:
+    .venv/bin/python bench/portfolio/run.py --postgres bench_portfolio --systems 1000 --days 365
+    # SQLite: 1,000 systems × 31 days, built through the upload code path:
+    .venv/bin/python bench/portfolio/run.py --sqlite /tmp/bench-portfolio --systems 1000 --days 31
 
-1. `GET /portfolio/readings?interval=1d` over the D days for the whole fleet (pages of up to
-   1,000 systems) against N per-system `GET /systems/{id}/readings` requests for the same
-   numbers: process CPU-seconds of each (app and client together: the client side is the
-   same small httpx cost per request on both sides, so the ratio understates the server's
-   saving), and the portfolio request's latency percentiles. Per-system bodies are kept while
-   the database is unchanged (`kit.versioned`), so each round writes one reading first: both
-   sides are measured uncached.
-2. The change feed: rows/s streamed as NDJSON (`limit` 100,000) from the start, and how many
-   requests one day of the whole fleet takes.
+A second run with the same database name (or directory) reuses the fleet; `--rebuild` makes
+it anew. Measured, with the server's CPU-seconds from /proc/<pid>/stat (utime + stime of the
+worker; PostgreSQL's backends separately), and the load average beside them:
 
-    .venv/bin/python bench/portfolio/run.py --systems 200 --days 31 [--postgres URL]
-
-Figures on this busy 2-core machine are noisy; compare within one run.
+1. `GET /portfolio/readings?interval=1d` over the last 31 days of the whole fleet (one request,
+   `limit` 1,000): wall-time median and p95 over `--rounds` rounds, and the worker's CPU per
+   request; against the fleet's `GET /systems/{id}/readings` for the same window, one per system
+   (the same numbers, compared bucket by bucket once): the worker's CPU for all of them. Before
+   each measurement one write (a PATCH of a system's name to itself) commits, so no body the
+   worker keeps while the database is unchanged (`kit.versioned`) answers either side.
+   Bodies are asked for uncompressed (`Accept-Encoding: identity`, as wrk asks); one round
+   with gzip is printed too.
+2. The change feed, NDJSON, `limit` 100,000, from the start of the log: rows per second of wall
+   time and per CPU-second of the worker, over `--feed-pages` pages.
+3. One day of the whole fleet (96 quarter-hours per system, uploaded through the API after the
+   fleet's last day) followed from a cursor at the end of the log: how many requests it takes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
 import statistics
-import tempfile
+import subprocess
+import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import PG_ADMIN, SECRET, make_account, server_process
 from solarapi.config import Settings
-from solarapi.kit.plans import Environment, Plan
-from solarapi.kit.timefmt import utcnow
 from solarapi.migrate import upgrade
 
-START = datetime(2025, 5, 1, tzinfo=UTC) - timedelta(hours=2)  # local midnight, Amsterdam
-SECRET = "bench-secret-key-that-is-long-enough-0123456789"
+TICK = os.sysconf("SC_CLK_TCK")
+# Whole-hour zones (the PostgreSQL build sums each local day from the hourly rollup).
+ZONES = [("Europe/Amsterdam", "NL"), ("Europe/London", None), ("America/New_York", None),
+         ("Asia/Tokyo", None)]  # fmt: skip
+CHUNK = 50  # systems per transaction of the PostgreSQL build
 
 
-async def build(app: object, systems: int, days: int) -> tuple[str, list[str]]:
-    from solarapi.accounts.service import create_account
-    from solarapi.auth.service import create_key
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def cpu_of(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def psql(url: str, sql: str) -> str:
+    return subprocess.run(
+        ["psql", url, "-tAqc", sql], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def day_end(days_back: int = 2) -> datetime:
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - timedelta(days=days_back)
+
+
+# --- building the fleet ------------------------------------------------------------------------
+
+
+async def add_systems(settings: Settings, account_id: str, count: int) -> list[str]:
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.kit.ids import new_id
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.models.systems import System
+
+    engine = create_oneshot_engine(settings)
+    ids: list[str] = []
+    try:
+        async with sessionmaker_for(engine)() as session, session.begin():
+            for number in range(count):
+                timezone, zone = ZONES[number % len(ZONES)]
+                now = utcnow()
+                system = System(
+                    id=new_id("sys"), account_id=account_id, environment="live",
+                    name=f"Bench {number}", status="active", data_source="metered",
+                    capacity_kwp=10.0, latitude=52.0, longitude=5.0, timezone=timezone,
+                    tilt_deg=30.0, azimuth_deg=180.0, market_zone=zone, created_at=now,
+                    updated_at=now,
+                )  # fmt: skip
+                session.add(system)
+                ids.append(system.id)
+    finally:
+        await engine.dispose()
+    return ids
+
+
+def build_postgres(
+    url: str, account_id: str, ids: list[str], start: datetime, end: datetime, log_days: int
+) -> None:
+    """Readings, both rollups and the change log straight in SQL, CHUNK systems per
+    transaction. (The readings go to the partition the migration made for everything before
+    its cut-over, as imported history does; monthly partitions start there.)"""
+    lo, hi = int(start.timestamp()), int(end.timestamp())
+    began = time.perf_counter()
+    for first in range(0, len(ids), CHUNK):
+        chunk = "ARRAY[" + ",".join(f"'{i}'" for i in ids[first : first + CHUNK]) + "]"
+        psql(url, f"""
+BEGIN;
+CREATE TEMP TABLE fresh ON COMMIT DROP AS
+SELECT s.id AS system_id, t AS start_s, floor((400 + abs(hashtext(s.id)) % 600)
+    * greatest(0, sin(((t + 864000) % 86400 / 3600.0 - 5) / 14 * pi()))
+    * (6 + 4 * abs(sin(t / 86400.0)))) / 10 AS energy_wh
+FROM systems s CROSS JOIN generate_series({lo}, {hi - 900}, 900) AS t
+WHERE s.id = ANY({chunk});
+INSERT INTO readings (system_id, start_s, energy_wh, power_w)
+SELECT system_id, start_s, energy_wh, energy_wh * 4 FROM fresh;
+INSERT INTO reading_hours (system_id, hour_s, energy_wh, samples, power_max_w)
+SELECT system_id, start_s - start_s % 3600, sum(energy_wh), count(*), max(energy_wh * 4)
+FROM fresh GROUP BY 1, 2;
+INSERT INTO reading_days (system_id, day_start_s, energy_wh, samples, power_max_w)
+SELECT h.system_id, extract(epoch FROM (date_trunc('day', to_timestamp(h.hour_s)
+    AT TIME ZONE s.timezone) AT TIME ZONE s.timezone))::bigint, sum(h.energy_wh),
+    sum(h.samples), max(h.power_max_w)
+FROM reading_hours h JOIN systems s ON s.id = h.system_id WHERE h.system_id = ANY({chunk})
+GROUP BY 1, 2;
+INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
+SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint,
+    energy_wh, energy_wh * 4
+FROM fresh WHERE start_s >= {hi - 86400 * log_days} ORDER BY system_id, start_s;
+UPDATE systems SET first_reading_at = to_timestamp({lo}), last_reading_at = to_timestamp({hi - 900})
+WHERE id = ANY({chunk});
+COMMIT;""")  # fmt: skip  # noqa: S608 - the bench's own ids
+        done = min(first + CHUNK, len(ids))
+        rate = done * (hi - lo) / 900 / (time.perf_counter() - began)
+        print(f"  {done:,} systems, {rate:,.0f} quarter-hours/s, load {load()}", flush=True)
+    psql(url, "VACUUM ANALYZE")
+
+
+async def build_sqlite(settings: Settings, ids: list[str], start: datetime, end: datetime) -> None:
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.models.systems import System
     from solarapi.readings.upload import store_series
 
-    maker = app.state.sessionmaker  # type: ignore[attr-defined]
-    async with maker() as session, session.begin():
-        owner = await create_account(
-            session, name="Bench fleet", email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
-            password="bench password 123", plan=Plan.ENTERPRISE, now=utcnow(),
-        )  # fmt: skip
-        _, key = await create_key(
-            session, account_id=owner.account.id, name="bench", environment=Environment.LIVE,
-            secret=app.state.settings.effective_secret_key, now=utcnow(),  # type: ignore[attr-defined]
-        )  # fmt: skip
-    starts = np.arange(
-        int(START.timestamp()), int((START + timedelta(days=days)).timestamp()), 900, np.int64
-    )
-    hours = (starts % 86400) / 3600
-    shape = np.clip(np.sin((hours - 4) / 16 * np.pi), 0, None)
-    ids = []
+    starts = np.arange(int(start.timestamp()), int(end.timestamp()), 900, np.int64)
+    shape = np.clip(np.sin(((starts + 864000) % 86400 / 3600 - 5) / 14 * np.pi), 0, None)
+    engine = create_oneshot_engine(settings)
+    try:
+        maker = sessionmaker_for(engine)
+        for number, system_id in enumerate(ids):
+            async with maker() as session, session.begin():
+                system = await session.get(System, system_id)
+                assert system is not None
+                energy = np.floor(10 * (400 + number % 600) * shape) / 10
+                for lo in range(0, len(starts), 10_000):
+                    part = slice(lo, lo + 10_000)
+                    await store_series(
+                        session, system, starts[part], energy[part], energy[part] * 4
+                    )
+            if (number + 1) % 100 == 0:
+                print(f"  {number + 1:,} systems, load {load()}", flush=True)
+    finally:
+        await engine.dispose()
+
+
+def prepare(args: argparse.Namespace) -> tuple[Settings, dict[str, str], dict[str, Any]]:
+    env = {"SOLARAPI_SECRET_KEY": SECRET, "SOLARAPI_JOB_RUNNER": "external",
+           "SOLARAPI_RATE_LIMIT_SCALE": "100000"}  # fmt: skip
+    if args.postgres:
+        name = args.postgres
+        if not name.replace("_", "").isalnum():
+            raise SystemExit(f"unsafe database name {name!r}")
+        url = PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+        data_dir = Path("/tmp") / f"bench-portfolio-{name}"
+        exists = psql(PG_ADMIN, f"SELECT 1 FROM pg_database WHERE datname = '{name}'") == "1"  # noqa: S608
+        if args.rebuild and exists:
+            psql(PG_ADMIN, f'DROP DATABASE "{name}" WITH (FORCE)')
+            exists = False
+        if not exists:
+            psql(PG_ADMIN, f'CREATE DATABASE "{name}"')
+            (data_dir / "fleet.json").unlink(missing_ok=True)
+        env["SOLARAPI_DATABASE_URL"] = url
+    else:
+        data_dir = Path(args.sqlite)
+        if args.rebuild:
+            for path in data_dir.glob("*"):
+                path.unlink()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env["SOLARAPI_DATA_DIR"] = str(data_dir)
+    settings = Settings(data_dir=data_dir, secret_key=SECRET,
+                        database_url=env.get("SOLARAPI_DATABASE_URL", ""))  # fmt: skip
+    state_file = data_dir / "fleet.json"
+    if state_file.exists():
+        state = json.loads(state_file.read_text())
+        print(
+            f"reusing the fleet of {state_file}: {len(state['ids']):,} systems × {state['days']} days"
+        )
+        return settings, env, state
+    upgrade(settings)
+    end = day_end()
+    start = end - timedelta(days=args.days)
+    account_id, keys = asyncio.run(make_account(settings, 1))
+    ids = asyncio.run(add_systems(settings, account_id, args.systems))
+    print(f"building {args.systems:,} systems × {args.days} days "
+          f"= {args.systems * args.days * 96:,} quarter-hours (load {load()})", flush=True)  # fmt: skip
     began = time.perf_counter()
-    for number in range(systems):
-        async with maker() as session, session.begin():
-            now = utcnow()
-            system = System(
-                id=new_id("sys"), account_id=owner.account.id, environment="live",
-                name=f"Bench {number}", status="active", data_source="metered",
-                capacity_kwp=10.0, latitude=52.0, longitude=5.0, timezone="Europe/Amsterdam",
-                tilt_deg=30.0, azimuth_deg=180.0, market_zone="NL", created_at=now,
-                updated_at=now,
-            )  # fmt: skip
-            session.add(system)
-            await session.flush()
-            energy = np.round(2000.0 * shape * (0.5 + (number % 7) / 14), 1)
-            for lo in range(0, len(starts), 10_000):
-                part = slice(lo, lo + 10_000)
-                await store_series(session, system, starts[part], energy[part], energy[part] * 4)
-            ids.append(system.id)
-    rows = systems * len(starts)
-    print(f"built {systems} systems × {days} days = {rows:,} quarter-hours "
-          f"in {time.perf_counter() - began:.1f} s")  # fmt: skip
-    return key.key, ids
+    if args.postgres:
+        build_postgres(env["SOLARAPI_DATABASE_URL"], account_id, ids, start, end, args.log_days)
+    else:
+        asyncio.run(build_sqlite(settings, ids, start, end))
+    print(f"built in {time.perf_counter() - began:.0f} s", flush=True)
+    state = {"account_id": account_id, "key": keys[0], "ids": ids, "days": args.days,
+             "end": end.isoformat()}  # fmt: skip
+    state_file.write_text(json.dumps(state))
+    return settings, env, state
 
 
-async def touch(client: httpx.AsyncClient, system_id: str, round_: int) -> None:
-    """One write, so no kept body serves the next round (both sides uncached)."""
-    stamp = (START - timedelta(days=1, minutes=15 * round_)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    response = await client.post(
-        f"/api/v1/systems/{system_id}/readings",
-        json={"readings": [{"timestamp": stamp, "energy_wh": 1.0}]},
-    )
-    assert response.status_code == 200, response.text
+# --- measuring ---------------------------------------------------------------------------------
 
 
-async def measure(settings: Settings, systems: int, days: int, rounds: int) -> None:
-    from solarapi.app import create_app
+def pg_backends(env: dict[str, str]) -> list[int]:
+    url = env.get("SOLARAPI_DATABASE_URL")
+    if not url:
+        return []
+    name = url.rsplit("/", 1)[1]
+    out = psql(PG_ADMIN, f"SELECT pid FROM pg_stat_activity WHERE datname = '{name}'")  # noqa: S608
+    return [int(line) for line in out.split() if line]
 
-    app = create_app(settings, run_jobs=False)
-    async with app.router.lifespan_context(app):
-        key, ids = await build(app, systems, days)
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://bench",
-            headers={"Authorization": f"Bearer {key}"}, timeout=600,
-        ) as client:  # fmt: skip
-            window = {
-                "from": START.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "to": (START + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "interval": "1d",
-            }
-            fleet_cpu, single_cpu, latencies = [], [], []
-            for round_ in range(rounds):
-                await touch(client, ids[0], round_)
-                cpu, wall = time.process_time(), time.perf_counter()
-                page, total = 1, 0
-                while True:
-                    response = await client.get(
-                        "/api/v1/portfolio/readings", params={**window, "limit": 1000, "page": page}
-                    )
-                    assert response.status_code == 200, response.text
-                    body = response.json()
-                    total += len(body["data"])
-                    if not body["pagination"]["has_more"]:
-                        break
-                    page += 1
-                latencies.append(time.perf_counter() - wall)
-                fleet_cpu.append(time.process_time() - cpu)
-                assert total == systems
-                await touch(client, ids[0], rounds + round_)
-                cpu = time.process_time()
-                for system_id in ids:
-                    response = await client.get(
-                        f"/api/v1/systems/{system_id}/readings", params=window
-                    )
-                    assert response.status_code == 200
-                single_cpu.append(time.process_time() - cpu)
-            latencies.sort()
-            p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
-            print(f"portfolio 1d × {days} days, {systems} systems: median "
-                  f"{statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms; "
-                  f"CPU {statistics.median(fleet_cpu):.3f} s vs {statistics.median(single_cpu):.3f} s "
-                  f"for {systems} per-system requests = "
-                  f"{statistics.median(single_cpu) / statistics.median(fleet_cpu):.1f}× fewer")  # fmt: skip
 
-            ndjson = {"Accept": "application/x-ndjson"}
-            cpu, wall = time.process_time(), time.perf_counter()
-            streamed, requests, cursor = 0, 0, None
-            while True:
-                params = (
-                    {"limit": 100_000} if cursor is None else {"limit": 100_000, "cursor": cursor}
-                )
-                response = await client.get(
-                    "/api/v1/readings/changes", params=params, headers=ndjson
-                )
-                assert response.status_code == 200, response.text
-                lines = response.content.splitlines()
-                tail = httpx.Response(200, content=lines[-1]).json()
-                streamed += len(lines) - 1
-                requests += 1
-                cursor = tail["next_cursor"]
-                if not tail["has_more"]:
-                    break
-            elapsed = time.perf_counter() - wall
-            print(f"change feed NDJSON: {streamed:,} rows in {requests} requests, "
-                  f"{streamed / elapsed:,.0f} rows/s wall, "
-                  f"{streamed / (time.process_time() - cpu):,.0f} rows per CPU-second")  # fmt: skip
-            per_day = systems * 96
-            print(f"one day of this fleet = {per_day:,} rows = "
-                  f"{-(-per_day // 100_000)} NDJSON request(s) (limit 100,000)")  # fmt: skip
+def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace) -> None:
+    from solarapi.changes import cursor
+
+    ids: list[str] = state["ids"]
+    end = datetime.fromisoformat(state["end"])
+    window = {"from": (end - timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "to": end.strftime("%Y-%m-%dT%H:%M:%SZ"), "interval": "1d"}  # fmt: skip
+    headers = {"Authorization": f"Bearer {state['key']}", "Accept-Encoding": "identity"}
+    print(f"load average at the start: {load()}")
+    with (
+        server_process(env) as (base, pid),
+        httpx.Client(base_url=base + "/api/v1", headers=headers, timeout=600) as client,
+    ):
+
+        def touch() -> None:
+            response = client.patch(f"/systems/{ids[0]}", json={"name": "Bench 0"})
+            assert response.status_code == 200, response.text
+
+        def portfolio(**extra: str) -> httpx.Response:
+            response = client.get(
+                "/portfolio/readings", params={**window, "limit": "1000"}, headers=extra
+            )
+            assert response.status_code == 200, response.text
+            return response
+
+        portfolio()  # warm: imports, the frames of the ranges, the database's caches
+        for system_id in ids[:20]:
+            client.get(f"/systems/{system_id}/readings", params=window)
+        # 1. The portfolio request against one request per system, same numbers.
+        latencies, fleet_cpu, pg_fleet = [], [], []
+        for _ in range(args.rounds):
+            touch()
+            backends = pg_backends(env)
+            cpu, pg, began = cpu_of([pid]), cpu_of(backends), time.perf_counter()
+            body = portfolio()
+            latencies.append(time.perf_counter() - began)
+            fleet_cpu.append(cpu_of([pid]) - cpu)
+            pg_fleet.append(cpu_of(backends) - pg)
+        fleet = body.json()
+        assert len(fleet["data"]) == len(ids)
+        single_cpu, pg_single = [], []
+        for round_ in range(args.single_rounds):
+            touch()
+            backends = pg_backends(env)
+            cpu, pg = cpu_of([pid]), cpu_of(backends)
+            singles = [client.get(f"/systems/{i}/readings", params=window) for i in ids]
+            single_cpu.append(cpu_of([pid]) - cpu)
+            pg_single.append(cpu_of(backends) - pg)
+            if round_ == 0:
+                for item, single in zip(fleet["data"], singles, strict=True):
+                    one = single.json()
+                    assert item["data"] == one["data"], item["system_id"]
+                    assert item["totals"] == one["meta"]["totals"], item["system_id"]
+        touch()
+        cpu = cpu_of([pid])
+        gzipped = portfolio(**{"Accept-Encoding": "gzip"})
+        gzip_cpu = cpu_of([pid]) - cpu
+        latencies.sort()
+        p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+        # The kernel counts CPU time in ticks of 10 ms: the mean over the rounds, not a median.
+        fleet_median, single_median = statistics.mean(fleet_cpu), statistics.median(single_cpu)
+        print(f"portfolio 1d × 31 days, {len(ids):,} systems, {len(body.content):,} bytes: "
+              f"wall median {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms "
+              f"({args.rounds} rounds); worker CPU {fleet_median * 1000:.0f} ms "
+              f"(PostgreSQL backends {statistics.mean(pg_fleet) * 1000:.0f} ms), mean of the rounds")  # fmt: skip
+        print(f"{len(ids):,} per-system requests, same numbers (checked): worker CPU "
+              f"{single_median:.2f} s (PostgreSQL backends {statistics.median(pg_single):.2f} s) "
+              f"= {single_median / fleet_median:.1f}× the portfolio request's "
+              f"(rounds: {[round(x, 2) for x in single_cpu]} s vs "
+              f"{[round(x * 1000) for x in fleet_cpu]} ms)")  # fmt: skip
+        print(f"portfolio with gzip: {gzipped.num_bytes_downloaded:,} bytes compressed, worker CPU "
+              f"{gzip_cpu * 1000:.0f} ms")  # fmt: skip
+        print(f"load average: {load()}")
+
+        # 2. The feed from the start of the log.
+        ndjson = {"Accept": "application/x-ndjson"}
+        token, rows, pages = None, 0, 0
+        cpu, began = cpu_of([pid]), time.perf_counter()
+        for _ in range(args.feed_pages):
+            params = {"limit": "100000"} if token is None else {"limit": "100000", "cursor": token}
+            response = client.get("/readings/changes", params=params, headers=ndjson)
+            assert response.status_code == 200, response.text
+            content = response.content
+            tail = last_line(content)
+            rows += content.count(b"\n") - 1
+            pages += 1
+            token = tail["next_cursor"]
+            if not tail["has_more"]:
+                break
+        wall, worker = time.perf_counter() - began, cpu_of([pid]) - cpu
+        print(f"change feed NDJSON: {rows:,} rows in {pages} requests, {rows / wall:,.0f} rows/s "
+              f"wall, {rows / worker:,.0f} rows per CPU-second of the worker "
+              f"(load {load()})")  # fmt: skip
+
+        # 3. A fleet-day from a cursor at the end of the log.
+        last = feed_end(env, state)
+        token = cursor.encode(cursor.Position(*last), secret=SECRET.encode(),
+                              account_id=state["account_id"], environment="live",
+                              now=datetime.now(UTC))  # fmt: skip
+        day = [{"timestamp": (end + timedelta(minutes=15 * q)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "energy_wh": float(q % 50), "power_w": float(q % 50) * 4} for q in range(96)]  # fmt: skip
+        for system_id in ids:
+            response = client.post(f"/systems/{system_id}/readings", json={"readings": day})
+            assert response.status_code == 200, response.text
+        got, requests, carrying, deadline, pause = 0, 0, 0, time.monotonic() + 300, 0.05
+        while time.monotonic() < deadline:
+            response = client.get(
+                "/readings/changes", params={"limit": "100000", "cursor": token}, headers=ndjson
+            )
+            content = response.content
+            tail = last_line(content)
+            got += content.count(b"\n") - 1
+            requests += 1
+            carrying += content.count(b"\n") > 1
+            token = tail["next_cursor"]
+            if got >= len(ids) * 96 and not tail["has_more"]:
+                break
+            if content.count(b"\n") == 1:  # held back: ask again, backing off
+                time.sleep(pause)
+                pause = min(2 * pause, 1.0)
+        # On PostgreSQL a request may come back empty while a transaction older than the
+        # upload (any of the cluster's) is still open: the rows wait below the horizon.
+        print(f"one fleet-day: {len(ids) * 96:,} rows uploaded, {got:,} received in "
+              f"{carrying} NDJSON request(s) that carried rows ({requests} requests in all)")  # fmt: skip
+        if got < len(ids) * 96 and env.get("SOLARAPI_DATABASE_URL"):
+            oldest = psql(PG_ADMIN, "SELECT max(now() - xact_start) FROM pg_stat_activity "
+                                    "WHERE backend_xid IS NOT NULL")  # fmt: skip
+            print(f"  held back: the server's oldest open writing transaction is {oldest} old")
+    print(f"load average at the end: {load()}")
+
+
+def last_line(content: bytes) -> dict[str, Any]:
+    """The NDJSON body's last line (the cursor's)."""
+    lines = content.rstrip(b"\n")
+    at = lines.rfind(b"\n")
+    tail: dict[str, Any] = json.loads(lines[at + 1 :])
+    return tail
+
+
+def feed_end(env: dict[str, str], state: dict[str, Any]) -> tuple[int, int]:
+    """The log's last position now (the bench knows the server's secret, so it may make a
+    cursor there instead of reading 35 M rows to reach it)."""
+    url = env.get("SOLARAPI_DATABASE_URL")
+    account = state["account_id"]
+    sql = (f"SELECT txid, seq FROM reading_changes WHERE account_id = '{account}' "  # noqa: S608
+           "ORDER BY txid DESC, seq DESC LIMIT 1")  # fmt: skip
+    if url:
+        txid, seq = psql(url, sql).split("|")
+        return int(txid), int(seq)
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(Path(env["SOLARAPI_DATA_DIR"]) / "solar.db")) as db:
+        txid, seq = db.execute(sql).fetchone()
+    return int(txid), int(seq)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--systems", type=int, default=200)
-    parser.add_argument("--days", type=int, default=31)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--postgres", help="postgresql://… of an empty database")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--postgres", help="name of the PostgreSQL database (made if missing)")
+    where.add_argument("--sqlite", help="data directory of the SQLite database")
+    parser.add_argument("--systems", type=int, default=1000)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--rounds", type=int, default=20, help="portfolio requests timed")
+    parser.add_argument(
+        "--single-rounds", type=int, default=3, help="rounds of per-system requests"
+    )
+    parser.add_argument("--feed-pages", type=int, default=10)
+    parser.add_argument("--log-days", type=int, default=31,
+                        help="PostgreSQL: the change log holds the fleet's last N days")  # fmt: skip
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-portfolio-"))
-    options = {"data_dir": data_dir, "secret_key": SECRET, "job_runner": "external",
-               "rate_limit_scale": 1000}  # fmt: skip
-    if args.postgres:
-        options["database_url"] = args.postgres
-    settings = Settings(**options)  # type: ignore[arg-type]
-    upgrade(settings)
-    print(f"database: {'PostgreSQL' if args.postgres else 'SQLite'}")
-    asyncio.run(measure(settings, args.systems, args.days, args.rounds))
+    _, env, state = prepare(args)
+    if not args.build_only:
+        measure(env, state, args)
 
 
 if __name__ == "__main__":
+    uuid.uuid4()  # (the harness' account e-mails use it)
     main()

@@ -189,3 +189,30 @@ async def test_page_over_the_bucket_cap_names_the_limit(app: FastAPI, enterprise
         fits = await client.get("/api/v1/portfolio/readings", params={**params, "limit": 10})
         assert fits.status_code == 200
         assert fits.json()["meta"]["totals"]["systems"] == 11
+
+
+async def test_empty_fleet_and_sandbox_fleet(app: FastAPI, enterprise: Tenant, pro: Tenant) -> None:
+    """No system: empty data, null energy. The sandbox's simulated systems: the model's rows
+    go through the same aggregation as stored ones, equal to the per-system endpoint's."""
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    window = {
+        "from": (today - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "to": (today - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "interval": "1d",
+    }
+    async with client_for(app, pro.live) as client:
+        empty = await _get(client, "/portfolio/readings", **window)
+    assert empty["data"] == []
+    assert empty["meta"]["totals"] == {
+        "energy_wh": None, "samples": 0, "expected_samples": 0, "systems": 0,
+        "systems_with_data": 0,
+    }  # fmt: skip
+    async with client_for(app, enterprise.test) as sandbox:
+        await create_system(sandbox, name="Simulated")
+        fleet = await _get(sandbox, "/portfolio/readings", **window)
+        assert fleet["data"], "the sandbox has simulated systems"
+        for item in fleet["data"]:
+            single = await _get(sandbox, f"/systems/{item['system_id']}/readings", **window)
+            assert item["data"] == single["data"]
+            assert item["totals"] == single["meta"]["totals"]
+    assert fleet["meta"]["totals"]["systems_with_data"] >= 1

@@ -4,7 +4,8 @@ page starts.
 Why this never skips a change (docs/changes.md has the long form): rows are delivered in
 (`txid`, `seq`) order, and only rows whose writer's transaction id is below the horizon of
 the snapshot they were read in (PostgreSQL: its xmin; SQLite: no limit, its writers are
-serialised and take `seq` values in commit order). Every transaction below a snapshot's
+serialised and take `seq` values in commit order) — the database backend's read,
+`db.Backend.read_change_log`. Every transaction below a snapshot's
 xmin has ended, and every later one gets a larger id, so once a reader has seen the rows
 below a horizon no row can ever appear there again: a row written later has a larger
 `txid` than any delivered one, so it sorts after the cursor. A row rewritten later (a
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Principal
 from solarapi.changes import cursor, repository
 from solarapi.changes.cursor import Position
+from solarapi.db import LogPage
 from solarapi.errors import ValidationFailed
 from solarapi.kit.text import excerpt
 
@@ -31,11 +33,11 @@ MAX_STREAM_LIMIT = 100_000
 
 @dataclass(frozen=True, slots=True)
 class ChangePage:
-    """A page of the feed: `rows` are (system_id, start_s, energy_wh, power_w) in commit
-    order; `next_cursor` the signed position after them; `has_more` whether changes after
-    it are already committed (some may be held back until an older transaction ends)."""
+    """A page of the feed: `rows` the log's rows in commit order, as columns; `next_cursor`
+    the signed position after them; `has_more` whether changes after it are already
+    committed (some may be held back until an older transaction ends)."""
 
-    rows: list[tuple[str, int, float, float | None]]
+    rows: LogPage
     next_cursor: str
     has_more: bool
 
@@ -71,16 +73,9 @@ async def read_changes(
         after = cursor.decode(
             token, secret=secret, account_id=account_id, environment=environment, now=now
         )
-    # One row more than the page: whether anything follows it.
-    log = await repository.rows_after(session, account_id, environment, after, limit + 1)
-    rows: list[tuple[str, int, float, float | None]] = []
-    last = after
-    for system_id, start_s, energy_wh, power_w, txid, seq, *_ in log.rows:
-        if txid >= log.horizon or len(rows) == limit:
-            break
-        rows.append((system_id, start_s, energy_wh, power_w))
-        last = Position(txid, seq)
+    log = await repository.rows_after(session, account_id, environment, after, limit)
+    last = after if log.last is None else Position(*log.last)
     next_cursor = cursor.encode(
         last, secret=secret, account_id=account_id, environment=environment, now=now
     )
-    return ChangePage(rows, next_cursor, has_more=len(log.rows) > len(rows))
+    return ChangePage(log, next_cursor, has_more=log.more)

@@ -19,7 +19,7 @@ Who commits, and why:
 Repositories and services never commit.
 """
 
-from solarapi.db.backend import Backend, CommittedVersion, driver_connection
+from solarapi.db.backend import Backend, CommittedVersion, LogPage, driver_connection
 from solarapi.db.engine import (
     backend_of,
     create_engine,
@@ -49,6 +49,7 @@ __all__ = [
     "Backend",
     "CommittedVersion",
     "DriverQuery",
+    "LogPage",
     "SessionDep",
     "backend_of",
     "committed_version",

@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -24,6 +27,22 @@ CommittedVersion = tuple[int, int | str]
 
 # Numbers of the readers and engines a version is read from, unique in the process.
 version_sources = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    """A page of the change feed's log (`reading_changes`, docs/changes.md) as columns, in
+    (`txid`, `seq`) order: only rows that may be delivered (below the reading snapshot's
+    horizon), at most the `limit` asked for. `last`: the position (`txid`, `seq`) of the
+    last row, None when there is none; `more`: whether the snapshot held any row after the
+    last delivered position (a full page, or rows held back until an older writer ends)."""
+
+    system_ids: list[bytes]
+    starts: npt.NDArray[np.int64]
+    energy_wh: npt.NDArray[np.float64]
+    power_w: npt.NDArray[np.float64]  # NaN: not reported
+    last: tuple[int, int] | None
+    more: bool
 
 
 class Backend(ABC):
@@ -73,6 +92,22 @@ class Backend(ABC):
         """Let the session's transaction commit without waiting for its log to reach the disk
         (where the database allows it): for bookkeeping a later synchronous commit makes
         durable anyway."""
+
+    @abstractmethod
+    async def read_change_log(
+        self,
+        session: AsyncSession,
+        *,
+        account_id: str,
+        environment: str,
+        after: tuple[int, int],
+        limit: int,
+    ) -> LogPage:
+        """Up to `limit` rows of the environment's change log after the position `after`,
+        read in one statement (one snapshot), only those that may be delivered: every row
+        below the snapshot's horizon on PostgreSQL (`txid` under its xmin: every writer
+        below it has ended, every later one gets a larger id); every row on SQLite, whose
+        writers are serialised and take `seq` values in commit order."""
 
     @abstractmethod
     async def close_readers(self, engine: AsyncEngine) -> None:

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import numpy as np
 from sqlalchemy import Table, literal, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
@@ -17,6 +18,7 @@ from solarapi.config import Settings
 from solarapi.db.backend import (
     Backend,
     CommittedVersion,
+    LogPage,
     driver_connection,
     sync_engine_of,
 )
@@ -129,8 +131,77 @@ class PostgresBackend(Backend):
     async def commit_without_flush_wait(self, session: AsyncSession) -> None:
         await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
+    async def read_change_log(
+        self,
+        session: AsyncSession,
+        *,
+        account_id: str,
+        environment: str,
+        after: tuple[int, int],
+        limit: int,
+    ) -> LogPage:
+        async with pg_reader(session) as connection:
+            row = await connection.fetchrow(_CHANGE_LOG, account_id, environment, *after, limit)
+        records = np.frombuffer(b"" if row[0] is None else row[0], dtype=_LOG_RECORD)
+        txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
+        if len(records) > 1 and not bool(
+            np.all((txid[1:] > txid[:-1]) | ((txid[1:] == txid[:-1]) & (seq[1:] > seq[:-1])))
+        ):
+            # SQL does not promise that an aggregate keeps its input's order: checked (cheap)
+            # and sorted only when it did not hold.
+            records = records[np.lexsort((seq, txid))]
+            txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
+        last = (int(txid[-1]), int(seq[-1])) if len(records) else None
+        return LogPage(
+            system_ids=records["system_id"].tolist(),
+            starts=records["start_s"].astype(np.int64),
+            energy_wh=records["energy_wh"].astype(np.float64),
+            power_w=records["power_w"].astype(np.float64),
+            last=last,
+            more=bool(row[1]),
+        )
+
     async def close_readers(self, engine: AsyncEngine) -> None:
         pass  # nothing beside the pool
 
+
+# The change feed's page (`read_change_log`), one statement, so one snapshot: the rows after
+# ($3, $4) whose writer's transaction id is below the snapshot's xmin (ordered by txid, those
+# are a prefix of the rows after the position), packed as one `bytea` of fixed-size records
+# (the system id NUL-padded to 40 bytes, big-endian numbers, a NULL power as NaN), and
+# whether the snapshot holds any row after the last one delivered.
+_CHANGE_LOG = """
+WITH page AS MATERIALIZED (
+    SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes
+    WHERE account_id = $1 AND environment = $2 AND (txid, seq) > ($3::bigint, $4::bigint)
+      AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+    ORDER BY txid, seq LIMIT $5
+), last AS (
+    SELECT txid, seq FROM page UNION ALL SELECT $3::bigint, $4::bigint
+    ORDER BY txid DESC, seq DESC LIMIT 1
+)
+SELECT
+    (SELECT string_agg(
+        convert_to(system_id, 'UTF8')
+            || decode(repeat('00', 40 - octet_length(system_id)), 'hex')
+            || int8send(start_s) || float8send(energy_wh)
+            || float8send(coalesce(power_w, 'NaN'::float8)) || int8send(txid) || int8send(seq),
+        ''::bytea) FROM page),
+    EXISTS (
+        SELECT 1 FROM reading_changes
+        WHERE account_id = $1 AND environment = $2
+          AND (txid, seq) > (SELECT txid, seq FROM last)
+    )
+"""
+_LOG_RECORD = np.dtype(
+    [
+        ("system_id", "S40"),
+        ("start_s", ">i8"),
+        ("energy_wh", ">f8"),
+        ("power_w", ">f8"),
+        ("txid", ">i8"),
+        ("seq", ">i8"),
+    ]
+)
 
 POSTGRESQL = PostgresBackend()

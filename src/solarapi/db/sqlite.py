@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Table, event, update
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
@@ -21,6 +22,7 @@ from solarapi.config import Settings
 from solarapi.db.backend import (
     Backend,
     CommittedVersion,
+    LogPage,
     driver_connection,
     sync_engine_of,
     version_sources,
@@ -222,9 +224,45 @@ class SQLiteBackend(Backend):
     async def commit_without_flush_wait(self, session: AsyncSession) -> None:
         pass  # synchronous=NORMAL in WAL mode already commits without an fsync
 
+    async def read_change_log(
+        self,
+        session: AsyncSession,
+        *,
+        account_id: str,
+        environment: str,
+        after: tuple[int, int],
+        limit: int,
+    ) -> LogPage:
+        # No horizon: every row may be delivered. One row more than the page tells whether
+        # anything follows it. (`txid` is always 0 here: equal to it, so the index range
+        # starts at `seq` instead of at the first row of the environment.)
+        rows = await sqlite_fetchall(
+            session, _CHANGE_LOG, (account_id, environment, after[0], after[1], limit + 1)
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if not rows:
+            empty = np.zeros(0)
+            return LogPage([], empty.astype(np.int64), empty, empty, None, more)
+        system_ids, starts, energy, power, txids, seqs = zip(*rows, strict=True)
+        return LogPage(
+            system_ids=[system_id.encode() for system_id in system_ids],
+            starts=np.array(starts, dtype=np.int64),
+            energy_wh=np.array(energy, dtype=np.float64),
+            power_w=np.array(power, dtype=np.float64),  # None → NaN
+            last=(int(txids[-1]), int(seqs[-1])),
+            more=more,
+        )
+
     async def close_readers(self, engine: AsyncEngine) -> None:
         for connection in _READERS.pop(engine.sync_engine, {}).values():
             connection.close()
 
+
+_CHANGE_LOG = (
+    "SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes "
+    "WHERE account_id = ? AND environment = ? AND txid = ? AND seq > ? "
+    "ORDER BY txid, seq LIMIT ?"
+)
 
 SQLITE = SQLiteBackend()

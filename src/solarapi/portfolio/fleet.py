@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,11 +15,14 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, SystemRecord
 from solarapi.systems import repository as systems
+from solarapi.systems.repository import FleetMember
 
 MAX_SYSTEM_IDS = 1_000
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1_000
 MAX_BUCKETS = 100_000  # systems × buckets of one page
+
+S = TypeVar("S", SystemRecord, FleetMember)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +34,15 @@ class FleetQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class Fleet:
-    """Every matching system (ordered by `created_at`, `id`) and the page's part of them."""
+class Fleet(Generic[S]):
+    """Every matching system (ordered by `created_at`, `id`) and the page's part of them:
+    as records, or as `FleetMember`s where a fleet-wide read needs no more."""
 
-    systems: list[SystemRecord]
+    systems: list[S]
     page: PageParams
 
     @property
-    def on_page(self) -> list[SystemRecord]:
+    def on_page(self) -> list[S]:
         return self.systems[self.page.offset : self.page.offset + self.page.limit]
 
 
@@ -77,7 +82,9 @@ def parse_fleet(
     return FleetQuery(status, market_zone, ids, params)
 
 
-async def select_fleet(session: AsyncSession, principal: Principal, query: FleetQuery) -> Fleet:
+async def select_fleet(
+    session: AsyncSession, principal: Principal, query: FleetQuery
+) -> Fleet[SystemRecord]:
     """The caller's matching systems, read in one query. An id of `system_ids` that is not
     the caller's (unknown, another account's, the other environment's) → 404 naming it."""
     found = await systems.matching_records(
@@ -88,18 +95,36 @@ async def select_fleet(session: AsyncSession, principal: Principal, query: Fleet
         market_zone=None if query.system_ids else query.market_zone,
         system_ids=query.system_ids,
     )
+    return Fleet(_matching(found, query), query.page)
+
+
+async def select_members(
+    session: AsyncSession, principal: Principal, query: FleetQuery
+) -> Fleet[FleetMember]:
+    """`select_fleet` as `FleetMember`s: the environment's systems read in one query of a
+    few columns, filtered here."""
+    found = await systems.members(
+        session, account_id=principal.account_id, environment=principal.environment.value
+    )
+    if query.system_ids is not None:
+        wanted = set(query.system_ids)
+        found = [member for member in found if member.id in wanted]
+    return Fleet(_matching(found, query), query.page)
+
+
+def _matching(found: list[S], query: FleetQuery) -> list[S]:
+    """The systems of `found` that match the filters; 404 naming an id of `system_ids` that
+    is not among them (unknown, another account's, the other environment's)."""
     if query.system_ids is not None:
         known = {system.id for system in found}
         for system_id in query.system_ids:
             if system_id not in known:
                 raise NotFound(f"No system with id '{excerpt(system_id)}'")
-        found = [
-            system
-            for system in found
-            if query.status in (None, system.status)
-            and query.market_zone in (None, system.market_zone)
-        ]
-    return Fleet(found, query.page)
+    return [
+        system
+        for system in found
+        if query.status in (None, system.status) and query.market_zone in (None, system.market_zone)
+    ]
 
 
 def check_page_size(bucket_counts: Sequence[int], limit: int, what: str) -> None:

@@ -1,5 +1,5 @@
-"""The portfolio bodies, rendered once: each system's part by the per-system endpoint's own
-rendering (`readings.rendering.render_fleet_item`), the envelope around them here."""
+"""The portfolio bodies, rendered once: the systems' parts by the per-system endpoint's own
+rendering (`readings.rendering.render_many`), the envelope around them here."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from solarapi.kit.pagination import PageParams
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.portfolio.fleet import Fleet
 from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue
-from solarapi.readings.rendering import render_fleet_item
+from solarapi.readings.rendering import render_many
 
 
-def pagination(fleet: Fleet) -> dict[str, Any]:
+def pagination(fleet: Fleet[Any]) -> dict[str, Any]:
     params: PageParams = fleet.page
     total = len(fleet.systems)
     total_pages = (total + params.limit - 1) // params.limit if total else 0
@@ -27,16 +27,20 @@ def pagination(fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet) -> bytes:
-    return (
-        b'{"data":['
-        + b",".join(items)
-        + b'],"meta":'
-        + orjson.dumps(meta)
-        + b',"pagination":'
-        + orjson.dumps(pagination(fleet))
-        + b"}"
-    )
+def _envelope(items: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
+    return _joined_envelope(_commas(items), meta, fleet)
+
+
+def _commas(items: list[bytes]) -> list[bytes]:
+    pieces = [b","] * (2 * len(items) - 1) if items else []
+    pieces[0::2] = items
+    return pieces
+
+
+def _joined_envelope(pieces: list[bytes], meta: dict[str, Any], fleet: Fleet[Any]) -> bytes:
+    """The body around `data`'s pieces (already comma-separated), joined once."""
+    tail = b'],"meta":' + orjson.dumps(meta) + b',"pagination":' + orjson.dumps(pagination(fleet))
+    return b"".join([b'{"data":[', *pieces, tail, b"}"])
 
 
 def render_readings(result: FleetReadings) -> bytes:
@@ -53,7 +57,11 @@ def render_readings(result: FleetReadings) -> bytes:
             "systems_with_data": totals.systems_with_data,
         },
     }
-    return _envelope([render_fleet_item(item) for item in result.items], meta, result.fleet)
+    page = result.fleet.page
+    lo = min(page.offset, len(result.fleet.systems))
+    hi = min(page.offset + page.limit, len(result.fleet.systems))
+    items = render_many(result.readings, result.system_totals, lo, hi)
+    return _joined_envelope(items, meta, result.fleet)
 
 
 def render_summary(result: FleetSummary) -> bytes:

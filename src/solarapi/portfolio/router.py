@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -39,7 +39,7 @@ To = Annotated[str | None, Query(description="RFC 3339; default now")]
 IntervalParam = Annotated[str | None, Query(description="15m, 30m, 1h, 1d (default), 1w, 1M")]
 
 
-def _paged(request: Request, body: bytes, fleet: Fleet) -> Response:
+def _paged(request: Request, body: bytes, fleet: Fleet[Any]) -> Response:
     response = Response(body, media_type="application/json")
     response.headers["Link"] = link_header(request, fleet.page, len(fleet.systems))
     return response

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
     Interval,
+    TimeRange,
     bucket_count,
     iso_strings,
     parse_interval,
@@ -24,12 +25,19 @@ from solarapi.kit.grid import (
     widen_range,
 )
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import ReadableSystem
-from solarapi.portfolio.fleet import Fleet, FleetQuery, check_page_size, select_fleet
+from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.portfolio.fleet import (
+    Fleet,
+    FleetQuery,
+    check_page_size,
+    select_fleet,
+    select_members,
+)
 from solarapi.prices import value
 from solarapi.prices.service import baseload_price
 from solarapi.readings import service as readings
-from solarapi.readings.rendering import Readings
+from solarapi.readings.rendering import ManyReadings, ManyTotals
+from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
 
@@ -45,15 +53,16 @@ class FleetReadingsTotals:
 
 @dataclass(frozen=True, slots=True)
 class FleetReadings:
-    """`GET /portfolio/readings`: the page's systems' readings, the totals of every matching
-    system, and the request's range as given."""
+    """`GET /portfolio/readings`: every matching system's readings (the page's are
+    rendered), each system's totals and the fleet's, and the request's range as given."""
 
     interval: Interval
     start: datetime
     end: datetime
-    items: list[Readings]
+    readings: ManyReadings
+    system_totals: ManyTotals
     totals: FleetReadingsTotals
-    fleet: Fleet
+    fleet: Fleet[FleetMember]
 
 
 def _sum_or_none(values: list[float | None], decimals: int = 3) -> float | None:
@@ -76,39 +85,36 @@ async def fleet_readings(
     # 400 before 404: the range is checked on the UTC calendar before any system is read
     # (a system's calendar moves edges by hours: at most one bucket).
     widen_range(start, end, interval, _UTC)
-    fleet = await select_fleet(session, principal, query)
-    ranges = {
-        system.id: readings.time_range_of(system, start, end, interval) for system in fleet.systems
-    }
-    on_page = {system.id for system in fleet.on_page}
-    check_page_size(
-        [
-            bucket_count(r.start_s, r.end_s, r.interval, r.tz)
-            for system_id, r in ranges.items()
-            if system_id in on_page
-        ],
-        query.page.limit,
-        interval.value,
-    )
-    items: list[Readings] = []
-    energies: list[float | None] = []
-    samples = expected = with_data = 0
+    fleet = await select_members(session, principal, query)
+    # Widened once per time zone (systems of one zone share the range and its buckets).
+    by_zone: dict[str, TimeRange] = {}
     for system in fleet.systems:
-        series = await readings.readings_in(session, system, ranges[system.id], now)
-        totals = series.totals
-        energies.append(totals.energy_wh)
-        samples += totals.samples
-        expected += totals.expected_samples
-        with_data += totals.samples > 0
-        if system.id in on_page:
-            items.append(series)
+        if system.timezone not in by_zone:
+            by_zone[system.timezone] = readings.time_range_of(system, start, end, interval)
+    counts = {
+        zone: bucket_count(r.start_s, r.end_s, r.interval, r.tz) for zone, r in by_zone.items()
+    }
+    check_page_size(
+        [counts[system.timezone] for system in fleet.on_page], query.page.limit, interval.value
+    )
+    # Every matching system's rows are read and summed, not only the page's: the totals
+    # cover them all (in one read per source, so that costs little more than the page).
+    many = await readings.readings_of_many(
+        session, fleet.systems, [by_zone[system.timezone] for system in fleet.systems], now
+    )
+    totals = many.totals()
     return FleetReadings(
         interval,
         start,
         end,
-        items,
+        many,
+        totals,
         FleetReadingsTotals(
-            _sum_or_none(energies), samples, expected, len(fleet.systems), with_data
+            _sum_or_none(totals.energy_wh),
+            sum(totals.samples),
+            sum(totals.expected_samples),
+            len(fleet.systems),
+            sum(1 for samples in totals.samples if samples > 0),
         ),
         fleet,
     )
@@ -121,7 +127,7 @@ class FleetSummary:
 
     items: list[dict[str, Any]]
     totals: dict[str, Any]
-    fleet: Fleet
+    fleet: Fleet[SystemRecord]
 
 
 _ENERGIES = ("energy_today_wh", "energy_month_wh", "energy_year_wh", "energy_lifetime_wh")
@@ -176,7 +182,7 @@ class FleetValue:
     items: list[dict[str, Any]]
     zones: list[dict[str, Any]]
     totals: dict[str, Any]
-    fleet: Fleet
+    fleet: Fleet[SystemRecord]
 
 
 _NO_VALUE: dict[str, Any] = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
@@ -32,6 +33,7 @@ from solarapi.kit.grid import (
     Interval,
     TimeRange,
     aggregate_into,
+    aggregate_many,
     hour_aligned,
     local_date,
     local_midnight,
@@ -40,10 +42,11 @@ from solarapi.kit.grid import (
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
-from solarapi.readings.rendering import Readings
+from solarapi.readings.rendering import ManyReadings, Readings
 from solarapi.readings.repository import reading_store
 from solarapi.readings.store import DAYS, HOURS, RAW, Rows, Series
 from solarapi.systems.access import owned, read_system
+from solarapi.systems.repository import FleetMember, get_record
 from solarapi.systems.span import simulated_since
 
 
@@ -216,7 +219,7 @@ async def read_readings(
 
 
 def time_range_of(
-    system: ReadableSystem, start: datetime, end: datetime, interval: Interval
+    system: ReadableSystem | FleetMember, start: datetime, end: datetime, interval: Interval
 ) -> TimeRange:
     """[start, end) widened to `system`'s grid for `interval` (its local clock and calendar),
     as `read_readings` widens it (ValidationFailed over 10,000 buckets)."""
@@ -235,6 +238,69 @@ async def readings_in(
             session, _source(time_range), system.id, time_range.start_s, time_range.end_s
         )
     return _bucketed(system, time_range, rows)
+
+
+async def readings_of_many(
+    session: AsyncSession,
+    systems: Sequence[FleetMember],
+    time_ranges: Sequence[TimeRange],
+    now: datetime,
+) -> ManyReadings:
+    """`readings_in` for many systems at once (the portfolio): each system's rows of its
+    widened range, from the source `read_readings` would read (`_source`), in one statement
+    per source for all the metered systems (the sandbox model's for simulated ones), summed
+    into every system's buckets by one `aggregate_many`. System k's part equals
+    `readings_in(systems[k], time_ranges[k])`: the same rows, in the same order, summed by
+    the same function."""
+    store = reading_store(session)
+    by_source: dict[Series, list[int]] = {}
+    simulated: list[int] = []
+    for k, (system, time_range) in enumerate(zip(systems, time_ranges, strict=True)):
+        if system.data_source == "simulated":
+            simulated.append(k)
+        else:
+            by_source.setdefault(_source(time_range), []).append(k)
+    owners: list[IntArray] = []
+    parts: list[Rows] = []
+    for series, members in by_source.items():
+        lo = min(time_ranges[k].start_s for k in members)
+        hi = max(time_ranges[k].end_s for k in members)
+        found, rows = await store.rows_of_many(
+            session, series, [systems[k].id for k in members], lo, hi
+        )
+        owners.append(np.asarray(members, dtype=np.int64)[found])
+        parts.append(rows)
+    for k in simulated:
+        record = await get_record(session, systems[k].id)
+        rows = RAW.empty() if record is None else await _simulated_rows(record, time_ranges[k], now)
+        owners.append(np.full(len(rows.starts), k, dtype=np.int64))
+        parts.append(rows)
+    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+    every = parts or [RAW.empty()]
+    starts = np.concatenate([rows.starts for rows in every])
+    energy = np.concatenate([rows.energy_wh for rows in every])
+    samples = np.concatenate([rows.samples for rows in every])
+    power = np.concatenate([rows.power_max_w for rows in every])
+    if len(by_source) + len(simulated) > 1:
+        # Several reads: in (system, time) order again; stable, so each system's rows keep
+        # the time order they were read in.
+        order = np.argsort(owner, kind="stable")
+        owner, starts, energy, samples, power = (
+            owner[order], starts[order], energy[order], samples[order], power[order]
+        )  # fmt: skip
+    edges: dict[TimeRange, IntArray] = {}  # systems of one zone share a range
+    for time_range in time_ranges:
+        if time_range not in edges:
+            edges[time_range] = time_range.edges()
+    buckets = aggregate_many(
+        [edges[time_range] for time_range in time_ranges], owner, starts, energy, samples, power
+    )
+    return ManyReadings(
+        tuple(system.id for system in systems),
+        tuple(system.timezone for system in systems),
+        tuple(time_ranges),
+        buckets,
+    )
 
 
 async def aggregate(

@@ -6,6 +6,7 @@ session's database backend (`db.Backend`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,6 +128,19 @@ class ReadingStore(Protocol):
         gives them, in as few round trips as the database allows."""
         ...
 
+    async def rows_of_many(
+        self,
+        session: AsyncSession,
+        series: Series,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
+    ) -> tuple[IntArray, Rows]:
+        """The rows of `series` in [start_s, end_s) of every system of `system_ids`, read in
+        one statement, sorted by (system, time): with each row's owner, its system's place in
+        `system_ids` (the portfolio reads)."""
+        ...
+
     async def upsert(
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
     ) -> None:
@@ -151,3 +165,18 @@ def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
         order = np.argsort(starts, kind="stable")
         return [array[order] for array in arrays]
     return arrays
+
+
+def in_owner_order(
+    owners: IntArray, arrays: list[npt.NDArray[Any]]
+) -> tuple[IntArray, list[npt.NDArray[Any]]]:
+    """`in_time_order` for the rows of many systems: sorted by (owner, time key), checked
+    first and sorted only when the database's order did not hold."""
+    starts = arrays[0]
+    if len(starts) > 1:
+        same = owners[1:] == owners[:-1]
+        ordered = (owners[1:] > owners[:-1]) | (same & (starts[1:] > starts[:-1]))
+        if not bool(np.all(ordered)):
+            order = np.lexsort((starts, owners))
+            return owners[order], [array[order] for array in arrays]
+    return owners, arrays

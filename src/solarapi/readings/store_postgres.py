@@ -6,6 +6,7 @@ writes as one `INSERT … SELECT FROM unnest(…)` per chunk.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import DriverQuery
+from solarapi.db import DriverQuery, fetch_rows
+from solarapi.kit.grid import IntArray
 from solarapi.models.systems import System, SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
@@ -30,6 +32,7 @@ from solarapi.readings.store import (
     Rows,
     Series,
     Upsert,
+    in_owner_order,
     in_time_order,
 )
 from solarapi.systems.repository import SYSTEM_COLUMNS, record
@@ -81,6 +84,34 @@ class _Packed:
         row = functools.reduce(lambda left, right: left.op("||")(right), fields)
         return select(func.string_agg(row, literal_column("''::bytea"), type_=LargeBinary()))
 
+    @functools.cached_property
+    def many_sql(self) -> str:
+        """The rows of many systems (`$1`, a text[]) in [`$2`, `$3`), each prefixed with its
+        system's place in `$1` (from 0), as one `bytea`: a lateral index scan per system, in
+        the array's order and each system's time order (`unpack_many` checks it)."""
+        fields = ["int4send((s.n - 1)::int4)"]
+        for name, kind in self.series.columns:
+            value = f"coalesce(r.{name}, 'NaN'::float8)" if kind == "float8" else f"r.{name}"
+            fields.append(f"{kind}send({value})")
+        names = ", ".join(name for name, _ in self.series.columns)
+        key = self.series.key
+        return (
+            f"SELECT string_agg({' || '.join(fields)}, ''::bytea) "  # noqa: S608 - constants
+            "FROM unnest($1::text[]) WITH ORDINALITY AS s(id, n) CROSS JOIN LATERAL "
+            f"(SELECT {names} FROM {self.series.name} WHERE system_id = s.id "
+            f"AND {key} >= $2 AND {key} < $3 ORDER BY {key}) AS r"
+        )
+
+    def unpack_many(self, blob: bytes | None) -> tuple[IntArray, Rows]:
+        record = np.dtype([("owner", ">i4"), *self.record.descr])
+        records = np.frombuffer(b"" if blob is None else blob, dtype=record)
+        columns = self.series.columns
+        owners, arrays = in_owner_order(
+            records["owner"].astype(np.int64),
+            [records[name].astype(NUMPY_TYPES[kind]) for name, kind in columns],
+        )
+        return owners, self.series.rows(arrays)
+
     def unpack(self, blob: bytes | None) -> Rows:
         records = np.frombuffer(b"" if blob is None else blob, dtype=self.record)
         columns = self.series.columns
@@ -115,6 +146,18 @@ class PostgresReadingStore:
         if row is None:
             return None, series.empty()
         return record(row[:-1]), packed.unpack(row[-1])
+
+    async def rows_of_many(
+        self,
+        session: AsyncSession,
+        series: Series,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
+    ) -> tuple[IntArray, Rows]:
+        packed = _packed(series)
+        rows = await fetch_rows(session, packed.many_sql, [list(system_ids), start_s, end_s])
+        return packed.unpack_many(rows[0][0])
 
     async def upsert(
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]

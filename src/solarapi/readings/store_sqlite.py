@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
+from solarapi.kit.grid import IntArray
 from solarapi.models.systems import SystemRecord
-from solarapi.readings.store import NUMPY_TYPES, ChangeOwner, Rows, Series, Upsert
+from solarapi.readings.store import (
+    NUMPY_TYPES,
+    ChangeOwner,
+    Rows,
+    Series,
+    Upsert,
+    in_owner_order,
+)
 from solarapi.systems.repository import get_record
 
 
@@ -28,23 +39,68 @@ def _range_sql(series: Series) -> str:
     )
 
 
+# A row's owner and time key in one integer (owner × 2**33 + key): epoch seconds before the
+# grid's end (2200) are below 2**33, so both come back exact, as one value instead of two.
+_OWNER_SHIFT = 33
+
+
+@functools.cache
+def _many_sql(series: Series) -> str:
+    # CROSS JOIN: SQLite keeps the left table outside, so the rows come system by system in
+    # the array's order, each system's by its primary key (`rows_of_many` checks it).
+    key, *rest = (name for name, _ in series.columns)
+    names = ", ".join(f"r.{name}" for name in rest)
+    return (
+        f"SELECT (j.key << {_OWNER_SHIFT}) + r.{key}, {names} "  # noqa: S608 - constants
+        f"FROM json_each(?) AS j CROSS JOIN {series.name} AS r WHERE r.system_id = j.value "
+        f"AND r.{key} >= ? AND r.{key} < ?"
+    )
+
+
+@functools.cache
+def _many_record(series: Series) -> np.dtype[Any]:
+    """The rows of `_many_sql` as numpy reads them (NULL floats as NaN)."""
+    return np.dtype(
+        [("owner_key", np.int64)] + [(name, NUMPY_TYPES[kind]) for name, kind in series.columns[1:]]
+    )
+
+
+def _columns(rows: list[Any], kinds: list[str]) -> list[npt.NDArray[Any]]:
+    # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
+    # in float64 (< 2**53). fromiter over the flattened rows: half the time of np.array
+    # over the row tuples.
+    width = len(kinds)
+    flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, len(rows) * width)
+    matrix = flat.reshape(len(rows), width)
+    return [matrix[:, i].astype(NUMPY_TYPES[kind], copy=False) for i, kind in enumerate(kinds)]
+
+
 class SqliteReadingStore:
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> Rows:
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
-        # One conversion of the whole table (NULL → NaN); epoch seconds and counts are exact
-        # in float64 (< 2**53). fromiter over the flattened rows: half the time of np.array
-        # over the row tuples.
-        width = len(series.columns)
-        flat = np.fromiter(itertools.chain.from_iterable(rows), np.float64, len(rows) * width)
-        matrix = flat.reshape(len(rows), width)
-        return series.rows(
-            [
-                matrix[:, i].astype(NUMPY_TYPES[kind], copy=False)
-                for i, (_, kind) in enumerate(series.columns)
-            ]
-        )
+        return series.rows(_columns(rows, [kind for _, kind in series.columns]))
+
+    async def rows_of_many(
+        self,
+        session: AsyncSession,
+        series: Series,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
+    ) -> tuple[IntArray, Rows]:
+        ids = orjson.dumps(list(system_ids)).decode()
+        rows = await sqlite_fetchall(session, _many_sql(series), (ids, start_s, end_s))
+        # One structured array from the row tuples (a third less than a flat float array of
+        # one more column, measured on a month of 1,000 systems' days).
+        records = np.fromiter(rows, dtype=_many_record(series), count=len(rows))
+        owner_key = records["owner_key"]
+        owner = owner_key >> _OWNER_SHIFT
+        arrays = [owner_key - (owner << _OWNER_SHIFT)]
+        arrays += [records[name] for name, _ in series.columns[1:]]
+        owners, ordered = in_owner_order(owner, arrays)
+        return owners, series.rows(ordered)
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int

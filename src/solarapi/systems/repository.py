@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select, update
@@ -128,6 +129,35 @@ async def delete_system(session: AsyncSession, system: System) -> None:
         await session.execute(delete(table).where(table.system_id == system.id))
     await session.delete(system)
     await session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class FleetMember:
+    """The few columns of a system a fleet-wide read needs to place its rows (the portfolio
+    readings): a record of every system of an environment costs more than the read."""
+
+    id: str
+    timezone: str
+    data_source: str
+    status: str
+    market_zone: str | None
+
+
+_MEMBERS = DriverQuery(
+    select(System.id, System.timezone, System.data_source, System.status, System.market_zone)
+    .where(
+        System.account_id == bindparam("account_id"),
+        System.environment == bindparam("environment"),
+    )
+    .order_by(System.created_at, System.id)
+)
+
+
+async def members(session: AsyncSession, *, account_id: str, environment: str) -> list[FleetMember]:
+    """Every system of the environment as a `FleetMember`, ordered by `created_at`, `id`:
+    one read through the driver."""
+    rows = await _MEMBERS.all(session, {"account_id": account_id, "environment": environment})
+    return [FleetMember(*row) for row in rows]
 
 
 async def matching_records(
