@@ -1,7 +1,9 @@
 """Endpoints the gateway may call directly.
 
-An endpoint marked `@direct` takes the request and its path parameters as plain strings and
-returns a Response, with no FastAPI dependency or parameter to solve. The gateway, which has
+An endpoint marked `@direct` (one GET, or one POST) takes the request and its path parameters
+as plain strings and returns a Response, with no FastAPI dependency or parameter to solve. A
+POST that carries an `Idempotency-Key` still takes FastAPI's stack, where the idempotency
+middleware claims and stores the key. The gateway, which has
 already routed, authenticated and rate-limited the request, calls it itself instead of
 passing the request down FastAPI's router, exception middleware and request handler, which
 cost ~0.2 ms of CPU per request (bench/readings/README.md). The route stays a FastAPI route

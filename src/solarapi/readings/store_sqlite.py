@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
 from solarapi.models.systems import SystemRecord
-from solarapi.readings.store import NUMPY_TYPES, ChangeOwner, Rows, Series, Upsert
+from solarapi.readings.store import NUMPY_TYPES, ChangeOwner, NewBatch, Rows, Series, Upsert
 from solarapi.systems.repository import get_record
 
 
@@ -29,6 +29,8 @@ def _range_sql(series: Series) -> str:
 
 
 class SqliteReadingStore:
+    stores_new_batches = False
+
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> Rows:
@@ -71,6 +73,11 @@ class SqliteReadingStore:
         # zip builds the row tuples in C; repeat() is endless, so not strict.
         rows = list(zip(itertools.repeat(system_id), *values, strict=False))
         await connection.exec_driver_sql(sql, rows)
+
+    async def store_new(self, session: AsyncSession, batch: NewBatch) -> bool:
+        # One writer at a time, and a statement costs microseconds, not a round trip: the
+        # general way (lock, insert, rollups, span, event) is already cheap here.
+        return False
 
     async def log_changes(
         self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
