@@ -135,9 +135,10 @@ def stores_new_batches(session: AsyncSession) -> bool:
     return reading_store(session).stores_new_batches and not session.in_transaction()
 
 
-async def store_new(session: AsyncSession, batch: NewBatch) -> bool:
+async def store_new(session: AsyncSession, batch: NewBatch) -> tuple[datetime, datetime] | None:
     """A batch of new quarter-hours and everything its upload writes, in one statement where
-    the database has one (`ReadingStore.store_new`); False: nothing written."""
+    the database has one (`ReadingStore.store_new`): the system's reading span as stored;
+    None: nothing written."""
     return await reading_store(session).store_new(session, batch)
 
 

@@ -163,9 +163,12 @@ class ReadingStore(Protocol):
         """Write `values` (one list per column of `upsert.columns`) for the system."""
         ...
 
-    async def store_new(self, session: AsyncSession, batch: NewBatch) -> bool:
+    async def store_new(
+        self, session: AsyncSession, batch: NewBatch
+    ) -> tuple[datetime, datetime] | None:
         """Write `batch` as one atomic statement, committed when it returns, with the
-        system's lock taken inside it; False, having written nothing, when the statement
+        system's lock taken inside it, and give the system's reading span as now stored;
+        None, having written nothing, when the statement
         cannot do it all: the session has a transaction open, the database has no such
         statement, a quarter-hour is stored already, the system changed (or went) since it
         was read, or the account has more subscribed webhook endpoints than the event has

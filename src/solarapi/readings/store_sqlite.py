@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -74,10 +75,12 @@ class SqliteReadingStore:
         rows = list(zip(itertools.repeat(system_id), *values, strict=False))
         await connection.exec_driver_sql(sql, rows)
 
-    async def store_new(self, session: AsyncSession, batch: NewBatch) -> bool:
+    async def store_new(
+        self, session: AsyncSession, batch: NewBatch
+    ) -> tuple[datetime, datetime] | None:
         # One writer at a time, and a statement costs microseconds, not a round trip: the
         # general way (lock, insert, rollups, span, event) is already cheap here.
-        return False
+        return None
 
     async def log_changes(
         self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]

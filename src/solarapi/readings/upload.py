@@ -414,10 +414,13 @@ async def _upload(
     first = datetime.fromtimestamp(lo_s, UTC)
     end = datetime.fromtimestamp(hi_s, UTC)
     all_new = UploadResult(len(batch), len(batch), 0, first, end)
-    if repository.stores_new_batches(session) and await _stored_new(
-        session, system, starts, energy, power, all_new
-    ):
-        return all_new
+    if repository.stores_new_batches(session):
+        span = await _stored_new(session, system, starts, energy, power, all_new)
+        if span is not None:
+            if isinstance(system, System):  # the caller's object shows what was stored
+                set_committed_value(system, "first_reading_at", span[0])
+                set_committed_value(system, "last_reading_at", span[1])
+            return all_new
     if only_new:
         return None
     read_capacity = system.capacity_kwp
@@ -448,7 +451,7 @@ async def _stored_new(
     energy: FloatArray,
     power: FloatArray,
     result: UploadResult,
-) -> bool:
+) -> tuple[datetime, datetime] | None:
     """The batch as new quarter-hours with all an upload writes, in one statement: the
     rollup sums bucketed with the zone as read (the statement checks it under the lock)."""
     assert result.start is not None
