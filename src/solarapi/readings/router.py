@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
@@ -13,7 +12,7 @@ from solarapi.auth.principal import get_principal
 from solarapi.db import DATA_VERSION, get_session
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query
+from solarapi.kit.direct import direct, direct_query, optional_query
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
@@ -24,22 +23,6 @@ from solarapi.readings.schemas import UPLOAD_SCHEMA, ReadingsOut, UploadResultOu
 from solarapi.systems.access import read_system
 
 router = APIRouter(tags=["Readings"])
-
-
-def _optional_query(name: str, description: str) -> dict[str, Any]:
-    """An optional string query parameter, documented as FastAPI documents one declared
-    with `Query` (openapi.py refines it from there)."""
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "description": description,
-            "title": name.title(),
-        },
-        "description": description,
-    }
 
 
 # Rendered readings bodies, at most 64 MB of them, each while the database is unchanged.
@@ -62,9 +45,9 @@ _session = asynccontextmanager(get_session)
     ),
     openapi_extra={
         "parameters": [
-            _optional_query("from", "RFC 3339 with a zone; default to − 24 h"),
-            _optional_query("to", "RFC 3339 with a zone; default now"),
-            _optional_query("interval", "15m, 30m, 1h (default), 1d, 1w or 1M"),
+            optional_query("from", "RFC 3339 with a zone; default to − 24 h"),
+            optional_query("to", "RFC 3339 with a zone; default now"),
+            optional_query("interval", "15m, 30m, 1h (default), 1d, 1w or 1M"),
         ]
     },
 )
