@@ -8,7 +8,9 @@ of work), `version` (`committed_version`), `query` (reads straight through the d
 
 Who commits, and why:
 - an API request's writes: its session dependency (`get_session`), once, when the endpoint
-  returns — or never, when the request touched nothing;
+  returns — or never, when the request touched nothing; a readings upload of only new
+  quarter-hours on PostgreSQL is one statement of its own instead, committed by itself
+  (`readings.store.ReadingStore.store_new`);
 - a job's writes: the job worker (`jobs.runner`), per step of the job;
 - idempotency bookkeeping (`idempotency.store`): short transactions of its own beside the
   request's session (taking the key, storing the response, releasing it on failure: up to
