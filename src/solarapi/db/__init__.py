@@ -4,7 +4,8 @@ differently, behind one `Backend` chosen once per engine (`backend_of`).
 Modules: `backend` (the interface), `sqlite` and `postgres` (its two implementations),
 `engine` (engines and session makers, each engine's backend), `session` (the request's unit
 of work), `version` (`committed_version`), `query` (reads straight through the driver),
-`schema` (the schema revision, outages).
+`schema` (the schema revision, outages), `horizon` and `texttime` (SQL expressions compiled
+per database).
 
 Who commits, and why:
 - an API request's writes: its session dependency (`get_session`), once, when the endpoint
@@ -41,6 +42,7 @@ from solarapi.db.session import (
     untouched,
 )
 from solarapi.db.sqlite import SQLITE, sqlite_fetchall
+from solarapi.db.texttime import api_time
 from solarapi.db.version import committed_version
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "CommittedVersion",
     "DriverQuery",
     "SessionDep",
+    "api_time",
     "backend_of",
     "committed_version",
     "create_engine",

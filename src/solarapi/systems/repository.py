@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -9,12 +10,13 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import DriverQuery, session_backend
+from solarapi.db import DriverQuery, api_time, session_backend
 from solarapi.models.alerts import Alert
 from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
+from solarapi.systems.views import SystemView
 
 
 async def get(session: AsyncSession, system_id: str) -> System | None:
@@ -77,7 +79,7 @@ def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
     total = select(func.count().label("total")).select_from(System).where(*conditions)
     counted = total.subquery("counted")
     page = (
-        select(*SYSTEM_COLUMNS)
+        select(*_VIEW_COLUMNS)
         .where(*conditions)
         .order_by(System.created_at, System.id)
         .limit(bindparam("limit"))
@@ -91,7 +93,17 @@ def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
     )
 
 
-async def page_of_records(
+# A listed system's columns, in `SystemView`'s order, its timestamps as the API's text.
+_TIMESTAMPS = frozenset({"first_reading_at", "last_reading_at", "created_at", "updated_at"})
+_VIEW_COLUMNS = tuple(
+    api_time(_SYSTEMS.c[field.name]).label(field.name)
+    if field.name in _TIMESTAMPS
+    else _SYSTEMS.c[field.name]
+    for field in dataclasses.fields(SystemView)
+)
+
+
+async def page_of_views(
     session: AsyncSession,
     *,
     account_id: str,
@@ -100,10 +112,10 @@ async def page_of_records(
     market_zone: str | None,
     offset: int,
     limit: int,
-) -> tuple[list[SystemRecord], int]:
-    """A page of the environment's systems as records (ordered by `created_at`, `id`) and
-    their total, read in one statement straight through the driver (no ORM object, and
-    before any transaction a lone read)."""
+) -> tuple[list[SystemView], int]:
+    """A page of the environment's systems as views (ordered by `created_at`, `id`) and
+    their total, read in one statement straight through the driver (no ORM object, no
+    datetime per timestamp, and before any transaction a lone read)."""
     rows = await _page_query(status is not None, market_zone is not None).all(
         session,
         {
@@ -116,7 +128,7 @@ async def page_of_records(
         },
     )
     total = int(rows[0][0]) if rows else 0
-    return [record(row[1:]) for row in rows if row[1] is not None], total
+    return [SystemView(*row[1:]) for row in rows if row[1] is not None], total
 
 
 async def list_for_account(

@@ -53,7 +53,7 @@ async def list_systems(request: Request) -> Response:
             market_zone=query.get("market_zone"),
             page=page,
         )
-    return page_response(request, [service.system_to_api(s) for s in systems], total, page)
+    return page_response(request, [system.render() for system in systems], total, page)
 
 
 # The request's session as `SessionDep` gives it, without FastAPI's dependency solving.

@@ -23,7 +23,6 @@ from solarapi.models.systems import (
     SYSTEM_STATUSES,
     ReadableSystem,
     System,
-    SystemRecord,
     model_parameters,
 )
 from solarapi.readings.upload import rebuild_daily_rollup
@@ -31,6 +30,7 @@ from solarapi.systems import repository
 from solarapi.systems.access import get_system, owned
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
+from solarapi.systems.views import SystemView
 
 DEFAULT_TILT_DEG = 30.0
 DEFAULT_OFFLINE_AFTER_HOURS = 4
@@ -99,9 +99,8 @@ async def list_systems(
     status: str | None,
     market_zone: str | None,
     page: PageParams,
-) -> tuple[list[SystemRecord], int]:
-    """A page of the caller's systems (records, each rendered once by `system_to_api`) and
-    their total."""
+) -> tuple[list[SystemView], int]:
+    """A page of the caller's systems (views, each rendered once) and their total."""
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
             f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
@@ -110,7 +109,7 @@ async def list_systems(
         raise ValidationFailed(
             f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
-    return await repository.page_of_records(
+    return await repository.page_of_views(
         session,
         account_id=principal.account_id,
         environment=principal.environment.value,
