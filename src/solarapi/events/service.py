@@ -22,6 +22,7 @@ from solarapi.events.types import (
     DELIVERY_JOB_MAX_ATTEMPTS,
     EVENT_RETENTION,
     EVENT_TYPE_SET,
+    PreparedEvent,
     describe_allowed,
 )
 from solarapi.jobs.queue import enqueue
@@ -61,26 +62,6 @@ async def record_event(
 
 # How many subscribed endpoints a prepared event has delivery job ids for.
 PREPARED_DELIVERIES = 8
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedEvent:
-    """An event as `record_event` would add it, for a caller that writes it in one statement
-    with the change it describes (the readings upload, `readings.store`): the row's values,
-    the data as JSON text, and ids for the first delivery job of each enabled endpoint
-    subscribed to its type — a job of `delivery_kind` whose payload is `{"event_id",
-    "endpoint_id", "attempt": 1}`, as `schedule_deliveries` queues it. An account with more
-    subscribed endpoints than `delivery_ids` must be served by `record_event` instead."""
-
-    id: str
-    account_id: str
-    environment: str
-    type: str
-    data: str
-    created_at: datetime
-    delivery_ids: tuple[str, ...]
-    delivery_kind: str = DELIVERY_JOB_KIND
-    delivery_max_attempts: int = DELIVERY_JOB_MAX_ATTEMPTS
 
 
 def prepare_event(

@@ -70,7 +70,20 @@ async def find_by_hash(session: AsyncSession, token_hash: str) -> TokenOwner | N
     """The token and its owner, read straight through the driver (outside a transaction: a
     lone read, `db.DriverQuery`), as every logger's upload begins with it."""
     row = await _BY_HASH.first(session, {"hash": token_hash})
-    return None if row is None else TokenOwner(*row[:8], account_disabled=row[8] is not None)
+    if row is None:
+        return None
+    token_id, name, display, last_used_at, revoked_at, system_id, account_id, environment = row[:8]
+    return TokenOwner(
+        token_id,
+        name,
+        display,
+        last_used_at,
+        revoked_at,
+        system_id,
+        account_id,
+        environment,
+        account_disabled=row[8] is not None,
+    )
 
 
 async def touch_last_used(

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.events.service import PreparedEvent
+from solarapi.events.types import PreparedEvent
 from solarapi.jobs.queue import PreparedJob
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
