@@ -11,7 +11,8 @@ PostgreSQL measures what a stored quarter-hour costs on disk (`sizes`).
 Settings (environment): the benchmark's own (SYSTEMS, DAYS, ROUNDS, SECS, WORKLOADS, …,
 see its README) pass through; OUT (default /tmp/fleet-results) is where results go;
 PORT_BASE defaults to 9340 here, so a run does not collide with another on the benchmark's
-default ports. PostgreSQL: SOLARAPI_TEST_POSTGRES_URL's server (default
+default ports; REUSE=1 runs again on the fleet an earlier build left (SQLite's file, or a
+PostgreSQL database kept with KEEP=1). PostgreSQL: SOLARAPI_TEST_POSTGRES_URL's server (default
 postgresql://postgres@127.0.0.1:5432/test), database `fleet_ingest34`, dropped at the end
 unless KEEP=1.
 """
@@ -35,12 +36,12 @@ SIZES_SQL = """
 WITH parts AS (
     SELECT c.oid FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
     WHERE i.inhparent = 'readings'::regclass
-), readings AS (
+), stored AS (
     SELECT coalesce(sum(pg_relation_size(oid)), 0) AS heap,
            coalesce(sum(pg_total_relation_size(oid)), 0) AS total FROM parts
 )
 SELECT (SELECT count(*) FROM readings) AS quarter_hours,
-       (SELECT heap FROM readings), (SELECT total FROM readings),
+       (SELECT heap FROM stored), (SELECT total FROM stored),
        pg_total_relation_size('reading_hours'), (SELECT count(*) FROM reading_hours),
        pg_total_relation_size('reading_days'), (SELECT count(*) FROM reading_days),
        pg_total_relation_size('reading_changes')
@@ -84,6 +85,8 @@ def run(database: str, fleet: Path, out: Path) -> None:
         env.setdefault("SOLARAPI_SECRET_KEY", secrets.token_urlsafe(48))
     env["RESULTS"] = str(out / f"{database}.json")
     log = out / f"{database}.log"
+    if os.environ.get("REUSE") == "1":  # the fleet of an earlier build, kept (KEEP=1 / SQLite)
+        log = out / f"{database}-again.log"
     with log.open("w") as sink:
 
         def step(script: str, **extra: str) -> None:
@@ -96,7 +99,8 @@ def run(database: str, fleet: Path, out: Path) -> None:
             sink.write(f"== done, load average {load_average()} at {time.ctime()}\n")
             sink.flush()
 
-        step("build.py", REBUILD="1")
+        if os.environ.get("REUSE") != "1":
+            step("build.py", REBUILD="1")
         step("run.py")
         if url is not None:
             sink.write(sizes(url) + "\n")
