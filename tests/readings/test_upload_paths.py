@@ -59,9 +59,7 @@ async def test_days_follow_a_time_zone_changed_since_the_last_upload(
         for system_id in (moved, born):
             response = await upload(client, system_id, quarter_series(JUNE, 4, 100.0))
             assert response.status_code == 200, response.text
-        patched = await client.patch(
-            f"/api/v1/systems/{moved}", json={"location": SYDNEY}
-        )
+        patched = await client.patch(f"/api/v1/systems/{moved}", json={"location": SYDNEY})
         assert patched.status_code == 200, patched.text
         days = {}
         for system_id in (moved, born):
