@@ -1,6 +1,7 @@
 """`@direct` endpoints: the gateway calls them itself, past FastAPI's router and handler.
 
-The route table must pick them (with their converted path parameters) only for GET and HEAD,
+The route table must pick them (with their converted path parameters) only for the one GET
+(and its HEAD) or POST they serve,
 and what a client sees must not change: errors in the `{error, code}` shape with the
 gateway's headers, gzip when asked for, HEAD without a body, the FastAPI route still in the
 OpenAPI document.
@@ -16,8 +17,11 @@ from starlette.responses import Response
 
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.gateway import RouteTable
+from solarapi.ingest.router import ingest_readings
+from solarapi.kit.bodylimit import body_limit
 from solarapi.kit.direct import direct
-from solarapi.readings.router import get_readings
+from solarapi.readings.router import get_readings, upload_readings
+from solarapi.systems.router import list_systems
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, quarter_series, upload
 
@@ -25,6 +29,12 @@ from tests.systems.factories import create_system, quarter_series, upload
 @direct
 async def _item(request: Request, n: int) -> Response:
     return Response(str(n * 2))
+
+
+@body_limit(1234)
+@direct
+async def _posted(request: Request, n: int) -> Response:
+    return Response(str(n))
 
 
 async def _plain(request: Request) -> Response:
@@ -53,18 +63,52 @@ def test_route_table_picks_direct_gets_with_their_converted_parameters() -> None
     assert table.match("/api/v1/other", "GET").endpoint is None
 
 
-def test_direct_is_refused_on_anything_but_get() -> None:
+def test_direct_is_refused_on_anything_but_one_get_or_post() -> None:
+    for methods in (["DELETE"], ["PATCH"], ["GET", "POST"]):
+        router = APIRouter()
+        router.add_api_route("/items/{n:int}", _item, methods=methods)
+        with pytest.raises(ValueError, match="one GET or POST endpoint"):
+            _table_of(router)
+
+
+def test_a_direct_post_keeps_its_body_limit() -> None:
     router = APIRouter()
-    router.add_api_route("/items/{n:int}", _item, methods=["POST"])
-    with pytest.raises(ValueError, match="GET endpoints only"):
-        _table_of(router)
+    router.add_api_route("/items/{n:int}", _posted, methods=["POST"])
+    found = _table_of(router).match("/api/v1/items/3", "POST")
+    assert (found.endpoint, found.params, found.body_limit) == (_posted, {"n": 3}, 1234)
+    assert _table_of(router).match("/api/v1/items/3", "GET").endpoint is None
 
 
-def test_the_readings_query_is_served_directly(app: FastAPI) -> None:
-    found = app.state.route_table.match("/api/v1/systems/sys_1/readings", "GET")
+def test_the_hot_endpoints_are_served_directly(app: FastAPI) -> None:
+    table = app.state.route_table
+    found = table.match("/api/v1/systems/sys_1/readings", "GET")
     assert (found.endpoint, found.params) == (get_readings, {"system_id": "sys_1"})
-    # The upload on the same path goes through FastAPI.
-    assert app.state.route_table.match("/api/v1/systems/sys_1/readings", "POST").endpoint is None
+    found = table.match("/api/v1/systems/sys_1/readings", "POST")
+    assert (found.endpoint, found.params) == (upload_readings, {"system_id": "sys_1"})
+    assert table.match("/api/v1/ingest/readings", "POST").endpoint is ingest_readings
+    assert table.match("/api/v1/systems", "GET").endpoint is list_systems
+    assert table.match("/api/v1/systems", "POST").endpoint is None
+
+
+async def test_a_direct_post_with_an_idempotency_key_is_still_idempotent(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The direct call would skip the idempotency middleware: a POST carrying a key must take
+    FastAPI's stack, so its repeat is a replay, not a second upload."""
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        body = {"readings": quarter_series(datetime(2025, 6, 1, tzinfo=UTC), 4, 250.0)}
+        path = f"/api/v1/systems/{system_id}/readings"
+        headers = {"Idempotency-Key": "direct-post-1"}
+        first = await client.post(path, json=body, headers=headers)
+        again = await client.post(path, json=body, headers=headers)
+        assert first.status_code == again.status_code == 200, first.text
+        assert first.json() == again.json() == {"received": 4, "inserted": 4, "updated": 0}
+        assert again.headers["Idempotent-Replayed"] == "true"
+        # Without the key the same body goes again, directly: now an update of all four.
+        plain = await client.post(path, json=body)
+        assert plain.json() == {"received": 4, "inserted": 0, "updated": 4}
+        assert "Idempotent-Replayed" not in plain.headers
 
 
 async def test_direct_answers_look_like_any_other(app: FastAPI, enterprise: Tenant) -> None:

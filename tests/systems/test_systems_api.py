@@ -299,3 +299,40 @@ async def test_patch_validation_comes_before_existence(app: FastAPI, enterprise:
         valid = await client.patch("/api/v1/systems/sys_unknown", json={"name": "x"})
     assert invalid.status_code == 400
     assert valid.status_code == 404
+
+
+async def test_each_listed_system_is_exactly_its_own_answer(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The list reads its page in one statement with the timestamps formatted by the
+    database (`db.api_time`), the single system through the ORM's types and Python's
+    formatting: the same bytes for every kind of system — with and without readings and
+    overrides, installed or not, simulated (sandbox), with fractions of a second in
+    `created_at` (truncated alike)."""
+    async with client_for(app, enterprise.live) as live, client_for(app, enterprise.test) as test:
+        plain = await create_system(live, name="plain")
+        tuned = await create_system(
+            live,
+            name="tuned",
+            inverter_capacity_kw=4.5,
+            installed_on="2024-03-01",
+            market_zone="NL",
+            model={"losses_pct": 9.5},
+        )
+        await upload(live, tuned["id"], quarter_series(datetime(2025, 6, 1, 10, tzinfo=UTC), 6))
+        await create_system(test, name="simulated", installed_on="2025-01-15")
+        await create_system(test, name="metered", data_source="metered")
+        for client in (live, test):
+            listed = await client.get("/api/v1/systems")
+            assert listed.status_code == 200, listed.text
+            items = listed.json()["data"]
+            assert len(items) >= 2  # the sandbox holds its provisioned systems too
+            for item in items:
+                alone = await client.get(f"/api/v1/systems/{item['id']}")
+                assert item == alone.json()
+                # As bytes too: the item's own JSON inside the page's.
+                assert alone.content in listed.content
+        assert {item["id"] for item in (await live.get("/api/v1/systems")).json()["data"]} == {
+            plain["id"],
+            tuned["id"],
+        }

@@ -4,11 +4,14 @@ differently, behind one `Backend` chosen once per engine (`backend_of`).
 Modules: `backend` (the interface), `sqlite` and `postgres` (its two implementations),
 `engine` (engines and session makers, each engine's backend), `session` (the request's unit
 of work), `version` (`committed_version`), `query` (reads straight through the driver),
-`schema` (the schema revision, outages).
+`schema` (the schema revision, outages), `horizon` and `texttime` (SQL expressions compiled
+per database).
 
 Who commits, and why:
 - an API request's writes: its session dependency (`get_session`), once, when the endpoint
-  returns — or never, when the request touched nothing;
+  returns — or never, when the request touched nothing; a readings upload of only new
+  quarter-hours on PostgreSQL is one statement of its own instead, committed by itself
+  (`readings.store.ReadingStore.store_new`);
 - a job's writes: the job worker (`jobs.runner`), per step of the job;
 - idempotency bookkeeping (`idempotency.store`): short transactions of its own beside the
   request's session (taking the key, storing the response, releasing it on failure: up to
@@ -39,6 +42,7 @@ from solarapi.db.session import (
     untouched,
 )
 from solarapi.db.sqlite import SQLITE, sqlite_fetchall
+from solarapi.db.texttime import api_time
 from solarapi.db.version import committed_version
 
 __all__ = [
@@ -51,6 +55,7 @@ __all__ = [
     "DriverQuery",
     "LogPage",
     "SessionDep",
+    "api_time",
     "backend_of",
     "committed_version",
     "create_engine",

@@ -22,6 +22,7 @@ from solarapi.events.types import (
     DELIVERY_JOB_MAX_ATTEMPTS,
     EVENT_RETENTION,
     EVENT_TYPE_SET,
+    PreparedEvent,
     describe_allowed,
 )
 from solarapi.jobs.queue import enqueue
@@ -45,9 +46,7 @@ async def record_event(
     schedule its webhook deliveries. Only flushes: the caller's transaction decides.
 
     Returns the event id (`evt_…`)."""
-    if event_type not in EVENT_TYPE_SET:
-        # A programming error in the calling area, not a client error: fail loudly.
-        raise ValueError(f"unknown event type '{excerpt(event_type)}'; known: {describe_allowed()}")
+    _check_type(event_type)
     event = Event(
         id=new_id("evt"),
         account_id=account_id,
@@ -59,6 +58,32 @@ async def record_event(
     await repository.add(session, event)
     await schedule_deliveries(session, event)
     return event.id
+
+
+# How many subscribed endpoints a prepared event has delivery job ids for.
+PREPARED_DELIVERIES = 8
+
+
+def prepare_event(
+    *, account_id: str, environment: str, event_type: str, data: dict[str, Any], now: datetime
+) -> PreparedEvent:
+    """The values of an event `record_event` would record (see `PreparedEvent`)."""
+    _check_type(event_type)
+    return PreparedEvent(
+        id=new_id("evt"),
+        account_id=account_id,
+        environment=Environment(environment).value,
+        type=event_type,
+        data=orjson.dumps(_plain_json(data)).decode(),
+        created_at=now,
+        delivery_ids=tuple(new_id("job") for _ in range(PREPARED_DELIVERIES)),
+    )
+
+
+def _check_type(event_type: str) -> None:
+    if event_type not in EVENT_TYPE_SET:
+        # A programming error in the calling area, not a client error: fail loudly.
+        raise ValueError(f"unknown event type '{excerpt(event_type)}'; known: {describe_allowed()}")
 
 
 async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:

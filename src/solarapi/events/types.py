@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 EVENT_TYPES: tuple[str, ...] = (
     "report.completed",
@@ -30,6 +31,26 @@ DELIVERY_JOB_KIND = "webhook.deliver"
 # Infrastructure failures of one attempt (our database, not the receiver) are retried by the
 # job runner this many times before the attempt is given up.
 DELIVERY_JOB_MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedEvent:
+    """An event as `record_event` would add it, for a caller that writes it in one statement
+    with the change it describes (the readings upload, `readings.store`): the row's values,
+    the data as JSON text, and ids for the first delivery job of each enabled endpoint
+    subscribed to its type — a job of `delivery_kind` whose payload is `{"event_id",
+    "endpoint_id", "attempt": 1}`, as `schedule_deliveries` queues it. An account with more
+    subscribed endpoints than `delivery_ids` must be served by `record_event` instead."""
+
+    id: str
+    account_id: str
+    environment: str
+    type: str
+    data: str
+    created_at: datetime
+    delivery_ids: tuple[str, ...]
+    delivery_kind: str = DELIVERY_JOB_KIND
+    delivery_max_attempts: int = DELIVERY_JOB_MAX_ATTEMPTS
 
 
 def describe_allowed() -> str:

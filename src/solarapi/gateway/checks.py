@@ -24,6 +24,7 @@ from solarapi.gateway.exchange import Exchange
 from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
 from solarapi.gateway.query import parse_query
 from solarapi.gateway.routing import RouteMatch
+from solarapi.idempotency.middleware import HEADER as IDEMPOTENCY_HEADER
 from solarapi.kit.direct import DIRECT_QUERY
 from solarapi.kit.text import NUL_MESSAGE, excerpt, url_has_nul
 
@@ -86,7 +87,13 @@ class Checks:
             if found.body_limit is not None:
                 limit = min(limit, found.body_limit)
             error, receive = check_body(scope, exchange.headers, receive, limit)
-        if error is None and found.endpoint is not None:
+        if (
+            error is None
+            and found.endpoint is not None
+            # A POST with an Idempotency-Key takes FastAPI's stack, where the idempotency
+            # middleware claims and stores the key (the direct call would bypass it).
+            and not (scope["method"] == "POST" and IDEMPOTENCY_HEADER in exchange.headers)
+        ):
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query
         return self._refusal(error), receive

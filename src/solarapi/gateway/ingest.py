@@ -42,8 +42,9 @@ def misplaced_token(exchange: Exchange) -> Unauthorized | None:
 async def token_caller(exchange: Exchange, now: float) -> Unauthorized | ApiError | None:
     """401 (to be counted in the IP's anonymous window), 429 from the token's window, or
     None with the logger on the request for the endpoint. The token is read in the request's
-    one session (the endpoint continues it); `last_used_at` is written only for a request the
-    window allowed, and committed at once, whatever the upload does."""
+    one session (the endpoint continues it), as a lone read; `last_used_at` is written only
+    for a request the window allowed, at most once a minute, and committed at once, whatever
+    the upload does."""
     state = exchange.state
     scope_state = exchange.scope["state"]
     try:
@@ -55,16 +56,18 @@ async def token_caller(exchange: Exchange, now: float) -> Unauthorized | ApiErro
     session = state.sessionmaker()
     scope_state[REQUEST_SESSION] = session
     try:
-        caller = await find_caller(session, hashed)
+        found = await find_caller(session, hashed)
     except Unauthorized as refused:
         return refused
+    caller = found.caller
     windows = _windows(state.settings.rate_limit_scale)
     decision = await state.limiter.hit(f"ingest:{caller.token_id}", windows, now)
     exchange.extra.extend(rate_limit_headers(decision))
     if not decision.allowed:
-        await session.rollback()
         return ratelimits.too_many(decision)
-    await record_use(session, caller, datetime.fromtimestamp(now, UTC))
-    await session.commit()
+    moment = datetime.fromtimestamp(now, UTC)
+    if found.needs_touch(moment):
+        await record_use(session, caller, moment)
+        await session.commit()
     scope_state[INGEST_CALLER] = caller
     return None

@@ -56,8 +56,8 @@ def _served_paths(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, set[str], 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RouteMatch:
     """`template` is set when the path exists; `allowed` is False when the method does not.
-    `endpoint` is set for a GET (or HEAD) of a `@direct` endpoint, with its path parameters
-    in `params`. `query` names the query parameters the route's method takes."""
+    `endpoint` is set for a GET (or HEAD) or POST of a `@direct` endpoint, with its path
+    parameters in `params`. `query` names the query parameters the route's method takes."""
 
     template: str | None
     allowed: bool
@@ -83,8 +83,9 @@ class RouteTable:
     def __init__(self) -> None:
         self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
         self._templates: dict[str, set[str]] = {}
-        # GET endpoints the gateway calls itself (`kit.direct`), with their path convertors.
-        self._direct: dict[str, tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
+        # (template, method) -> the endpoint the gateway calls itself (`kit.direct`), with its
+        # path convertors.
+        self._direct: dict[tuple[str, str], tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
         # (template, method) -> the query parameters it takes (`query.parse_query`).
         self._query: dict[tuple[str, str], frozenset[str]] = {}
         # (template, method) -> the largest body it takes (`kit.bodylimit`).
@@ -128,9 +129,11 @@ class RouteTable:
             for method in methods:
                 self._body_limits[(path, method.upper())] = limit
         if is_direct(route.endpoint):
-            if methods != {"GET"}:
-                raise ValueError(f"@direct is for GET endpoints only: {path} {methods}")
-            self._direct[path] = (route.endpoint, compile_path(path)[2])
+            if methods not in ({"GET"}, {"POST"}):
+                raise ValueError(f"@direct is for one GET or POST endpoint: {path} {methods}")
+            chosen = (route.endpoint, compile_path(path)[2])
+            for method in ("GET", "HEAD") if methods == {"GET"} else ("POST",):
+                self._direct[(path, method)] = chosen
 
     @property
     def templates(self) -> dict[str, frozenset[str]]:
@@ -155,15 +158,15 @@ class RouteTable:
         self, template: str, methods: set[str], method: str, matched: re.Match[str]
     ) -> RouteMatch:
         query = self._query.get((template, method), frozenset())
-        direct = self._direct.get(template) if method in ("GET", "HEAD") else None
+        limit = self._body_limits.get((template, method))
+        direct = self._direct.get((template, method))
         if direct is None:
-            limit = self._body_limits.get((template, method))
             return RouteMatch(template, True, frozenset(methods), query=query, body_limit=limit)
         endpoint, convertors = direct
         params = {
             name: convertors[name].convert(value) for name, value in matched.groupdict().items()
         }
-        return RouteMatch(template, True, frozenset(methods), endpoint, params, query)
+        return RouteMatch(template, True, frozenset(methods), endpoint, params, query, limit)
 
 
 class AppRoutes:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import DriverQuery
 from solarapi.models import Account
 from solarapi.models.ingest import IngestToken
 from solarapi.models.systems import System
@@ -47,29 +48,55 @@ async def get(session: AsyncSession, token_id: str) -> IngestToken | None:
     return await session.get(IngestToken, token_id)
 
 
+_BY_HASH = DriverQuery(
+    select(
+        IngestToken.id,
+        IngestToken.name,
+        IngestToken.display,
+        IngestToken.last_used_at,
+        IngestToken.revoked_at,
+        System.id,
+        System.account_id,
+        System.environment,
+        Account.disabled_at,
+    )
+    .join(System, System.id == IngestToken.system_id)
+    .join(Account, Account.id == System.account_id)
+    .where(IngestToken.token_hash == bindparam("hash"))
+)
+
+
 async def find_by_hash(session: AsyncSession, token_hash: str) -> TokenOwner | None:
-    row = (
-        await session.execute(
-            select(
-                IngestToken.id,
-                IngestToken.name,
-                IngestToken.display,
-                IngestToken.last_used_at,
-                IngestToken.revoked_at,
-                System.id,
-                System.account_id,
-                System.environment,
-                Account.disabled_at,
-            )
-            .join(System, System.id == IngestToken.system_id)
-            .join(Account, Account.id == System.account_id)
-            .where(IngestToken.token_hash == token_hash)
-        )
-    ).first()
-    return None if row is None else TokenOwner(*row[:8], account_disabled=row[8] is not None)
+    """The token and its owner, read straight through the driver (outside a transaction: a
+    lone read, `db.DriverQuery`), as every logger's upload begins with it."""
+    row = await _BY_HASH.first(session, {"hash": token_hash})
+    if row is None:
+        return None
+    token_id, name, display, last_used_at, revoked_at, system_id, account_id, environment = row[:8]
+    return TokenOwner(
+        token_id,
+        name,
+        display,
+        last_used_at,
+        revoked_at,
+        system_id,
+        account_id,
+        environment,
+        account_disabled=row[8] is not None,
+    )
 
 
-async def touch_last_used(session: AsyncSession, token_id: str, now: datetime) -> None:
+async def touch_last_used(
+    session: AsyncSession, token_id: str, now: datetime, older_than: datetime
+) -> None:
+    """Set last_used_at unless another request already did since `older_than`: the
+    condition sits in the UPDATE, so concurrent requests write at most once per period."""
     await session.execute(
-        update(IngestToken).where(IngestToken.id == token_id).values(last_used_at=now)
+        update(IngestToken)
+        .where(
+            IngestToken.id == token_id,
+            or_(IngestToken.last_used_at.is_(None), IngestToken.last_used_at <= older_than),
+        )
+        .values(last_used_at=now)
+        .execution_options(synchronize_session=False)
     )

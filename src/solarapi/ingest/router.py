@@ -3,6 +3,7 @@ token may make. Request parsing and response shaping only."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 import orjson
@@ -11,12 +12,13 @@ from starlette.responses import Response
 
 from solarapi.audit.service import Actor
 from solarapi.auth.principal import PrincipalDep
-from solarapi.db import SessionDep
+from solarapi.db import SessionDep, get_session
 from solarapi.errors import Unauthorized, ValidationFailed
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
 from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
 from solarapi.kit.clientip import client_ip
+from solarapi.kit.direct import direct
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
@@ -122,13 +124,20 @@ async def revoke_token(
     },
 )
 @body_limit(UPLOAD_BODY)
-async def ingest_readings(
-    request: Request, caller: IngestCallerDep, session: SessionDep
-) -> Response:
+@direct
+async def ingest_readings(request: Request) -> Response:
+    # Called by the gateway directly (`kit.direct`) unless the request carries an
+    # Idempotency-Key, as the API's upload is.
+    caller = await get_ingest_caller(request)
     try:
         payload = orjson.loads(await request.body())
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = batch_from_json(payload)
-    result = await service.upload(session, caller, batch, utcnow())
+    async with _session(request) as session:
+        result = await service.upload(session, caller, batch, utcnow())
     return OrjsonResponse(result.to_api())
+
+
+# The request's session as `SessionDep` gives it, without FastAPI's dependency solving.
+_session = asynccontextmanager(get_session)

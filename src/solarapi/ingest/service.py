@@ -10,14 +10,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth.principal import Caller
-from solarapi.auth.service import bearer_token
+from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token
 from solarapi.errors import NotFound, Unauthorized
 from solarapi.ingest import repository
 from solarapi.ingest.tokens import PREFIX, display_form, generate_token, hash_token, well_formed
 from solarapi.kit.ids import new_id
 from solarapi.kit.text import excerpt
 from solarapi.models.ingest import IngestToken
-from solarapi.readings.upload import ReadingBatch, UploadResult, upload_readings
+from solarapi.models.systems import SystemRecord
+from solarapi.readings.upload import ReadingBatch, UploadResult, upload_to_system
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import get_system, owned
 
@@ -168,14 +169,25 @@ def token_hash(authorization: str | None, secret: bytes) -> str:
     return hash_token(token, secret)
 
 
-async def find_caller(session: AsyncSession, hashed: str) -> IngestCaller:
+@dataclass(frozen=True, slots=True)
+class FoundCaller:
+    caller: IngestCaller
+    last_used_at: datetime | None
+
+    def needs_touch(self, now: datetime) -> bool:
+        """Whether a request at `now` refreshes the token's `last_used_at` (a minute's
+        resolution, as for API keys: an upload every few seconds writes once a minute)."""
+        return self.last_used_at is None or now - self.last_used_at >= LAST_USED_RESOLUTION
+
+
+async def find_caller(session: AsyncSession, hashed: str) -> FoundCaller:
     """The logger behind a request by its token's hash (`token_hash`), or 401."""
     owner = await repository.find_by_hash(session, hashed)
     if owner is None or owner.revoked_at is not None:
         raise Unauthorized("invalid or revoked ingest token")
     if owner.account_disabled:
         raise Unauthorized("this token's account is disabled; its operator can enable it again")
-    return IngestCaller(
+    caller = IngestCaller(
         owner.token_id,
         owner.token_name,
         owner.display,
@@ -183,18 +195,26 @@ async def find_caller(session: AsyncSession, hashed: str) -> IngestCaller:
         owner.account_id,
         owner.environment,
     )
+    return FoundCaller(caller, owner.last_used_at)
 
 
 async def record_use(session: AsyncSession, caller: IngestCaller, now: datetime) -> None:
-    """`last_used_at` of a request the token's window allowed."""
-    await repository.touch_last_used(session, caller.token_id, now)
+    """`last_used_at` of a request the token's window allowed (at most once a minute, also
+    across workers)."""
+    await repository.touch_last_used(session, caller.token_id, now, now - LAST_USED_RESOLUTION)
 
 
 async def upload(
     session: AsyncSession, caller: IngestCaller, batch: ReadingBatch, now: datetime
 ) -> UploadResult:
     """The readings upload of the token's system, with the API's rules and events."""
-    system = await systems_repository.get(session, caller.system_id)
-    if system is None:  # deleted since the token was read: the token went with it
-        raise Unauthorized("invalid or revoked ingest token")
-    return await upload_readings(session, system, batch, now)
+
+    async def read() -> SystemRecord:
+        system = await systems_repository.get_record(session, caller.system_id)
+        if system is None:  # deleted since the token was read: the token went with it
+            raise Unauthorized("invalid or revoked ingest token")
+        return system
+
+    return await upload_to_system(
+        session, caller.system_id, caller.account_id, caller.environment, batch, now, read=read
+    )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.config import Settings
@@ -134,6 +135,31 @@ async def enqueue(
         account_id=account_id,
     )
     return job_id
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedJob:
+    """A job as `enqueue` would queue it, for a caller that writes it in one statement with
+    the change that asks for it (the readings upload, `readings.store`): queued, no attempt
+    made, due at `run_at`; `payload` is JSON text."""
+
+    id: str
+    kind: str
+    payload: str
+    max_attempts: int
+    run_at: datetime
+    account_id: str | None = None
+
+
+def prepare_job(
+    kind: str, payload: dict[str, Any], *, max_attempts: int = 5, account_id: str | None = None
+) -> PreparedJob:
+    """The values of a job `enqueue` would add now (see `PreparedJob`)."""
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    return PreparedJob(
+        new_id("job"), kind, orjson.dumps(payload).decode(), max_attempts, utcnow(), account_id
+    )
 
 
 async def cancel_job(session: AsyncSession, job_id: str) -> bool:

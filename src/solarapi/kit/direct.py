@@ -1,7 +1,9 @@
 """Endpoints the gateway may call directly.
 
-An endpoint marked `@direct` takes the request and its path parameters as plain strings and
-returns a Response, with no FastAPI dependency or parameter to solve. The gateway, which has
+An endpoint marked `@direct` (one GET, or one POST) takes the request and its path parameters
+as plain strings and returns a Response, with no FastAPI dependency or parameter to solve. A
+POST that carries an `Idempotency-Key` still takes FastAPI's stack, where the idempotency
+middleware claims and stores the key. The gateway, which has
 already routed, authenticated and rate-limited the request, calls it itself instead of
 passing the request down FastAPI's router, exception middleware and request handler, which
 cost ~0.2 ms of CPU per request (bench/readings/README.md). The route stays a FastAPI route
@@ -39,3 +41,20 @@ def direct_query(scope: Mapping[str, Any]) -> Mapping[str, str]:
     if parsed is None:
         parsed = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
     return parsed
+
+
+def optional_query(name: str, description: str) -> dict[str, Any]:
+    """An optional string query parameter of a `@direct` endpoint, documented (in its route's
+    `openapi_extra`) as FastAPI documents one declared with `Query`: the OpenAPI document is
+    the same whichever way the endpoint is called."""
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": description,
+            "title": name.replace("_", " ").title(),
+        },
+        "description": description,
+    }

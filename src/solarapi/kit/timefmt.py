@@ -90,6 +90,10 @@ def epoch_seconds(text: str, midnights: dict[str, int]) -> int | None:
 
 def format_timestamp(value: datetime) -> str:
     """UTC, whole seconds, with `Z`: 2025-06-15T12:00:00Z."""
+    if value.tzinfo is UTC and value.year >= 1000:
+        # What the database layer hands back (aware UTC): isoformat is C, ~4× strftime's
+        # cost less; years below 1000 would be zero-padded there and not by strftime.
+        return value.isoformat(timespec="seconds")[:19] + "Z"
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

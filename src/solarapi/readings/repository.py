@@ -18,7 +18,16 @@ from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.base import UtcDateTime
 from solarapi.models.readings import Reading, ReadingDay
 from solarapi.models.systems import System
-from solarapi.readings.store import DAYS, RAW, ChangeOwner, ReadingStore, Rows, Series, Upsert
+from solarapi.readings.store import (
+    DAYS,
+    RAW,
+    ChangeOwner,
+    NewBatch,
+    ReadingStore,
+    Rows,
+    Series,
+    Upsert,
+)
 from solarapi.readings.store_postgres import PostgresReadingStore
 from solarapi.readings.store_sqlite import SqliteReadingStore
 
@@ -118,6 +127,19 @@ async def upsert_readings(
     store = reading_store(session)
     await store.upsert(session, upsert, system_id, values)
     await store.log_changes(session, ChangeOwner(system_id, account_id, environment), values)
+
+
+def stores_new_batches(session: AsyncSession) -> bool:
+    """Whether `store_new` may write on the session's database, and now: outside a
+    transaction (a failed statement would abort the session's)."""
+    return reading_store(session).stores_new_batches and not session.in_transaction()
+
+
+async def store_new(session: AsyncSession, batch: NewBatch) -> tuple[datetime, datetime] | None:
+    """A batch of new quarter-hours and everything its upload writes, in one statement where
+    the database has one (`ReadingStore.store_new`): the system's reading span as stored;
+    None: nothing written."""
+    return await reading_store(session).store_new(session, batch)
 
 
 async def extend_reading_span(

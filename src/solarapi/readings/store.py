@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.events.types import PreparedEvent
+from solarapi.jobs.queue import PreparedJob
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import SystemRecord
@@ -111,8 +114,35 @@ class ChangeOwner:
     environment: str
 
 
+@dataclass(frozen=True, slots=True)
+class NewBatch:
+    """Everything an upload of quarter-hours none of which is stored yet writes, computed
+    against the system as read before its lock (`timezone`, `capacity_kwp`: the rollups were
+    bucketed and the batch validated with them): the readings (power NaN = not reported),
+    the sums to add to the hourly and local-daily rollups, the system's new reading span,
+    the `readings.uploaded` event with its webhook deliveries, and the alert evaluation."""
+
+    system_id: str
+    account_id: str
+    environment: str
+    timezone: str
+    capacity_kwp: float
+    starts: IntArray
+    energy_wh: FloatArray
+    power_w: FloatArray
+    hours: Rows
+    days: Rows
+    first: datetime
+    last: datetime
+    event: PreparedEvent
+    alert_job: PreparedJob
+
+
 class ReadingStore(Protocol):
     """Range reads and bulk writes of readings and their rollups."""
+
+    # Whether `store_new` can ever write (else the caller need not prepare a `NewBatch`).
+    stores_new_batches: bool
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
@@ -145,6 +175,18 @@ class ReadingStore(Protocol):
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]
     ) -> None:
         """Write `values` (one list per column of `upsert.columns`) for the system."""
+        ...
+
+    async def store_new(
+        self, session: AsyncSession, batch: NewBatch
+    ) -> tuple[datetime, datetime] | None:
+        """Write `batch` as one atomic statement, committed when it returns, with the
+        system's lock taken inside it, and give the system's reading span as now stored;
+        None, having written nothing, when the statement
+        cannot do it all: the session has a transaction open, the database has no such
+        statement, a quarter-hour is stored already, the system changed (or went) since it
+        was read, or the account has more subscribed webhook endpoints than the event has
+        delivery ids. The caller then takes the general way (lock, upsert, rollups)."""
         ...
 
     async def log_changes(

@@ -3,7 +3,9 @@ upsert, and the hourly and local-daily rollups kept exact in the same transactio
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -11,12 +13,13 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import numpy.typing as npt
+from cachetools import LRUCache
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
-from solarapi.errors import Conflict, NotFound, ValidationFailed
-from solarapi.events.service import record_event
-from solarapi.jobs.kinds import enqueue_alert_evaluation
+from solarapi.errors import ApiError, Conflict, NotFound, ValidationFailed
+from solarapi.events.service import prepare_event, record_event
+from solarapi.jobs.kinds import alert_evaluation_job, enqueue_alert_evaluation
 from solarapi.kit.grid import (
     QUARTER_S,
     Buckets,
@@ -29,11 +32,17 @@ from solarapi.kit.grid import (
     floor_to_grid,
 )
 from solarapi.kit.text import excerpt
-from solarapi.kit.timefmt import TimestampError, epoch_seconds, format_timestamp, parse_timestamp
-from solarapi.models.systems import System
+from solarapi.kit.timefmt import (
+    TimestampError,
+    epoch_seconds,
+    format_timestamp,
+    parse_timestamp,
+    utcnow,
+)
+from solarapi.models.systems import System, SystemRecord
 from solarapi.readings import repository
 from solarapi.readings.partitions import retention_horizon
-from solarapi.readings.store import Rows
+from solarapi.readings.store import NewBatch, Rows
 from solarapi.systems import repository as systems_repository
 
 MAX_UPLOAD = 10_000
@@ -321,11 +330,67 @@ def _rejection(batch: ReadingBatch, index: int, rule: str, capacity_kwp: float) 
     return ReadingRejected(index, "power_w", f"must be ≥ 0; got {batch.power_w[index]}")
 
 
+# Systems as an upload last read them, by id, kept without a version: an upload of new
+# quarter-hours is one statement that re-checks, under the system's lock, everything the
+# batch was checked and bucketed against (owner, capacity, zone, data source), so a kept
+# record that is no longer true only sends the upload the general way, after reading the
+# system afresh. ~1 KB each.
+_KEPT_SYSTEMS: LRUCache[str, SystemRecord] = LRUCache(maxsize=4096)
+
+
+async def upload_to_system(
+    session: AsyncSession,
+    system_id: str,
+    account_id: str,
+    environment: str,
+    batch: ReadingBatch,
+    now: datetime,
+    *,
+    read: Callable[[], Awaitable[SystemRecord]],
+) -> UploadResult:
+    """`upload_readings` to the caller's system `system_id` (of `account_id` and
+    `environment`), which `read` reads (or refuses: 404, 401). Where new quarter-hours are
+    stored in one statement, it is tried first with the system as this process last read it
+    (`_KEPT_SYSTEMS`): a success needs no read; a refusal or any answer but that success is
+    given only after reading the system afresh, so a kept record never decides an error."""
+    kept = _KEPT_SYSTEMS.get(system_id)
+    if (
+        kept is not None
+        and kept.account_id == account_id
+        and kept.environment == environment
+        and repository.stores_new_batches(session)
+    ):
+        with contextlib.suppress(ApiError):
+            stored = await _upload(session, kept, batch, now, only_new=True)
+            if stored is not None:
+                return stored
+    system = await read()
+    _KEPT_SYSTEMS[system_id] = system
+    return await upload_readings(session, system, batch, now)
+
+
 async def upload_readings(
-    session: AsyncSession, system: System, batch: ReadingBatch, now: datetime
+    session: AsyncSession, system: System | SystemRecord, batch: ReadingBatch, now: datetime
 ) -> UploadResult:
     """Validate a batch (all or nothing), upsert it and bring the rollups and the system's
-    first/last reading up to date, in the caller's transaction."""
+    first/last reading up to date, with its event and alert evaluation: in one statement of
+    its own when every quarter-hour is new and the database has one (`ReadingStore.store_new`),
+    else in the caller's transaction. `system` as read before its lock (a record will do)."""
+    result = await _upload(session, system, batch, now, only_new=False)
+    assert result is not None  # the general way always stores
+    return result
+
+
+async def _upload(
+    session: AsyncSession,
+    system: System | SystemRecord,
+    batch: ReadingBatch,
+    now: datetime,
+    *,
+    only_new: bool,
+) -> UploadResult | None:
+    """`upload_readings`; `only_new`: None instead of the general way when the one statement
+    did not store the batch."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
     # Checked first against the system as read before its lock (a bad batch is refused
@@ -345,34 +410,78 @@ async def upload_readings(
             f"System '{system.id}' is simulated: its readings come from the sandbox model and "
             "cannot be uploaded; create a system with data_source 'metered' to upload"
         )
-    read_capacity = system.capacity_kwp
-    system = await _locked(session, system.id)
-    if system.capacity_kwp != read_capacity:
-        # A PATCH of the capacity committed between the read and the lock.
-        starts, energy, power = _validated(batch, system.capacity_kwp, now)
-    updated = await _store_locked(session, system, starts, energy, power)
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
-    result = UploadResult(
-        len(batch),
-        len(batch) - updated,
-        updated,
-        datetime.fromtimestamp(lo_s, UTC),
-        datetime.fromtimestamp(hi_s, UTC),
-    )
+    first = datetime.fromtimestamp(lo_s, UTC)
+    end = datetime.fromtimestamp(hi_s, UTC)
+    all_new = UploadResult(len(batch), len(batch), 0, first, end)
+    if repository.stores_new_batches(session):
+        span = await _stored_new(session, system, starts, energy, power, all_new)
+        if span is not None:
+            if isinstance(system, System):  # the caller's object shows what was stored
+                set_committed_value(system, "first_reading_at", span[0])
+                set_committed_value(system, "last_reading_at", span[1])
+            return all_new
+    if only_new:
+        return None
+    read_capacity = system.capacity_kwp
+    locked = await _locked(session, system.id)
+    if locked.capacity_kwp != read_capacity:
+        # A PATCH of the capacity committed between the read and the lock.
+        starts, energy, power = _validated(batch, locked.capacity_kwp, now)
+    updated = await _store_locked(session, locked, starts, energy, power)
+    result = UploadResult(len(batch), len(batch) - updated, updated, first, end)
     await record_event(
         session,
-        account_id=system.account_id,
-        environment=system.environment,
-        event_type="readings.uploaded",
-        data={
-            "system_id": system.id,
-            **result.to_api(),
-            "from": format_timestamp(datetime.fromtimestamp(lo_s, UTC)),
-            "to": format_timestamp(datetime.fromtimestamp(hi_s, UTC)),
-        },
+        account_id=locked.account_id,
+        environment=locked.environment,
+        event_type=UPLOADED,
+        data=_event_data(locked.id, result),
     )
-    await enqueue_alert_evaluation(session, system.id)
+    await enqueue_alert_evaluation(session, locked.id)
     return result
+
+
+UPLOADED = "readings.uploaded"
+
+
+async def _stored_new(
+    session: AsyncSession,
+    system: System | SystemRecord,
+    starts: IntArray,
+    energy: FloatArray,
+    power: FloatArray,
+    result: UploadResult,
+) -> tuple[datetime, datetime] | None:
+    """The batch as new quarter-hours with all an upload writes, in one statement: the
+    rollup sums bucketed with the zone as read (the statement checks it under the lock)."""
+    assert result.start is not None
+    assert result.end is not None
+    lo_s, hi_s = int(result.start.timestamp()), int(result.end.timestamp())
+    hours, days = _rollup_sums(system.timezone, starts, energy, power, lo_s, hi_s)
+    return await repository.store_new(
+        session,
+        NewBatch(
+            system.id, system.account_id, system.environment, system.timezone,
+            system.capacity_kwp, starts, energy, power, hours, days, result.start,
+            datetime.fromtimestamp(hi_s - QUARTER_S, UTC),
+            prepare_event(
+                account_id=system.account_id, environment=system.environment,
+                event_type=UPLOADED, data=_event_data(system.id, result), now=utcnow(),
+            ),
+            alert_evaluation_job(system.id),
+        ),
+    )  # fmt: skip
+
+
+def _event_data(system_id: str, result: UploadResult) -> dict[str, object]:
+    assert result.start is not None
+    assert result.end is not None
+    return {
+        "system_id": system_id,
+        **result.to_api(),
+        "from": format_timestamp(result.start),
+        "to": format_timestamp(result.end),
+    }
 
 
 async def store_series(
@@ -485,17 +594,31 @@ async def _add_to_rollups(
     lo_s: int,
     hi_s: int,
 ) -> None:
-    tz = ZoneInfo(system.timezone)
+    hours, days = _rollup_sums(system.timezone, starts, energy_wh, power_w, lo_s, hi_s)
+    await repository.upsert_hours(session, system.id, hours, add=True)
+    await repository.upsert_days(session, system.id, days, add=True)
+
+
+def _rollup_sums(
+    timezone: str,
+    starts: IntArray,
+    energy_wh: FloatArray,
+    power_w: FloatArray,
+    lo_s: int,
+    hi_s: int,
+) -> tuple[Rows, Rows]:
+    """The hourly and local-daily rollup rows of new quarter-hours alone, to add to the
+    stored ones."""
+    tz = ZoneInfo(timezone)
     samples = np.ones(len(starts), dtype=np.int64)
     hour_lo, hour_hi = lo_s - lo_s % 3600, hi_s + (-hi_s) % 3600
     hours = aggregate_into(
         np.arange(hour_lo, hour_hi + 1, 3600, dtype=np.int64), starts, energy_wh, samples, power_w
     )
-    await repository.upsert_hours(session, system.id, _present(hours), add=True)
     days = aggregate_into(
         bucket_edges(lo_s, hi_s, Interval.DAY, tz), starts, energy_wh, samples, power_w
     )
-    await repository.upsert_days(session, system.id, _present(days), add=True)
+    return _present(hours), _present(days)
 
 
 def _present(buckets: Buckets) -> Rows:

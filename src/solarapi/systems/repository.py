@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import DriverQuery, session_backend
+from solarapi.db import DriverQuery, api_time, session_backend
 from solarapi.models.alerts import Alert
 from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord
+from solarapi.systems.views import SystemView
 
 
 async def get(session: AsyncSession, system_id: str) -> System | None:
@@ -80,7 +83,46 @@ def record(values: Sequence[Any]) -> SystemRecord:
     return SystemRecord(*values)
 
 
-async def list_page(
+@functools.cache
+def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
+    """One page of an environment's systems and how many there are, in one statement: the
+    count LEFT JOINed with the page, so a page past the end is one row of the count alone."""
+    conditions = [
+        System.account_id == bindparam("account_id"),
+        System.environment == bindparam("environment"),
+    ]
+    if by_status:
+        conditions.append(System.status == bindparam("status"))
+    if by_zone:
+        conditions.append(System.market_zone == bindparam("market_zone"))
+    total = select(func.count().label("total")).select_from(System).where(*conditions)
+    counted = total.subquery("counted")
+    page = (
+        select(*_VIEW_COLUMNS)
+        .where(*conditions)
+        .order_by(System.created_at, System.id)
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+        .subquery("page")
+    )
+    return DriverQuery(
+        select(counted.c.total, *page.c)
+        .select_from(counted.outerjoin(page, true()))
+        .order_by(page.c.created_at, page.c.id)
+    )
+
+
+# A listed system's columns, in `SystemView`'s order, its timestamps as the API's text.
+_TIMESTAMPS = frozenset({"first_reading_at", "last_reading_at", "created_at", "updated_at"})
+_VIEW_COLUMNS = tuple(
+    api_time(_SYSTEMS.c[field.name]).label(field.name)
+    if field.name in _TIMESTAMPS
+    else _SYSTEMS.c[field.name]
+    for field in dataclasses.fields(SystemView)
+)
+
+
+async def page_of_views(
     session: AsyncSession,
     *,
     account_id: str,
@@ -89,21 +131,23 @@ async def list_page(
     market_zone: str | None,
     offset: int,
     limit: int,
-) -> tuple[Sequence[System], int]:
-    conditions = [System.account_id == account_id, System.environment == environment]
-    if status is not None:
-        conditions.append(System.status == status)
-    if market_zone is not None:
-        conditions.append(System.market_zone == market_zone)
-    total = await session.scalar(select(func.count()).select_from(System).where(*conditions))
-    rows = await session.scalars(
-        select(System)
-        .where(*conditions)
-        .order_by(System.created_at, System.id)
-        .offset(offset)
-        .limit(limit)
+) -> tuple[list[SystemView], int]:
+    """A page of the environment's systems as views (ordered by `created_at`, `id`) and
+    their total, read in one statement straight through the driver (no ORM object, no
+    datetime per timestamp, and before any transaction a lone read)."""
+    rows = await _page_query(status is not None, market_zone is not None).all(
+        session,
+        {
+            "account_id": account_id,
+            "environment": environment,
+            "status": status,
+            "market_zone": market_zone,
+            "limit": limit,
+            "offset": offset,
+        },
     )
-    return rows.all(), int(total or 0)
+    total = int(rows[0][0]) if rows else 0
+    return [SystemView(*row[1:]) for row in rows if row[1] is not None], total
 
 
 async def list_for_account(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from solarapi.auth.principal import PrincipalDep
-from solarapi.db import SessionDep
+from solarapi.auth.principal import PrincipalDep, get_principal
+from solarapi.db import SessionDep, get_session
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
+from solarapi.kit.direct import direct, direct_query, optional_query
 from solarapi.kit.jsonresp import OrjsonResponse
-from solarapi.kit.pagination import PageDep, page_response
+from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, page_response, parse_page
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.service import summary
 from solarapi.systems import service
@@ -26,19 +27,37 @@ router = APIRouter(tags=["Systems"])
     response_model=SystemList,
     summary="List systems",
     description="The environment's systems ordered by `created_at`, then `id` (ascending).",
+    openapi_extra={
+        "parameters": [
+            optional_query("status", "active, inactive or decommissioned"),
+            optional_query("market_zone", "A zone code such as NL"),
+            optional_query("page", "Page number, 1–1,000,000,000 (default 1)"),
+            optional_query("limit", "Items per page, 1–100 (default 50)"),
+        ]
+    },
 )
-async def list_systems(
-    request: Request,
-    principal: PrincipalDep,
-    session: SessionDep,
-    page: PageDep,
-    status: Annotated[str | None, Query(description="active, inactive or decommissioned")] = None,
-    market_zone: Annotated[str | None, Query(description="A zone code such as NL")] = None,
-) -> Response:
-    items, total = await service.list_systems(
-        session, principal, status=status, market_zone=market_zone, page=page
+@direct
+async def list_systems(request: Request) -> Response:
+    # Called by the gateway directly (`kit.direct`): a fleet's integrations walk this list,
+    # and FastAPI's parameter and dependency solving cost more than the page's one read.
+    principal = await get_principal(request)
+    query = direct_query(request.scope)
+    page = parse_page(
+        query.get("page"), query.get("limit"), default_limit=DEFAULT_LIMIT, max_limit=MAX_LIMIT
     )
-    return page_response(request, items, total, page)
+    async with _session(request) as session:
+        systems, total = await service.list_systems(
+            session,
+            principal,
+            status=query.get("status"),
+            market_zone=query.get("market_zone"),
+            page=page,
+        )
+    return page_response(request, [system.render() for system in systems], total, page)
+
+
+# The request's session as `SessionDep` gives it, without FastAPI's dependency solving.
+_session = asynccontextmanager(get_session)
 
 
 @router.post(

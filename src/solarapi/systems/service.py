@@ -19,12 +19,18 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import SYSTEM_STATUSES, ReadableSystem, System, model_parameters
+from solarapi.models.systems import (
+    SYSTEM_STATUSES,
+    ReadableSystem,
+    System,
+    model_parameters,
+)
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import repository
 from solarapi.systems.access import get_system, owned
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
 from solarapi.systems.span import reading_span
+from solarapi.systems.views import SystemView
 
 DEFAULT_TILT_DEG = 30.0
 DEFAULT_OFFLINE_AFTER_HOURS = 4
@@ -93,7 +99,8 @@ async def list_systems(
     status: str | None,
     market_zone: str | None,
     page: PageParams,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[SystemView], int]:
+    """A page of the caller's systems (views, each rendered once) and their total."""
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
             f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
@@ -102,7 +109,7 @@ async def list_systems(
         raise ValidationFailed(
             f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
-    systems, total = await repository.list_page(
+    return await repository.page_of_views(
         session,
         account_id=principal.account_id,
         environment=principal.environment.value,
@@ -111,7 +118,6 @@ async def list_systems(
         offset=page.offset,
         limit=page.limit,
     )
-    return [system_to_api(system) for system in systems], total
 
 
 async def create_system(

@@ -21,11 +21,15 @@ _BEFORE_SIMULATION = date(1999, 12, 31)
 def simulated_since(system: ReadableSystem) -> int:
     """Where a simulated system's readings start (epoch s): the local midnight of its
     `installed_on`, never before the simulated history's start (2000-01-01T00:00Z)."""
-    if system.installed_on is None or system.installed_on < _BEFORE_SIMULATION:
+    return _simulated_since(system.installed_on, system.timezone)
+
+
+def _simulated_since(installed_on: date | None, timezone: str) -> int:
+    if installed_on is None or installed_on < _BEFORE_SIMULATION:
         # (any local midnight of that day lies before the start; and year 1 in a zone east
         # of UTC has no UTC instant at all)
         return SIMULATION_START_S
-    return max(SIMULATION_START_S, local_midnight(system.installed_on, ZoneInfo(system.timezone)))
+    return max(SIMULATION_START_S, local_midnight(installed_on, ZoneInfo(timezone)))
 
 
 def reading_span(
@@ -36,9 +40,16 @@ def reading_span(
     start, and the last quarter-hour that has ended by `now`)."""
     if system.data_source != "simulated":
         return format_optional(system.first_reading_at), format_optional(system.last_reading_at)
+    return simulated_span(system.installed_on, system.timezone, now)
+
+
+def simulated_span(
+    installed_on: date | None, timezone: str, now: datetime | None = None
+) -> tuple[str | None, str | None]:
+    """`reading_span` of a simulated system installed on `installed_on` in `timezone`."""
     now_s = int((now or utcnow()).timestamp())
     last = now_s - now_s % QUARTER_S - QUARTER_S
-    first = simulated_since(system)
+    first = _simulated_since(installed_on, timezone)
     if last < first:
         return None, None
     return (
