@@ -8,6 +8,7 @@ desktop and phone width.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import re
 import uuid
@@ -52,6 +53,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "SOLARAPI_REDIS_URL": "",
         "SOLARAPI_SIGNUP_PLAN": "pro",
         "SOLARAPI_JOB_RUNNER": "inline",
+        # Every browser context is another client behind this trusted proxy (`client_headers`):
+        # the tests sign up more accounts than one address may in an hour (10).
+        "SOLARAPI_TRUSTED_PROXIES": "127.0.0.1",
         # Request logs go to a pipe nobody reads; keep them from filling it.
         "SOLARAPI_LOG_LEVEL": "WARNING",
     }
@@ -80,7 +84,11 @@ async def browser(server: Server) -> AsyncIterator[Browser]:
 
 @pytest.fixture
 async def context(browser: Browser, server: Server) -> AsyncIterator[BrowserContext]:
-    ctx = await browser.new_context(base_url=server.base, viewport={"width": 1280, "height": 900})
+    ctx = await browser.new_context(
+        extra_http_headers=client_headers(),
+        base_url=server.base,
+        viewport={"width": 1280, "height": 900},
+    )
     yield ctx
     await ctx.close()
 
@@ -88,6 +96,16 @@ async def context(browser: Browser, server: Server) -> AsyncIterator[BrowserCont
 @pytest.fixture
 async def page(context: BrowserContext) -> Page:
     return await context.new_page()
+
+
+def client_headers() -> dict[str, str]:
+    """A client address of its own for a browser context, as a proxy would forward it: the
+    per-address sign-up and log-in limits then apply per test, as per user."""
+    n = next(_CLIENTS)
+    return {"X-Forwarded-For": f"198.51.{n // 250}.{n % 250 + 1}"}
+
+
+_CLIENTS = itertools.count()
 
 
 def shot_path(name: str) -> str:
@@ -329,6 +347,7 @@ async def test_system_chart_shows_the_api_daily_totals(
 
     # Phone width: the narrow chart is the one shown, and nothing overflows sideways.
     phone = await browser.new_context(
+        extra_http_headers=client_headers(),
         base_url=server.base,
         viewport={"width": 390, "height": 844},
         device_scale_factor=2,
@@ -498,6 +517,7 @@ async def test_the_system_page_shows_expected_beside_actual(
             await api.post(f"/api/v1/systems/{other}/readings", json={"readings": copied})
         ).status_code == 200
     phone = await browser.new_context(
+        extra_http_headers=client_headers(),
         base_url=server.base,
         viewport={"width": 390, "height": 844},
         device_scale_factor=2,
@@ -589,7 +609,9 @@ async def test_the_system_page_at_phone_and_desktop_width(
     browser: Browser, server: Server, width: int, height: int
 ) -> None:
     context = await browser.new_context(
-        base_url=server.base, viewport={"width": width, "height": height}
+        extra_http_headers=client_headers(),
+        base_url=server.base,
+        viewport={"width": width, "height": height},
     )
     page = await context.new_page()
     try:
@@ -644,7 +666,10 @@ async def test_reports_are_requested_and_downloaded_at_phone_and_desktop_width(
     sandbox (three systems whose clocks differ: the form says to choose a time zone, in the
     API's words), sees it complete in the list and downloads the PDF."""
     context = await browser.new_context(
-        base_url=server.base, viewport={"width": width, "height": height}, accept_downloads=True
+        extra_http_headers=client_headers(),
+        base_url=server.base,
+        viewport={"width": width, "height": height},
+        accept_downloads=True,
     )
     page = await context.new_page()
     try:
