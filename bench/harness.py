@@ -7,6 +7,7 @@ Scripts import it with `sys.path.insert(0, <bench dir>)`; bench/ is not a packag
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -189,3 +190,39 @@ async def call_asgi(app: Any, key: str, path: str, query: str = "") -> tuple[int
 
     await app(scope, receive, send)
     return status, bytes(body)
+
+
+# --- CPU accounting from /proc (server processes, PostgreSQL backends) ----------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it (a server's workers)."""
+    tree, found, todo = _children(), [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(tree.get(current, []))
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of `pids` so far (processes that have exited count nothing)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICK

@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -45,11 +44,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import PG_ADMIN, SECRET, make_account, server_process
+from harness import PG_ADMIN, SECRET, cpu_seconds, make_account, server_process
 from solarapi.config import Settings
 from solarapi.migrate import upgrade
 
-TICK = os.sysconf("SC_CLK_TCK")
 # Whole-hour zones (the PostgreSQL build sums each local day from the hourly rollup).
 ZONES = [("Europe/Amsterdam", "NL"), ("Europe/London", None), ("America/New_York", None),
          ("Asia/Tokyo", None)]  # fmt: skip
@@ -58,15 +56,6 @@ CHUNK = 50  # systems per transaction of the PostgreSQL build
 
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-def cpu_of(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / TICK
 
 
 def psql(url: str, sql: str) -> str:
@@ -275,30 +264,30 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
         for _ in range(args.rounds):
             touch()
             backends = pg_backends(env)
-            cpu, pg, began = cpu_of([pid]), cpu_of(backends), time.perf_counter()
+            cpu, pg, began = cpu_seconds([pid]), cpu_seconds(backends), time.perf_counter()
             body = portfolio()
             latencies.append(time.perf_counter() - began)
-            fleet_cpu.append(cpu_of([pid]) - cpu)
-            pg_fleet.append(cpu_of(backends) - pg)
+            fleet_cpu.append(cpu_seconds([pid]) - cpu)
+            pg_fleet.append(cpu_seconds(backends) - pg)
         fleet = body.json()
         assert len(fleet["data"]) == len(ids)
         single_cpu, pg_single = [], []
         for round_ in range(args.single_rounds):
             touch()
             backends = pg_backends(env)
-            cpu, pg = cpu_of([pid]), cpu_of(backends)
+            cpu, pg = cpu_seconds([pid]), cpu_seconds(backends)
             singles = [client.get(f"/systems/{i}/readings", params=window) for i in ids]
-            single_cpu.append(cpu_of([pid]) - cpu)
-            pg_single.append(cpu_of(backends) - pg)
+            single_cpu.append(cpu_seconds([pid]) - cpu)
+            pg_single.append(cpu_seconds(backends) - pg)
             if round_ == 0:
                 for item, single in zip(fleet["data"], singles, strict=True):
                     one = single.json()
                     assert item["data"] == one["data"], item["system_id"]
                     assert item["totals"] == one["meta"]["totals"], item["system_id"]
         touch()
-        cpu = cpu_of([pid])
+        cpu = cpu_seconds([pid])
         gzipped = portfolio(**{"Accept-Encoding": "gzip"})
-        gzip_cpu = cpu_of([pid]) - cpu
+        gzip_cpu = cpu_seconds([pid]) - cpu
         latencies.sort()
         p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
         # The kernel counts CPU time in ticks of 10 ms: the mean over the rounds, not a median.
@@ -319,7 +308,7 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
         # 2. The feed from the start of the log.
         ndjson = {"Accept": "application/x-ndjson"}
         token, rows, pages = None, 0, 0
-        cpu, began = cpu_of([pid]), time.perf_counter()
+        cpu, began = cpu_seconds([pid]), time.perf_counter()
         for _ in range(args.feed_pages):
             params = {"limit": "100000"} if token is None else {"limit": "100000", "cursor": token}
             response = client.get("/readings/changes", params=params, headers=ndjson)
@@ -331,7 +320,7 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
             token = tail["next_cursor"]
             if not tail["has_more"]:
                 break
-        wall, worker = time.perf_counter() - began, cpu_of([pid]) - cpu
+        wall, worker = time.perf_counter() - began, cpu_seconds([pid]) - cpu
         print(f"change feed NDJSON: {rows:,} rows in {pages} requests, {rows / wall:,.0f} rows/s "
               f"wall, {rows / worker:,.0f} rows per CPU-second of the worker "
               f"(load {load()})")  # fmt: skip

@@ -27,8 +27,6 @@ Reported as the ratio API ÷ floor.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import re
 import resource
 import statistics
@@ -44,9 +42,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from harness import fresh_database, make_account, server_process
+from harness import cpu_seconds, fresh_database, make_account, process_tree, server_process
 
-TICK = os.sysconf("SC_CLK_TCK")
 SYSTEMS = 500
 
 SCRIPT = """
@@ -70,35 +67,6 @@ request = function()
     '{"readings":[' .. table.concat(items, ",") .. ']}')
 end
 """
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def process_tree(pid: int) -> list[int]:
-    tree, found, todo = _children(), [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(tree.get(current, []))
-    return found
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
 
 
 def load_average() -> str:

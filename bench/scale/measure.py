@@ -52,11 +52,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_readings import QUERIES, USES_PER_KEY, WRK_SCRIPT, make_keys, query_string, system_ids
 from build import database_url, psql
 
-from harness import SECRET, free_port, serving, wait_for
+from harness import SECRET, TICK, cpu_seconds, free_port, process_tree, serving, wait_for
 from solarapi.config import Settings
 
 TABLES = ("readings", "reading_hours", "reading_days")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def settings_for(name: str) -> tuple[Settings, dict[str, str]]:
@@ -152,35 +151,6 @@ def _pro():  # type: ignore[no-untyped-def]
 
 
 # --- workers -----------------------------------------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def _tree(pid: int) -> list[int]:
-    tree, found, todo = _children(), [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(tree.get(current, []))
-    return found
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
 
 
 def machine_busy() -> tuple[float, float]:
@@ -346,13 +316,17 @@ def workers(
             for count, base, pid in ((1, one, one_pid), (2, two, two_pid))[:: 1 - 2 * (round_no % 2)]:  # fmt: skip
                 run += 1
                 lua = script(run)
-                server_pids, pg_pids, redis = _tree(pid), backends(database), redis_pids()
+                server_pids, pg_pids, redis = process_tree(pid), backends(database), redis_pids()
                 s0, p0, r0 = cpu_seconds(server_pids), cpu_seconds(pg_pids), cpu_seconds(redis)
                 m0 = machine_busy()
                 rate, bad, wrk_cpu = run_wrk(base, lua, seconds, connections)
                 m1 = machine_busy()
                 pg_pids = sorted(set(pg_pids) | set(backends(database)))
-                s1, p1, r1 = cpu_seconds(_tree(pid)), cpu_seconds(pg_pids), cpu_seconds(redis)
+                s1, p1, r1 = (
+                    cpu_seconds(process_tree(pid)),
+                    cpu_seconds(pg_pids),
+                    cpu_seconds(redis),
+                )
                 n = rate * seconds
                 row = {
                     "rate": rate, "server": (s1 - s0) / n * 1e3, "pg": (p1 - p0) / n * 1e3,
