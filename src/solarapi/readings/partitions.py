@@ -208,6 +208,7 @@ class MonthlyPartitions:
                 continue  # the month exists, or the table from before the cut-over holds it
             moved += await self._create(session, start, month_start(start, 1))
             created.append(month_table(start))
+            existing.add(start)
         dropped: list[str] = []
         purged = 0
         if retention_months is not None:
@@ -225,7 +226,7 @@ class MonthlyPartitions:
             await _forget_changes(session, horizon)
             # Whole months last: a DROP locks `readings` whole until the commit, so nothing
             # slow may follow it in this transaction.
-            for start in sorted(existing | {s for s in wanted if month_table(s) in created}):
+            for start in sorted(existing):
                 if month_start(start, 1) <= horizon:
                     await session.execute(text(f"DROP TABLE {SCHEMA}.{month_table(start)}"))
                     dropped.append(month_table(start))
