@@ -15,7 +15,8 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 from solarapi.systems import repository
 from solarapi.systems.schemas import SystemCreate
-from solarapi.systems.service import create_system, system_to_api
+from solarapi.systems.service import create_system
+from solarapi.systems.views import SystemView
 
 systems_app = typer.Typer(help="Systems of an account.", no_args_is_help=True)
 ACCOUNT = Annotated[str, typer.Option("--account", help="Account id or a user's e-mail")]
@@ -59,7 +60,7 @@ def systems_create(
     async def work(session: AsyncSession) -> dict[str, Any]:
         found = await find_account(session, account)
         system = await create_system(session, AccountScope(found.id, env), body, utcnow())
-        return system_to_api(system)
+        return system.render()
 
     created = run_in_session(load_settings(), work)
     if as_json:
@@ -79,7 +80,7 @@ def systems_list(
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         found = await find_account(session, account)
         return [
-            system_to_api(system)
+            SystemView.of(system).render()
             for system in await repository.list_for_account(session, found.id, env.value)
         ]
 
