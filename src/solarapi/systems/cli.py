@@ -81,7 +81,7 @@ def systems_list(
         found = await find_account(session, account)
         return [
             SystemView.of(system).render()
-            for system in await repository.list_for_account(session, found.id, env.value)
+            for system in await repository.list_for_account(session, found.id, env)
         ]
 
     systems = run_in_session(load_settings(), work)

@@ -17,7 +17,7 @@ from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import SYSTEM_STATUSES, System
+from solarapi.models.systems import SYSTEM_STATUSES, DataSource, System, SystemStatus
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import access, repository
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
@@ -54,6 +54,7 @@ async def list_systems(
         raise ValidationFailed(
             f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
         )
+    wanted = None if status is None else SystemStatus(status)
     if market_zone is not None and market_zone not in ZONES:
         raise ValidationFailed(
             f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
@@ -61,8 +62,8 @@ async def list_systems(
     return await repository.page_of_views(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
-        status=status,
+        environment=principal.environment,
+        status=wanted,
         market_zone=market_zone,
         offset=page.offset,
         limit=page.limit,
@@ -77,8 +78,11 @@ async def create_system(
     session: AsyncSession, principal: Caller, body: SystemCreate, now: datetime
 ) -> SystemView:
     live = principal.environment is Environment.LIVE
-    data_source = body.data_source or ("metered" if live else "simulated")
-    if live and data_source != "metered":
+    if body.data_source is not None:
+        data_source = DataSource(body.data_source)
+    else:
+        data_source = DataSource.METERED if live else DataSource.SIMULATED
+    if live and data_source is not DataSource.METERED:
         raise ValidationFailed(
             "data_source: live systems are always 'metered'; simulated systems exist only in "
             "the sandbox (pk_test_ keys)"
@@ -104,9 +108,9 @@ async def create_system(
     system = new_system(
         spec,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         data_source=data_source,
-        status=body.status,
+        status=SystemStatus(body.status),
         created_at=now,
     )
     system.tilt_defaulted = tilt is None
@@ -142,10 +146,10 @@ def new_system(
     spec: SystemSpec,
     *,
     account_id: str,
-    environment: str,
-    data_source: str,
+    environment: Environment,
+    data_source: DataSource,
     created_at: datetime,
-    status: str = "active",
+    status: SystemStatus = SystemStatus.ACTIVE,
 ) -> System:
     """A system from `spec`, not yet stored (see `add_system`)."""
     return System(
@@ -207,9 +211,10 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
     optional = ("inverter_capacity_kw", "market_zone", "installed_on")
     for field in ("name", "capacity_kwp", "status", *optional):
         if field in given:
+            value = getattr(body, field)
             if field not in optional:
-                _not_null(getattr(body, field), field)
-            changes[field] = getattr(body, field)
+                _not_null(value, field)
+            changes[field] = SystemStatus(value) if field == "status" else value
     if "monitoring" in given:
         _not_null(body.monitoring, "monitoring")
         assert body.monitoring is not None
@@ -295,7 +300,7 @@ async def delete_system(session: AsyncSession, principal: Caller, system_id: str
     await record_event(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         event_type="system.deleted",
         data=data,
     )

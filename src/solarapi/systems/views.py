@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
-from solarapi.models.systems import DEFAULT_MODEL, ReadableSystem
+from solarapi.models.systems import DEFAULT_MODEL, DataSource, ReadableSystem, SystemStatus
 from solarapi.systems.span import simulated_span
 
 
@@ -18,9 +19,9 @@ from solarapi.systems.span import simulated_span
 class SystemView:
     id: str
     name: str
-    status: str
-    environment: str
-    data_source: str
+    status: SystemStatus
+    environment: Environment
+    data_source: DataSource
     capacity_kwp: float
     inverter_capacity_kw: float | None
     latitude: float
@@ -75,7 +76,7 @@ class SystemView:
     def render(self, now: datetime | None = None) -> dict[str, Any]:
         """The contract's system object (`now`: for a simulated system's last reading)."""
         first, last = self.first_reading_at, self.last_reading_at
-        if self.data_source == "simulated":
+        if self.data_source == DataSource.SIMULATED:
             first, last = simulated_span(self.installed_on, self.timezone, now)
         gamma, losses = self.model_gamma_pdc_pct_per_c, self.model_losses_pct
         efficiency = self.model_inverter_efficiency
