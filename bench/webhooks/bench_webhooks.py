@@ -156,7 +156,7 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
         async with maker() as session, session.begin():
             for i in range(count):
                 await record_event(
-                    session, account_id=account_id, environment="live",
+                    session, account_id=account_id, environment=Environment.LIVE,
                     event_type="system.created", data={"id": f"sys_{i}", "name": "Bench roof"},
                 )  # fmt: skip
 
