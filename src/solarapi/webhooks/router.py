@@ -76,10 +76,11 @@ async def create_webhook(
     session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint, secret = await service.create_endpoint(session, _owner(principal), body, config, now)
-    content = {**endpoint.render(), "secret": secret}
+    issued = await service.create_endpoint(session, _owner(principal), body, config, now)
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
+    return OrjsonResponse(
+        issued.render(), status_code=201, headers={"Location": _location(issued.endpoint.id)}
+    )
 
 
 @router.get(
@@ -151,11 +152,9 @@ async def rotate_webhook_secret(
     session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint, secret = await service.rotate_secret(
-        session, _owner(principal), webhook_id, config, now
-    )
+    issued = await service.rotate_secret(session, _owner(principal), webhook_id, config, now)
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse({**endpoint.render(), "secret": secret})
+    return OrjsonResponse(issued.render())
 
 
 @router.get(

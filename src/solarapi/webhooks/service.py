@@ -18,7 +18,7 @@ from solarapi.webhooks import repository
 from solarapi.webhooks.addresses import ForbiddenDestination, validate_destination
 from solarapi.webhooks.schemas import WebhookCreate, WebhookUpdate
 from solarapi.webhooks.signing import derive_secret, new_salt
-from solarapi.webhooks.views import DeliveryView, WebhookView
+from solarapi.webhooks.views import DeliveryView, IssuedSecret, WebhookView
 
 # Enough for any integration we know of; a bound keeps one event from fanning out unboundedly.
 MAX_ENDPOINTS_PER_ENVIRONMENT = 20
@@ -69,8 +69,8 @@ def _unique(events: list[str]) -> list[str]:
 
 async def create_endpoint(
     session: AsyncSession, owner: Owner, body: WebhookCreate, config: WebhookConfig, now: datetime
-) -> tuple[WebhookView, str]:
-    """Returns the endpoint and its secret (which is never shown again)."""
+) -> IssuedSecret:
+    """The endpoint and its secret (which is never shown again)."""
     url = await _checked_url(body.url, config)
     existing = await repository.count_endpoints(
         session, account_id=owner.account_id, environment=owner.environment
@@ -96,7 +96,7 @@ async def create_endpoint(
         updated_at=now,
     )
     await repository.add(session, endpoint)
-    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
+    return _issued(endpoint, config, now)
 
 
 async def get_endpoint(
@@ -165,7 +165,7 @@ async def delete_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str)
 
 async def rotate_secret(
     session: AsyncSession, owner: Owner, endpoint_id: str, config: WebhookConfig, now: datetime
-) -> tuple[WebhookView, str]:
+) -> IssuedSecret:
     """A new secret (returned once); the one it replaces keeps signing for 24 h. Rotating
     again within the overlap drops the oldest secret: only two ever sign."""
     endpoint = await _owned_endpoint(session, owner, endpoint_id)
@@ -174,7 +174,12 @@ async def rotate_secret(
     endpoint.secret_salt = new_salt()
     endpoint.updated_at = now
     await session.flush()
-    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
+    return _issued(endpoint, config, now)
+
+
+def _issued(endpoint: WebhookEndpoint, config: WebhookConfig, now: datetime) -> IssuedSecret:
+    secret = derive_secret(config.server_secret, endpoint.secret_salt)
+    return IssuedSecret(WebhookView.of(endpoint, now), secret)
 
 
 async def list_deliveries(
