@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
 
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
@@ -73,7 +72,7 @@ class SystemView:
             monitoring_underperformance_threshold=system.monitoring_underperformance_threshold,
         )
 
-    def render(self, now: datetime | None = None) -> dict[str, Any]:
+    def render(self, now: datetime | None = None) -> dict[str, object]:
         """The contract's system object (`now`: for a simulated system's last reading)."""
         first, last = self.first_reading_at, self.last_reading_at
         if self.data_source == DataSource.SIMULATED:
