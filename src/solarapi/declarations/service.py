@@ -22,7 +22,7 @@ from solarapi.declarations.metering import (
     validate_energy,
     validate_period,
 )
-from solarapi.declarations.schemas import DECLARATION_TYPES, DeclarationCreate
+from solarapi.declarations.schemas import DECLARATION_TYPES, DeclarationCreate, DeclarationUpdate
 from solarapi.declarations.statemachine import (
     CLAIMING_STATUSES,
     SYSTEM_PINNING_STATUSES,
@@ -328,24 +328,25 @@ async def update_declaration(
     session: AsyncSession,
     caller: Caller,
     declaration_id: str,
-    changes: dict[str, Any],
+    body: DeclarationUpdate,
     now: datetime,
 ) -> DeclarationView:
-    """`changes` holds only the fields the client sent (`energy_wh: None` = use metered)."""
+    """Only the fields the client sent change (`energy_wh: null` = use metered)."""
+    given = body.model_fields_set
     declaration = await _owned_declaration(session, caller, declaration_id)
     for name in ("period_start", "period_end"):
-        if name in changes and changes[name] is None:
+        if name in given and getattr(body, name) is None:
             raise ValidationFailed(f"{name}: may not be null")
     declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
     system = await _locked_system(session, declaration.system_id)
-    period_start: date = changes.get("period_start", declaration.period_start)
-    period_end: date = changes.get("period_end", declaration.period_end)
+    period_start = body.period_start or declaration.period_start
+    period_end = body.period_end or declaration.period_end
     validate_period(system, period_start, period_end, now)
     metering = await measure_period(session, system, period_start, period_end, now)
     metered = metering.energy_wh
     energy_wh: float | None
-    if "energy_wh" in changes:
-        energy_wh = metered if changes["energy_wh"] is None else float(changes["energy_wh"])
+    if "energy_wh" in given:
+        energy_wh = metered if body.energy_wh is None else float(body.energy_wh)
     else:
         # Never stated (the draft had no readings): it still follows the metered energy.
         energy_wh = metered if declaration.energy_wh is None else declaration.energy_wh
@@ -366,8 +367,8 @@ async def update_declaration(
         "metered_energy_wh": metered,
         "coverage": metering.coverage,
     }
-    if "reference" in changes:
-        values["reference"] = changes["reference"]
+    if "reference" in given:
+        values["reference"] = body.reference
     updated = await _transition(
         session,
         declaration,
