@@ -153,19 +153,13 @@ async def summaries(
     reporting = 0
     for system in systems:
         one = await readings.summary(session, system, now)
-        energies = (
-            one.energy_today_wh,
-            one.energy_month_wh,
-            one.energy_year_wh,
-            one.energy_lifetime_wh,
-        )
-        for name, energy in zip(_ENERGIES, energies, strict=True):
-            sums[name].append(energy)
-        if one.energy_today_wh is not None:
+        for name in _ENERGIES:
+            sums[name].append(one[name])
+        if one["energy_today_wh"] is not None:
             reporting += 1
-            reporting_energy += one.energy_today_wh
+            reporting_energy += one["energy_today_wh"]
             reporting_capacity += system.capacity_kwp
-        items.append({"system_id": system.id, **one.render()})
+        items.append({"system_id": system.id, **one})
     totals: dict[str, Any] = {name: _sum_or_none(values) for name, values in sums.items()}
     totals["capacity_kwp"] = round(sum(system.capacity_kwp for system in systems), 3)
     totals["systems"] = len(systems)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -361,34 +361,7 @@ def _energy(values: FloatArray, samples: IntArray) -> float | None:
     return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """A system's energy today, this month, this year (its local calendar) and in its
-    lifetime, with its latest reading: `GET /systems/{id}/summary` (documented by
-    `systems.schemas.SummaryOut`). An energy is None when its period has no reading."""
-
-    energy_today_wh: float | None
-    energy_month_wh: float | None
-    energy_year_wh: float | None
-    energy_lifetime_wh: float | None
-    last_power_w: float | None
-    last_reading_at: int | None  # epoch s of the latest reading's quarter-hour
-
-    def render(self) -> dict[str, float | str | None]:
-        last_at = self.last_reading_at
-        return {
-            "energy_today_wh": self.energy_today_wh,
-            "energy_month_wh": self.energy_month_wh,
-            "energy_year_wh": self.energy_year_wh,
-            "energy_lifetime_wh": self.energy_lifetime_wh,
-            "last_power_w": self.last_power_w,
-            "last_reading_at": (
-                None if last_at is None else format_timestamp(datetime.fromtimestamp(last_at, UTC))
-            ),
-        }
-
-
-async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> Summary:
+async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> dict[str, Any]:
     """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
     and lifetime energy, with the latest reading's power."""
     tz = ZoneInfo(system.timezone)
@@ -411,14 +384,16 @@ async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) 
         keep = days.starts >= start
         return _energy(days.energy_wh[keep], days.samples[keep])
 
-    return Summary(
-        energy_today_wh=within(today_s),
-        energy_month_wh=within(month_s),
-        energy_year_wh=within(year_s),
-        energy_lifetime_wh=_energy(lifetime.energy_wh, lifetime.samples),
-        last_power_w=None if latest is None else latest[1],
-        last_reading_at=None if latest is None else latest[0],
-    )
+    return {
+        "energy_today_wh": within(today_s),
+        "energy_month_wh": within(month_s),
+        "energy_year_wh": within(year_s),
+        "energy_lifetime_wh": _energy(lifetime.energy_wh, lifetime.samples),
+        "last_power_w": None if latest is None else latest[1],
+        "last_reading_at": (
+            None if latest is None else format_timestamp(datetime.fromtimestamp(latest[0], UTC))
+        ),
+    }
 
 
 async def _simulated_summary(
@@ -429,7 +404,7 @@ async def _simulated_summary(
     today_s: int,
     month_s: int,
     year_s: int,
-) -> Summary:
+) -> dict[str, Any]:
     # A simulated system "produces" from its installation (or creation) day on.
     installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
     # Nothing is simulated before 2000 (`simulated_since`); year 1 east of UTC has no instant.
@@ -448,14 +423,16 @@ async def _simulated_summary(
 
     last_at = series.starts[known][-1] if known.any() else None
     last_power = series.power_w[known][-1] if known.any() else np.nan
-    return Summary(
-        energy_today_wh=within(today_s),
-        energy_month_wh=within(month_s),
-        energy_year_wh=within(year_s),
-        energy_lifetime_wh=within(life_s),
-        last_power_w=None if np.isnan(last_power) else float(last_power),
-        last_reading_at=None if last_at is None else int(last_at),
-    )
+    return {
+        "energy_today_wh": within(today_s),
+        "energy_month_wh": within(month_s),
+        "energy_year_wh": within(year_s),
+        "energy_lifetime_wh": within(life_s),
+        "last_power_w": None if np.isnan(last_power) else float(last_power),
+        "last_reading_at": (
+            None if last_at is None else format_timestamp(datetime.fromtimestamp(int(last_at), UTC))
+        ),
+    }
 
 
 # --- period totals -----------------------------------------------------------------------------
