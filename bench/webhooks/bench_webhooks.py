@@ -129,12 +129,13 @@ class _Receiver(BaseHTTPRequestHandler):
 
 async def delivery_part(backend: str, settings: Settings, events: int) -> None:
     import solarapi.webhooks.jobs  # noqa: F401 - registers the handler
+    from solarapi.auth.principal import AccountScope
     from solarapi.db import create_engine, sessionmaker_for
     from solarapi.events.service import record_event
     from solarapi.events.types import DELIVERY_JOB_KIND as JOB_KIND
     from solarapi.jobs.runner import JobRunner, load_handlers, run_pending
     from solarapi.webhooks.schemas import WebhookCreate
-    from solarapi.webhooks.service import Owner, WebhookConfig, create_endpoint
+    from solarapi.webhooks.service import WebhookConfig, create_endpoint
 
     load_handlers()  # imported once up front (reports pull in matplotlib), not timed
     _Receiver.count = 0
@@ -145,7 +146,7 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
     engine = create_engine(loopback)
     maker = sessionmaker_for(engine, loopback)
     account_id, _ = await make_account(settings, 1)
-    owner = Owner(account_id, Environment.LIVE)
+    owner = AccountScope(account_id, Environment.LIVE)
     async with maker() as session, session.begin():
         await create_endpoint(
             session, owner, WebhookCreate(url=url, events=["system.created"]),
@@ -156,7 +157,7 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
         async with maker() as session, session.begin():
             for i in range(count):
                 await record_event(
-                    session, account_id=account_id, environment="live",
+                    session, account_id=account_id, environment=Environment.LIVE,
                     event_type="system.created", data={"id": f"sys_{i}", "name": "Bench roof"},
                 )  # fmt: skip
 

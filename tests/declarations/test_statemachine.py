@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from solarapi.declarations.schemas import DeclarationOut, TransitionOut, TypeName
 from solarapi.declarations.statemachine import (
     CLAIMING_STATUSES,
     EXISTING_ACTIONS,
@@ -19,6 +21,7 @@ from solarapi.declarations.statemachine import (
     markdown_table,
     transition_for,
 )
+from solarapi.models.declarations import DeclarationType
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "declarations.md"
 
@@ -78,3 +81,15 @@ def test_transition_for_follows_the_table(
             transition_for(status, action)
         # The refusal names the current status, as the 409 must.
         assert f"'{status.value}'" in str(refused.value)
+
+
+def test_documented_names_are_the_enums_members() -> None:
+    """The response schemas spell the values out as `Literal`s (an enum would be an OpenAPI
+    component of its own): they must be exactly the members the columns store."""
+    assert get_args(TypeName) == tuple(member.value for member in DeclarationType)
+    assert get_args(DeclarationOut.model_fields["status"].annotation) == tuple(
+        member.value for member in DeclarationStatus
+    )
+    assert get_args(TransitionOut.model_fields["action"].annotation) == tuple(
+        member.value for member in DeclarationAction
+    )

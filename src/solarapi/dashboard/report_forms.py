@@ -149,9 +149,7 @@ async def environment_systems(
         if account is not None and account.sandbox_provisioned_at is None:
             await ensure_sandbox(session, scope.account_id, now)
     return list(
-        await systems_repository.list_for_account(
-            session, scope.account_id, scope.environment.value
-        )
+        await systems_repository.list_for_account(session, scope.account_id, scope.environment)
     )
 
 

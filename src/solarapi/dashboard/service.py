@@ -313,9 +313,7 @@ async def overview(
         if account is not None and account.sandbox_provisioned_at is None:
             await ensure_sandbox(session, user.account_id, now)
     cards: list[SystemCard] = []
-    for system in await systems_repository.list_for_account(
-        session, user.account_id, environment.value
-    ):
+    for system in await systems_repository.list_for_account(session, user.account_id, environment):
         cards.append(await _card(session, system, now))
     return cards
 
@@ -325,7 +323,7 @@ async def fleet_totals(
 ) -> dict[str, Any]:
     """The overview's fleet totals (today, month, year, specific yield today): what
     `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
-    systems = await systems_repository.list_for_account(session, user.account_id, environment.value)
+    systems = await systems_repository.list_for_account(session, user.account_id, environment)
     _, totals = await portfolio.summaries(session, systems, now)
     return totals
 
@@ -354,7 +352,7 @@ async def open_alerts(
     names = {
         system.id: system.name
         for system in await systems_repository.list_for_account(
-            session, user.account_id, environment.value
+            session, user.account_id, environment
         )
     }
     return [

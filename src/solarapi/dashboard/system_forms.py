@@ -18,12 +18,13 @@ from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
 from solarapi.ingest.schemas import TokenCreate
 from solarapi.kit.plans import Environment
-from solarapi.models.systems import ReadableSystem, System
+from solarapi.models.systems import ReadableSystem
 from solarapi.readings.csvfile import CsvRowError, store_file
 from solarapi.readings.upload import UploadResult
 from solarapi.systems import service as systems_service
 from solarapi.systems.access import get_system
 from solarapi.systems.schemas import SystemCreate, SystemPatch
+from solarapi.systems.views import SystemView
 
 # The form's fields, in the order of the page. Numbers are sent as numbers when they parse.
 NUMBER_FIELDS = (
@@ -143,7 +144,7 @@ async def add_system(
     environment: Environment,
     form: SystemForm,
     now: datetime,
-) -> System:
+) -> SystemView:
     """`POST /systems` for a signed-in person of any plan."""
     try:
         body = SystemCreate.model_validate(_body(form, patch=False))
@@ -158,7 +159,7 @@ async def add_system(
 
 async def change_system(
     session: AsyncSession, account_id: str, system: ReadableSystem, form: SystemForm, now: datetime
-) -> System:
+) -> SystemView:
     """`PATCH /systems/{id}` with every field of the form."""
     scope = AccountScope(account_id, Environment(system.environment))
     try:

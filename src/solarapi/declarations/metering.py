@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight
+from solarapi.models.declarations import DeclarationType
 from solarapi.models.systems import System
 from solarapi.readings.service import aggregate
 
@@ -111,7 +112,7 @@ def validate_period(system: System, period_start: date, period_end: date, now: d
 
 
 def validate_energy(
-    energy_wh: float | None, metered_energy_wh: float | None, declaration_type: str
+    energy_wh: float | None, metered_energy_wh: float | None, declaration_type: DeclarationType
 ) -> None:
     if energy_wh is None:
         return

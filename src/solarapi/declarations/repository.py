@@ -10,11 +10,17 @@ from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.models.declarations import Declaration, DeclarationTransition
+from solarapi.kit.plans import Environment
+from solarapi.models.declarations import (
+    Declaration,
+    DeclarationStatus,
+    DeclarationTransition,
+    DeclarationType,
+)
 
 
 async def get_declaration(
-    session: AsyncSession, account_id: str, environment: str, declaration_id: str
+    session: AsyncSession, account_id: str, environment: Environment, declaration_id: str
 ) -> Declaration | None:
     return (
         await session.execute(
@@ -43,10 +49,10 @@ async def find_overlapping(
     session: AsyncSession,
     *,
     system_id: str,
-    declaration_type: str,
+    declaration_type: DeclarationType,
     period_start: date,
     period_end: date,
-    statuses: Collection[str],
+    statuses: Collection[DeclarationStatus],
     exclude_id: str | None = None,
 ) -> Declaration | None:
     """A declaration of the system and type in one of `statuses` sharing at least one day."""
@@ -65,7 +71,7 @@ async def find_overlapping(
 
 
 async def has_declaration_in(
-    session: AsyncSession, system_id: str, statuses: Collection[str]
+    session: AsyncSession, system_id: str, statuses: Collection[DeclarationStatus]
 ) -> bool:
     query = select(
         exists().where(Declaration.system_id == system_id, Declaration.status.in_(list(statuses)))
@@ -79,7 +85,10 @@ async def insert_declaration(session: AsyncSession, declaration: Declaration) ->
 
 
 async def update_if_status(
-    session: AsyncSession, declaration_id: str, expected_status: str, values: dict[str, Any]
+    session: AsyncSession,
+    declaration_id: str,
+    expected_status: DeclarationStatus,
+    values: dict[str, Any],
 ) -> bool:
     """Apply `values` only if the row is still in `expected_status`: a compare-and-set that
     lets exactly one of two concurrent transitions win on any database."""
@@ -94,7 +103,7 @@ async def update_if_status(
 
 
 async def delete_if_status(
-    session: AsyncSession, declaration_id: str, expected_status: str
+    session: AsyncSession, declaration_id: str, expected_status: DeclarationStatus
 ) -> bool:
     result = await session.execute(
         delete(Declaration)
@@ -130,10 +139,10 @@ async def list_declarations(
     session: AsyncSession,
     *,
     account_id: str,
-    environment: str,
+    environment: Environment,
     system_id: str | None,
-    status: str | None,
-    declaration_type: str | None,
+    status: DeclarationStatus | None,
+    declaration_type: DeclarationType | None,
     offset: int,
     limit: int,
 ) -> tuple[Sequence[Declaration], int]:
@@ -164,7 +173,7 @@ async def list_declarations(
 
 
 async def list_by_status(
-    session: AsyncSession, status: str, environment: str | None, limit: int
+    session: AsyncSession, status: DeclarationStatus, environment: Environment | None, limit: int
 ) -> Sequence[Declaration]:
     """For the operator: e.g. the submitted live declarations awaiting a decision."""
     query = select(Declaration).where(Declaration.status == status)

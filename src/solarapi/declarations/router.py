@@ -118,9 +118,8 @@ async def get_declaration(
 async def update_declaration(
     declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    changes = {name: getattr(body, name) for name in body.model_fields_set}
     declaration = await service.update_declaration(
-        session, _caller(principal), declaration_id, changes, utcnow()
+        session, _caller(principal), declaration_id, body, utcnow()
     )
     return OrjsonResponse(declaration.render())
 

@@ -9,9 +9,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 
 from solarapi.kit.pagination import Pagination
 from solarapi.kit.timefmt import parse_date
+from solarapi.models.declarations import DeclarationType
 
-DeclarationType = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
-DECLARATION_TYPES: tuple[str, ...] = ("guarantee_of_origin", "production_subsidy", "feed_in")
+# The values of `DeclarationType`, spelled out for the documentation (an enum would become a
+# component of its own in the OpenAPI document).
+TypeName = Literal["guarantee_of_origin", "production_subsidy", "feed_in"]
+DECLARATION_TYPES: tuple[str, ...] = tuple(member.value for member in DeclarationType)
 
 
 def _local_date(value: object) -> date:
@@ -36,7 +39,7 @@ class DeclarationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system_id: Annotated[str, Field(min_length=1, max_length=40)]
-    type: DeclarationType
+    type: TypeName
     period_start: LocalDate = Field(description="First local day (system's time zone)")
     period_end: LocalDate = Field(description="Last local day, inclusive; before today")
     energy_wh: EnergyWh | None = Field(
@@ -60,7 +63,7 @@ class DeclarationUpdate(BaseModel):
 class DeclarationOut(BaseModel):
     id: str
     system_id: str
-    type: DeclarationType
+    type: TypeName
     period_start: date
     period_end: date
     energy_wh: float | None = Field(

@@ -22,7 +22,7 @@ from solarapi.declarations.metering import (
     validate_energy,
     validate_period,
 )
-from solarapi.declarations.schemas import DECLARATION_TYPES, DeclarationCreate
+from solarapi.declarations.schemas import DECLARATION_TYPES, DeclarationCreate, DeclarationUpdate
 from solarapi.declarations.statemachine import (
     CLAIMING_STATUSES,
     SYSTEM_PINNING_STATUSES,
@@ -37,7 +37,7 @@ from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
-from solarapi.models.declarations import Declaration, DeclarationTransition
+from solarapi.models.declarations import Declaration, DeclarationTransition, DeclarationType
 from solarapi.models.systems import System
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
@@ -125,8 +125,8 @@ async def list_declarations(
         account_id=caller.account_id,
         environment=caller.environment,
         system_id=system_id,
-        status=status,
-        declaration_type=declaration_type,
+        status=None if status is None else DeclarationStatus(status),
+        declaration_type=None if declaration_type is None else DeclarationType(declaration_type),
         offset=offset,
         limit=limit,
     )
@@ -146,18 +146,19 @@ async def history(
 # --- the transitions ------------------------------------------------------------------------
 
 
-def _refuse(declaration_id: str, status: str, action: DeclarationAction) -> Conflict:
-    if status == "deleted":
+def _refuse(
+    declaration_id: str, status: DeclarationStatus | None, action: DeclarationAction
+) -> Conflict:
+    """409 for `action` on a declaration in `status` (None: deleted meanwhile)."""
+    if status is None:
         return Conflict(f"Declaration {declaration_id} was deleted meanwhile")
-    refusal = TransitionNotAllowed(
-        DeclarationStatus(status), action, subject=f"Declaration {declaration_id}"
-    )
+    refusal = TransitionNotAllowed(status, action, subject=f"Declaration {declaration_id}")
     return Conflict(str(refusal))
 
 
 def _check_allowed(declaration: Declaration, action: DeclarationAction) -> None:
     try:
-        transition_for(DeclarationStatus(declaration.status), action)
+        transition_for(declaration.status, action)
     except TransitionNotAllowed:
         raise _refuse(declaration.id, declaration.status, action) from None
 
@@ -166,7 +167,7 @@ async def _check_overlap(
     session: AsyncSession,
     *,
     system_id: str,
-    declaration_type: str,
+    declaration_type: DeclarationType,
     period_start: date,
     period_end: date,
     exclude_id: str | None,
@@ -177,7 +178,7 @@ async def _check_overlap(
         declaration_type=declaration_type,
         period_start=period_start,
         period_end=period_end,
-        statuses=[s.value for s in CLAIMING_STATUSES],
+        statuses=CLAIMING_STATUSES,
         exclude_id=exclude_id,
     )
     if other is not None:
@@ -194,7 +195,7 @@ async def _record(
     declaration: Declaration,
     *,
     action: DeclarationAction,
-    from_status: str | None,
+    from_status: DeclarationStatus | None,
     actor: str,
     reason: str | None,
     now: datetime,
@@ -205,7 +206,7 @@ async def _record(
             declaration_id=declaration.id,
             at=now,
             actor=actor,
-            action=action.value,
+            action=action,
             from_status=from_status,
             to_status=declaration.status,
             reason=reason,
@@ -234,13 +235,13 @@ async def _transition(
 ) -> Declaration:
     """Apply one row of the table with compare-and-set on the status; record it."""
     from_status = declaration.status
-    rule = transition_for(DeclarationStatus(from_status), action)
+    rule = transition_for(from_status, action)
     assert rule.target is not None
-    changes = {**values, "status": rule.target.value, "updated_at": now}
+    changes = {**values, "status": rule.target, "updated_at": now}
     if not await repository.update_if_status(session, declaration.id, from_status, changes):
         # Only reachable if the lock was bypassed (e.g. a writer outside this service).
         current = await repository.get_declaration_by_id(session, declaration.id)
-        raise _refuse(declaration.id, current.status if current else "deleted", action)
+        raise _refuse(declaration.id, current.status if current else None, action)
     updated = await repository.get_declaration_by_id(session, declaration.id)
     assert updated is not None
     await _record(
@@ -262,7 +263,7 @@ async def _locked_reload(
     await systems_repository.lock(session, declaration.system_id)
     fresh = await repository.get_declaration_by_id(session, declaration.id)
     if fresh is None:
-        raise _refuse(declaration.id, "deleted", action)
+        raise _refuse(declaration.id, None, action)
     _check_allowed(fresh, action)
     return fresh
 
@@ -280,12 +281,13 @@ async def create_declaration(
     metering = await measure_period(session, system, body.period_start, body.period_end, now)
     metered = metering.energy_wh
     energy_wh = metered if body.energy_wh is None else body.energy_wh
-    validate_energy(energy_wh, metered, body.type)
+    declaration_type = DeclarationType(body.type)
+    validate_energy(energy_wh, metered, declaration_type)
 
     await _check_overlap(
         session,
         system_id=system.id,
-        declaration_type=body.type,
+        declaration_type=declaration_type,
         period_start=body.period_start,
         period_end=body.period_end,
         exclude_id=None,
@@ -295,7 +297,7 @@ async def create_declaration(
         account_id=caller.account_id,
         environment=caller.environment,
         system_id=system.id,
-        type=body.type,
+        type=declaration_type,
         period_start=body.period_start,
         period_end=body.period_end,
         energy_wh=energy_wh,
@@ -326,24 +328,25 @@ async def update_declaration(
     session: AsyncSession,
     caller: Caller,
     declaration_id: str,
-    changes: dict[str, Any],
+    body: DeclarationUpdate,
     now: datetime,
 ) -> DeclarationView:
-    """`changes` holds only the fields the client sent (`energy_wh: None` = use metered)."""
+    """Only the fields the client sent change (`energy_wh: null` = use metered)."""
+    given = body.model_fields_set
     declaration = await _owned_declaration(session, caller, declaration_id)
     for name in ("period_start", "period_end"):
-        if name in changes and changes[name] is None:
+        if name in given and getattr(body, name) is None:
             raise ValidationFailed(f"{name}: may not be null")
     declaration = await _locked_reload(session, declaration, DeclarationAction.UPDATE)
     system = await _locked_system(session, declaration.system_id)
-    period_start: date = changes.get("period_start", declaration.period_start)
-    period_end: date = changes.get("period_end", declaration.period_end)
+    period_start = body.period_start or declaration.period_start
+    period_end = body.period_end or declaration.period_end
     validate_period(system, period_start, period_end, now)
     metering = await measure_period(session, system, period_start, period_end, now)
     metered = metering.energy_wh
     energy_wh: float | None
-    if "energy_wh" in changes:
-        energy_wh = metered if changes["energy_wh"] is None else float(changes["energy_wh"])
+    if "energy_wh" in given:
+        energy_wh = metered if body.energy_wh is None else float(body.energy_wh)
     else:
         # Never stated (the draft had no readings): it still follows the metered energy.
         energy_wh = metered if declaration.energy_wh is None else declaration.energy_wh
@@ -364,8 +367,8 @@ async def update_declaration(
         "metered_energy_wh": metered,
         "coverage": metering.coverage,
     }
-    if "reference" in changes:
-        values["reference"] = changes["reference"]
+    if "reference" in given:
+        values["reference"] = body.reference
     updated = await _transition(
         session,
         declaration,
@@ -382,7 +385,7 @@ async def delete_declaration(session: AsyncSession, caller: Caller, declaration_
     declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.DELETE)
     if not await repository.delete_if_status(session, declaration.id, declaration.status):
-        raise _refuse(declaration.id, "deleted", DeclarationAction.DELETE)
+        raise _refuse(declaration.id, None, DeclarationAction.DELETE)
 
 
 async def submit_declaration(
@@ -498,8 +501,8 @@ async def pending_declarations(
 ) -> list[DeclarationView]:
     rows = await repository.list_by_status(
         session,
-        DeclarationStatus.SUBMITTED.value,
-        environment.value if environment else None,
+        DeclarationStatus.SUBMITTED,
+        environment,
         limit,
     )
     return [DeclarationView.of(row) for row in rows]
@@ -512,6 +515,4 @@ async def blocks_system_deletion(session: AsyncSession, system_id: str) -> bool:
     (and blocks it) or waits until the deletion is done.
     """
     await systems_repository.lock(session, system_id)
-    return await repository.has_declaration_in(
-        session, system_id, [s.value for s in SYSTEM_PINNING_STATUSES]
-    )
+    return await repository.has_declaration_in(session, system_id, SYSTEM_PINNING_STATUSES)

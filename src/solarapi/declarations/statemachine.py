@@ -8,22 +8,12 @@ and the tests, generated from this table, follow.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from solarapi.models.declarations import DeclarationStatus
+from solarapi.models.declarations import DeclarationAction, DeclarationStatus
 
-__all__ = ["DeclarationAction", "DeclarationStatus"]  # the status lives with its table
-
-
-class DeclarationAction(enum.StrEnum):
-    CREATE = "create"
-    UPDATE = "update"
-    DELETE = "delete"
-    SUBMIT = "submit"
-    WITHDRAW = "withdraw"
-    APPROVE = "approve"
-    REJECT = "reject"
+# The status and the action live with their tables (the columns are typed by them).
+__all__ = ["DeclarationAction", "DeclarationStatus"]
 
 
 @dataclass(frozen=True, slots=True)

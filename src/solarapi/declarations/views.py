@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from solarapi.declarations.statemachine import DeclarationStatus
 from solarapi.kit.timefmt import format_optional, format_timestamp
-from solarapi.models.declarations import Declaration, DeclarationTransition
+from solarapi.models.declarations import (
+    Declaration,
+    DeclarationAction,
+    DeclarationStatus,
+    DeclarationTransition,
+    DeclarationType,
+)
 
 WH_PER_MWH = 1_000_000
 
@@ -18,7 +23,7 @@ WH_PER_MWH = 1_000_000
 def certificates(declaration: Declaration) -> int | None:
     """Guarantees of origin: one per whole MWh declared, once approved."""
     if (
-        declaration.type == "guarantee_of_origin"
+        declaration.type == DeclarationType.GUARANTEE_OF_ORIGIN
         and declaration.status == DeclarationStatus.APPROVED
         and declaration.energy_wh is not None
     ):
@@ -31,14 +36,14 @@ class DeclarationView:
     id: str
     account_id: str  # not shown by the API (the caller's own); the operator's CLI lists it
     system_id: str
-    type: str
+    type: DeclarationType
     period_start: date
     period_end: date
     energy_wh: float | None
     metered_energy_wh: float | None
     coverage: float
     certificates: int | None
-    status: str
+    status: DeclarationStatus
     status_reason: str | None
     reference: str | None
     created_at: datetime
@@ -95,9 +100,9 @@ class DeclarationView:
 class TransitionView:
     at: datetime
     actor: str
-    action: str
-    from_status: str | None
-    to_status: str
+    action: DeclarationAction
+    from_status: DeclarationStatus | None
+    to_status: DeclarationStatus
     reason: str | None
 
     @classmethod

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.kit.plans import Environment
 from solarapi.models.webhooks import Event, WebhookEndpoint
 
 
@@ -23,7 +24,7 @@ async def list_page(
     session: AsyncSession,
     *,
     account_id: str,
-    environment: str,
+    environment: Environment,
     event_type: str | None,
     since: datetime,
     offset: int,
@@ -54,7 +55,7 @@ async def delete_older_than(session: AsyncSession, cutoff: datetime) -> int:
 
 
 async def enabled_endpoints(
-    session: AsyncSession, *, account_id: str, environment: str
+    session: AsyncSession, *, account_id: str, environment: Environment
 ) -> list[WebhookEndpoint]:
     """The endpoints an event of this account and environment may go to (the caller checks
     each one's subscribed types)."""

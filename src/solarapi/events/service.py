@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
-from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -38,9 +37,9 @@ async def record_event(
     session: AsyncSession,
     *,
     account_id: str,
-    environment: str,
+    environment: Environment,
     event_type: str,
-    data: dict[str, Any],
+    data: dict[str, object],
 ) -> str:
     """Add an event (e.g. "system.created") with `data` = the object as the API shows it, and
     schedule its webhook deliveries. Only flushes: the caller's transaction decides.
@@ -50,7 +49,7 @@ async def record_event(
     event = Event(
         id=new_id("evt"),
         account_id=account_id,
-        environment=Environment(environment).value,
+        environment=environment,
         type=event_type,
         data=_plain_json(data),
         created_at=utcnow(),
@@ -65,14 +64,19 @@ PREPARED_DELIVERIES = 8
 
 
 def prepare_event(
-    *, account_id: str, environment: str, event_type: str, data: dict[str, Any], now: datetime
+    *,
+    account_id: str,
+    environment: Environment,
+    event_type: str,
+    data: dict[str, object],
+    now: datetime,
 ) -> PreparedEvent:
     """The values of an event `record_event` would record (see `PreparedEvent`)."""
     _check_type(event_type)
     return PreparedEvent(
         id=new_id("evt"),
         account_id=account_id,
-        environment=Environment(environment).value,
+        environment=environment,
         type=event_type,
         data=orjson.dumps(_plain_json(data)).decode(),
         created_at=now,
@@ -107,7 +111,7 @@ async def schedule_deliveries(session: AsyncSession, event: Event) -> list[str]:
     return job_ids
 
 
-def _plain_json(data: dict[str, Any]) -> dict[str, Any]:
+def _plain_json(data: dict[str, object]) -> dict[str, object]:
     """`data` as plain JSON values, with timestamps in the API's own `…Z` form, so the stored
     event is exactly what a client would have seen (and fails here, not at commit, if not
     serialisable)."""
@@ -122,7 +126,7 @@ def _plain_json(data: dict[str, Any]) -> dict[str, Any]:
         raise TypeError(f"event data holds a {type(value).__name__}, which is not JSON")
 
     encoded = orjson.dumps(data, default=default, option=orjson.OPT_PASSTHROUGH_DATETIME)
-    decoded: dict[str, Any] = orjson.loads(encoded)
+    decoded: dict[str, object] = orjson.loads(encoded)
     return decoded
 
 
@@ -134,8 +138,8 @@ class EventView:
     id: str
     type: str
     created_at: datetime
-    environment: str
-    data: dict[str, Any]  # the object as the API showed it when the event happened: JSON
+    environment: Environment
+    data: dict[str, object]  # the object as the API showed it when the event happened: JSON
 
     @classmethod
     def of(cls, event: Event) -> EventView:
@@ -147,7 +151,7 @@ class EventView:
             data=event.data,
         )
 
-    def render(self) -> dict[str, Any]:
+    def render(self) -> dict[str, object]:
         return {
             "id": self.id,
             "type": self.type,

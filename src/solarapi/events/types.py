@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from solarapi.kit.plans import Environment
+
 EVENT_TYPES: tuple[str, ...] = (
     "report.completed",
     "report.failed",
@@ -44,7 +46,7 @@ class PreparedEvent:
 
     id: str
     account_id: str
-    environment: str
+    environment: Environment
     type: str
     data: str
     created_at: datetime

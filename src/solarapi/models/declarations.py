@@ -29,6 +29,24 @@ class DeclarationStatus(enum.StrEnum):
     WITHDRAWN = "withdrawn"
 
 
+class DeclarationType(enum.StrEnum):
+    GUARANTEE_OF_ORIGIN = "guarantee_of_origin"
+    PRODUCTION_SUBSIDY = "production_subsidy"
+    FEED_IN = "feed_in"
+
+
+class DeclarationAction(enum.StrEnum):
+    """What was done to a declaration (its history's `action`; the state machine's rows)."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    SUBMIT = "submit"
+    WITHDRAW = "withdraw"
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
 class Declaration(Base):
     __tablename__ = "declarations"
     __table_args__ = (
@@ -52,7 +70,7 @@ class Declaration(Base):
     # A system can only be deleted while none of its declarations is submitted or approved;
     # its drafts and closed (rejected, withdrawn) declarations go with it.
     system_id: Mapped[str] = mapped_column(ForeignKey("systems.id", ondelete="CASCADE"))
-    type: Mapped[str] = mapped_column(String(32))
+    type: Mapped[DeclarationType] = mapped_column(StrEnumType(DeclarationType, 32))
     # Local calendar days of the system's time zone, both inclusive.
     period_start: Mapped[date] = mapped_column(Date())
     period_end: Mapped[date] = mapped_column(Date())
@@ -83,7 +101,7 @@ class DeclarationTransition(Base):
     at: Mapped[datetime] = mapped_column(UtcDateTime())
     # An API key id (`key_…`), "operator" (the CLI) or "sandbox" (the automatic decision).
     actor: Mapped[str] = mapped_column(String(40))
-    action: Mapped[str] = mapped_column(String(16))
+    action: Mapped[DeclarationAction] = mapped_column(StrEnumType(DeclarationAction, 16))
     from_status: Mapped[DeclarationStatus | None] = mapped_column(
         StrEnumType(DeclarationStatus, 16), nullable=True
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -22,7 +23,22 @@ from sqlalchemy.orm import Mapped, mapped_column
 from solarapi.kit.plans import Environment
 from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
-SYSTEM_STATUSES = ("active", "inactive", "decommissioned")
+
+class SystemStatus(enum.StrEnum):
+    ACTIVE = "active"
+    INACTIVE = "inactive"
+    DECOMMISSIONED = "decommissioned"
+
+
+class DataSource(enum.StrEnum):
+    """Where a system's readings come from: uploads (`metered`), or the sandbox's physical
+    model (`simulated`, test environment only)."""
+
+    METERED = "metered"
+    SIMULATED = "simulated"
+
+
+SYSTEM_STATUSES = tuple(member.value for member in SystemStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +76,8 @@ class System(Base):
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     name: Mapped[str] = mapped_column(String(100))
-    status: Mapped[str] = mapped_column(String(20))
-    data_source: Mapped[str] = mapped_column(String(20))
+    status: Mapped[SystemStatus] = mapped_column(StrEnumType(SystemStatus, 20))
+    data_source: Mapped[DataSource] = mapped_column(StrEnumType(DataSource, 20))
     capacity_kwp: Mapped[float] = mapped_column(Float)
     inverter_capacity_kw: Mapped[float | None] = mapped_column(Float, nullable=True)
     latitude: Mapped[float] = mapped_column(Float)
@@ -103,10 +119,10 @@ class SystemRecord:
 
     id: str
     account_id: str
-    environment: str
+    environment: Environment
     name: str
-    status: str
-    data_source: str
+    status: SystemStatus
+    data_source: DataSource
     capacity_kwp: float
     inverter_capacity_kw: float | None
     latitude: float

@@ -4,7 +4,6 @@ and the Idempotency-Key records of POST requests."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -37,7 +36,8 @@ class Event(Base):
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     type: Mapped[str] = mapped_column(String(40))
-    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The changed object as the API showed it (a JSON object).
+    data: Mapped[dict[str, object]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 

@@ -90,7 +90,7 @@ async def select_fleet(
     found = await systems.matching_records(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         status=None if query.system_ids else query.status,
         market_zone=None if query.system_ids else query.market_zone,
         system_ids=query.system_ids,
@@ -104,7 +104,7 @@ async def select_members(
     """`select_fleet` as `FleetMember`s: the environment's systems read in one query of a
     few columns, filtered here."""
     found = await systems.members(
-        session, account_id=principal.account_id, environment=principal.environment.value
+        session, account_id=principal.account_id, environment=principal.environment
     )
     if query.system_ids is not None:
         wanted = set(query.system_ids)

@@ -20,8 +20,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.grid import QUARTER_S, FloatArray, IntArray, local_date, local_midnight
-from solarapi.kit.plans import Plan
-from solarapi.models.systems import System
+from solarapi.kit.plans import Environment, Plan
+from solarapi.models.systems import DataSource, System
 from solarapi.readings.service import simulate
 from solarapi.readings.upload import store_series
 from solarapi.systems.service import SystemSpec, new_system
@@ -80,8 +80,8 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
         system = new_system(
             replace(spec, installed_on=installed_on),
             account_id=account_id,
-            environment="live",
-            data_source="metered",
+            environment=Environment.LIVE,
+            data_source=DataSource.METERED,
             created_at=now,
         )
         session.add(system)

@@ -76,9 +76,7 @@ async def _systems(
     if ids is not None:
         return await get_systems(session, caller, ids)
     systems = list(
-        await systems_repository.list_for_account(
-            session, caller.account_id, caller.environment.value
-        )
+        await systems_repository.list_for_account(session, caller.account_id, caller.environment)
     )
     if not systems:
         raise Conflict(

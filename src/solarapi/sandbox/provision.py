@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.kit.plans import Environment
+from solarapi.models.systems import DataSource
 from solarapi.sandbox.repository import claim_provisioning
 from solarapi.systems.service import SystemSpec, add_system, new_system
 
@@ -77,8 +78,8 @@ async def ensure_sandbox(session: AsyncSession, account_id: str, now: datetime) 
         system = new_system(
             replace(spec, installed_on=installed_on),
             account_id=account_id,
-            environment=Environment.TEST.value,
-            data_source="simulated",
+            environment=Environment.TEST,
+            data_source=DataSource.SIMULATED,
             created_at=created_at,
         )
         await add_system(session, system)

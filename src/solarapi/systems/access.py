@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Caller
 from solarapi.errors import NotFound
+from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.systems import System, SystemRecord
 from solarapi.systems import repository
@@ -18,7 +19,11 @@ AnySystem = TypeVar("AnySystem", System, SystemRecord)
 
 
 def tenant_system(
-    system: AnySystem | None, system_id: str, *, account_id: str, environment: str | None
+    system: AnySystem | None,
+    system_id: str,
+    *,
+    account_id: str,
+    environment: Environment | None,
 ) -> AnySystem:
     """`system` if it belongs to `account_id` and `environment` (None: either environment,
     as a signed-in person sees both); else 404 with the contract's one message."""
@@ -57,11 +62,10 @@ async def find_systems(
 ) -> dict[str, System]:
     """Those of `system_ids` that are the caller's, in the caller's environment, by id: one
     query for all of them (a report's systems), never one per id."""
-    environment = principal.environment.value
     return {
         system.id: system
         for system in await repository.get_many(session, system_ids)
-        if system.account_id == principal.account_id and system.environment == environment
+        if system.account_id == principal.account_id and system.environment == principal.environment
     }
 
 

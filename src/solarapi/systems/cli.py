@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -15,7 +15,8 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 from solarapi.systems import repository
 from solarapi.systems.schemas import SystemCreate
-from solarapi.systems.service import create_system, system_to_api
+from solarapi.systems.service import create_system
+from solarapi.systems.views import SystemView
 
 systems_app = typer.Typer(help="Systems of an account.", no_args_is_help=True)
 ACCOUNT = Annotated[str, typer.Option("--account", help="Account id or a user's e-mail")]
@@ -56,16 +57,15 @@ def systems_create(
         typer.echo(f"error: {problems}", err=True)
         raise typer.Exit(1) from None
 
-    async def work(session: AsyncSession) -> dict[str, Any]:
+    async def work(session: AsyncSession) -> SystemView:
         found = await find_account(session, account)
-        system = await create_system(session, AccountScope(found.id, env), body, utcnow())
-        return system_to_api(system)
+        return await create_system(session, AccountScope(found.id, env), body, utcnow())
 
     created = run_in_session(load_settings(), work)
     if as_json:
-        print_json(created)
+        print_json(created.render())
     else:
-        typer.echo(f"created {created['id']} ({created['name']}, {created['environment']})")
+        typer.echo(f"created {created.id} ({created.name}, {created.environment})")
 
 
 @systems_app.command("list")
@@ -76,18 +76,16 @@ def systems_list(
 ) -> None:
     """An account's systems in one environment, oldest first."""
 
-    async def work(session: AsyncSession) -> list[dict[str, Any]]:
+    async def work(session: AsyncSession) -> list[SystemView]:
         found = await find_account(session, account)
         return [
-            system_to_api(system)
-            for system in await repository.list_for_account(session, found.id, env.value)
+            SystemView.of(system)
+            for system in await repository.list_for_account(session, found.id, env)
         ]
 
     systems = run_in_session(load_settings(), work)
     if as_json:
-        print_json(systems)
+        print_json([system.render() for system in systems])
         return
-    for item in systems:
-        typer.echo(
-            f"{item['id']}  {item['capacity_kwp']:>9} kWp  {item['status']:<10} {item['name']}"
-        )
+    for system in systems:
+        typer.echo(f"{system.id}  {system.capacity_kwp:>9} kWp  {system.status:<10} {system.name}")

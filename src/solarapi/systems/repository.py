@@ -12,11 +12,12 @@ from sqlalchemy import bindparam, delete, func, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, api_time, session_backend
+from solarapi.kit.plans import Environment
 from solarapi.models.alerts import Alert
 from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
-from solarapi.models.systems import System, SystemRecord
+from solarapi.models.systems import DataSource, System, SystemRecord, SystemStatus
 from solarapi.systems.views import SystemView
 
 
@@ -126,8 +127,8 @@ async def page_of_views(
     session: AsyncSession,
     *,
     account_id: str,
-    environment: str,
-    status: str | None,
+    environment: Environment,
+    status: SystemStatus | None,
     market_zone: str | None,
     offset: int,
     limit: int,
@@ -151,7 +152,7 @@ async def page_of_views(
 
 
 async def list_for_account(
-    session: AsyncSession, account_id: str, environment: str
+    session: AsyncSession, account_id: str, environment: Environment
 ) -> Sequence[System]:
     rows = await session.scalars(
         select(System)
@@ -182,8 +183,8 @@ class FleetMember:
 
     id: str
     timezone: str
-    data_source: str
-    status: str
+    data_source: DataSource
+    status: SystemStatus
     market_zone: str | None
 
 
@@ -197,7 +198,9 @@ _MEMBERS = DriverQuery(
 )
 
 
-async def members(session: AsyncSession, *, account_id: str, environment: str) -> list[FleetMember]:
+async def members(
+    session: AsyncSession, *, account_id: str, environment: Environment
+) -> list[FleetMember]:
     """Every system of the environment as a `FleetMember`, ordered by `created_at`, `id`:
     one read through the driver."""
     rows = await _MEMBERS.all(session, {"account_id": account_id, "environment": environment})
@@ -208,7 +211,7 @@ async def matching_records(
     session: AsyncSession,
     *,
     account_id: str,
-    environment: str,
+    environment: Environment,
     status: str | None,
     market_zone: str | None,
     system_ids: Sequence[str] | None,

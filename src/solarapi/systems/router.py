@@ -73,7 +73,7 @@ async def create_system(
 ) -> Response:
     system = await service.create_system(session, principal, body, utcnow())
     return OrjsonResponse(
-        service.system_to_api(system),
+        system.render(),
         status_code=201,
         headers={"Location": f"/api/v1/systems/{system.id}"},
     )
@@ -81,8 +81,8 @@ async def create_system(
 
 @router.get("/systems/{system_id}", response_model=SystemOut, summary="Get a system")
 async def get_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    system = await read_system(session, principal, system_id)
-    return OrjsonResponse(service.system_to_api(system))
+    system = await service.get_system(session, principal, system_id)
+    return OrjsonResponse(system.render())
 
 
 @router.patch("/systems/{system_id}", response_model=SystemOut, summary="Change a system")
@@ -91,7 +91,7 @@ async def update_system(
     system_id: str, body: SystemPatch, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     system = await service.update_system(session, principal, system_id, body, utcnow())
-    return OrjsonResponse(service.system_to_api(system))
+    return OrjsonResponse(system.render())
 
 
 @router.delete(

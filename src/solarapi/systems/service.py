@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,66 +16,16 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
-from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.zones import ZONES
-from solarapi.models.systems import (
-    SYSTEM_STATUSES,
-    ReadableSystem,
-    System,
-    model_parameters,
-)
+from solarapi.models.systems import SYSTEM_STATUSES, DataSource, System, SystemStatus
 from solarapi.readings.upload import rebuild_daily_rollup
-from solarapi.systems import repository
-from solarapi.systems.access import get_system, owned
+from solarapi.systems import access, repository
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
-from solarapi.systems.span import reading_span
 from solarapi.systems.views import SystemView
 
 DEFAULT_TILT_DEG = 30.0
 DEFAULT_OFFLINE_AFTER_HOURS = 4
 DEFAULT_UNDERPERFORMANCE_THRESHOLD = 0.8
-
-
-def system_to_api(system: ReadableSystem, now: datetime | None = None) -> dict[str, Any]:
-    """The contract's system object (`now`: for a simulated system's last reading)."""
-    first_reading_at, last_reading_at = reading_span(system, now)
-    return {
-        "id": system.id,
-        "name": system.name,
-        "status": system.status,
-        "environment": system.environment,
-        "data_source": system.data_source,
-        "capacity_kwp": system.capacity_kwp,
-        "inverter_capacity_kw": system.inverter_capacity_kw,
-        "location": {
-            "latitude": system.latitude,
-            "longitude": system.longitude,
-            "timezone": system.timezone,
-            "country": system.country,
-        },
-        "orientation": {"tilt_deg": system.tilt_deg, "azimuth_deg": system.azimuth_deg},
-        "market_zone": system.market_zone,
-        "installed_on": system.installed_on.isoformat() if system.installed_on else None,
-        "model": _model_to_api(system),
-        "first_reading_at": first_reading_at,
-        "last_reading_at": last_reading_at,
-        "created_at": format_timestamp(system.created_at),
-        "updated_at": format_timestamp(system.updated_at),
-        "monitoring": {
-            "enabled": system.monitoring_enabled,
-            "offline_after_hours": system.monitoring_offline_after_hours,
-            "underperformance_threshold": system.monitoring_underperformance_threshold,
-        },
-    }
-
-
-def _model_to_api(system: ReadableSystem) -> dict[str, float]:
-    parameters = model_parameters(system)
-    return {
-        "gamma_pdc_pct_per_c": parameters.gamma_pdc_pct_per_c,
-        "losses_pct": parameters.losses_pct,
-        "inverter_efficiency": parameters.inverter_efficiency,
-    }
 
 
 # A system's `model` fields and the columns that hold them.
@@ -105,6 +54,7 @@ async def list_systems(
         raise ValidationFailed(
             f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
         )
+    wanted = None if status is None else SystemStatus(status)
     if market_zone is not None and market_zone not in ZONES:
         raise ValidationFailed(
             f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
@@ -112,20 +62,27 @@ async def list_systems(
     return await repository.page_of_views(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
-        status=status,
+        environment=principal.environment,
+        status=wanted,
         market_zone=market_zone,
         offset=page.offset,
         limit=page.limit,
     )
 
 
+async def get_system(session: AsyncSession, principal: Caller, system_id: str) -> SystemView:
+    return SystemView.of(await access.read_system(session, principal, system_id))
+
+
 async def create_system(
     session: AsyncSession, principal: Caller, body: SystemCreate, now: datetime
-) -> System:
+) -> SystemView:
     live = principal.environment is Environment.LIVE
-    data_source = body.data_source or ("metered" if live else "simulated")
-    if live and data_source != "metered":
+    if body.data_source is not None:
+        data_source = DataSource(body.data_source)
+    else:
+        data_source = DataSource.METERED if live else DataSource.SIMULATED
+    if live and data_source is not DataSource.METERED:
         raise ValidationFailed(
             "data_source: live systems are always 'metered'; simulated systems exist only in "
             "the sandbox (pk_test_ keys)"
@@ -151,9 +108,9 @@ async def create_system(
     system = new_system(
         spec,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         data_source=data_source,
-        status=body.status,
+        status=SystemStatus(body.status),
         created_at=now,
     )
     system.tilt_defaulted = tilt is None
@@ -164,8 +121,7 @@ async def create_system(
     if body.monitoring is not None:
         for field, value in _monitoring_changes(body.monitoring).items():
             setattr(system, field, value)
-    await add_system(session, system)
-    return system
+    return await add_system(session, system)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +146,10 @@ def new_system(
     spec: SystemSpec,
     *,
     account_id: str,
-    environment: str,
-    data_source: str,
+    environment: Environment,
+    data_source: DataSource,
     created_at: datetime,
-    status: str = "active",
+    status: SystemStatus = SystemStatus.ACTIVE,
 ) -> System:
     """A system from `spec`, not yet stored (see `add_system`)."""
     return System(
@@ -223,16 +179,18 @@ def new_system(
     )
 
 
-async def add_system(session: AsyncSession, system: System) -> None:
+async def add_system(session: AsyncSession, system: System) -> SystemView:
     """Store a new system with its `system.created` event (same transaction)."""
     await repository.add(session, system)
+    view = SystemView.of(system)
     await record_event(
         session,
         account_id=system.account_id,
         environment=system.environment,
         event_type="system.created",
-        data=system_to_api(system),
+        data=view.render(),
     )
+    return view
 
 
 def _not_null(value: object, field: str) -> None:
@@ -253,9 +211,10 @@ def _patch_changes(body: SystemPatch) -> dict[str, object]:
     optional = ("inverter_capacity_kw", "market_zone", "installed_on")
     for field in ("name", "capacity_kwp", "status", *optional):
         if field in given:
+            value = getattr(body, field)
             if field not in optional:
-                _not_null(getattr(body, field), field)
-            changes[field] = getattr(body, field)
+                _not_null(value, field)
+            changes[field] = SystemStatus(value) if field == "status" else value
     if "monitoring" in given:
         _not_null(body.monitoring, "monitoring")
         assert body.monitoring is not None
@@ -299,14 +258,14 @@ def _monitoring_changes(body: MonitoringIn) -> dict[str, object]:
 
 async def update_system(
     session: AsyncSession, principal: Caller, system_id: str, body: SystemPatch, now: datetime
-) -> System:
+) -> SystemView:
     changes = _patch_changes(body)
     # Under the system's lock from the start, like uploads and declarations: the time zone
     # replaced here is the one the daily rollup is rebuilt from, and no upload can roll a
     # day up with the old zone in between.
     # (Ownership is checked before the lock: another tenant's row is never locked.)
-    await get_system(session, principal, system_id)
-    system = owned(await repository.lock_fresh(session, system_id), principal, system_id)
+    await access.get_system(session, principal, system_id)
+    system = access.owned(await repository.lock_fresh(session, system_id), principal, system_id)
     if any(field.startswith("monitoring_") or field == "status" for field in changes):
         # New thresholds (or a system switched off) are judged at once, not at the next upload.
         await enqueue_alert_evaluation(session, system.id)
@@ -318,29 +277,30 @@ async def update_system(
     if system.timezone != old_timezone:
         # The daily rollup follows the local calendar; a new zone moves every day's edges.
         await rebuild_daily_rollup(session, system)
+    view = SystemView.of(system)
     await record_event(
         session,
         account_id=system.account_id,
         environment=system.environment,
         event_type="system.updated",
-        data=system_to_api(system),
+        data=view.render(),
     )
-    return system
+    return view
 
 
 async def delete_system(session: AsyncSession, principal: Caller, system_id: str) -> None:
-    system = await get_system(session, principal, system_id)
+    system = await access.get_system(session, principal, system_id)
     if await declarations.blocks_system_deletion(session, system.id):
         raise Conflict(
             f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
         )
-    data = system_to_api(system)
+    data = SystemView.of(system).render()
     await repository.delete_system(session, system)
     await record_event(
         session,
         account_id=principal.account_id,
-        environment=principal.environment.value,
+        environment=principal.environment,
         event_type="system.deleted",
         data=data,
     )

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 from solarapi.kit.grid import QUARTER_S, local_midnight
-from solarapi.kit.timefmt import format_optional, format_timestamp, utcnow
+from solarapi.kit.timefmt import format_timestamp, utcnow
 from solarapi.models.systems import ReadableSystem
 
 # Simulated readings exist from this instant on (earlier quarter-hours are "no reading"): it
@@ -32,21 +32,12 @@ def _simulated_since(installed_on: date | None, timezone: str) -> int:
     return max(SIMULATION_START_S, local_midnight(installed_on, ZoneInfo(timezone)))
 
 
-def reading_span(
-    system: ReadableSystem, now: datetime | None = None
-) -> tuple[str | None, str | None]:
-    """`first_reading_at` / `last_reading_at`: the starts of the first and last stored
-    quarter-hours; for a simulated system, of the first and last it serves (its history's
-    start, and the last quarter-hour that has ended by `now`)."""
-    if system.data_source != "simulated":
-        return format_optional(system.first_reading_at), format_optional(system.last_reading_at)
-    return simulated_span(system.installed_on, system.timezone, now)
-
-
 def simulated_span(
     installed_on: date | None, timezone: str, now: datetime | None = None
 ) -> tuple[str | None, str | None]:
-    """`reading_span` of a simulated system installed on `installed_on` in `timezone`."""
+    """`first_reading_at` / `last_reading_at` of a simulated system installed on
+    `installed_on` in `timezone`: the starts of the first and last quarter-hours it serves
+    (its history's start, and the last quarter-hour that has ended by `now`)."""
     now_s = int((now or utcnow()).timestamp())
     last = now_s - now_s % QUARTER_S - QUARTER_S
     first = _simulated_since(installed_on, timezone)

@@ -1,14 +1,16 @@
-"""A system as the API lists it: a frozen value read in the list's one statement, with its
-timestamps already in the API's text (formatted by the database, `db.api_time`), rendered
-once (`render`) into exactly the object `service.system_to_api` writes."""
+"""A system as the API shows it: a frozen value with its timestamps already in the API's
+text, rendered once (`render`, documented by `schemas.SystemOut`). The list reads its views
+in one statement (the database formats the timestamps, `db.api_time`); a single system's
+answer, its events' `data` and the CLI build theirs from the system (`SystemView.of`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
 
-from solarapi.models.systems import DEFAULT_MODEL
+from solarapi.kit.plans import Environment
+from solarapi.kit.timefmt import format_optional, format_timestamp
+from solarapi.models.systems import DEFAULT_MODEL, DataSource, ReadableSystem, SystemStatus
 from solarapi.systems.span import simulated_span
 
 
@@ -16,9 +18,9 @@ from solarapi.systems.span import simulated_span
 class SystemView:
     id: str
     name: str
-    status: str
-    environment: str
-    data_source: str
+    status: SystemStatus
+    environment: Environment
+    data_source: DataSource
     capacity_kwp: float
     inverter_capacity_kw: float | None
     latitude: float
@@ -40,10 +42,40 @@ class SystemView:
     monitoring_offline_after_hours: int
     monitoring_underperformance_threshold: float
 
-    def render(self, now: datetime | None = None) -> dict[str, Any]:
+    @classmethod
+    def of(cls, system: ReadableSystem) -> SystemView:
+        return cls(
+            id=system.id,
+            name=system.name,
+            status=system.status,
+            environment=system.environment,
+            data_source=system.data_source,
+            capacity_kwp=system.capacity_kwp,
+            inverter_capacity_kw=system.inverter_capacity_kw,
+            latitude=system.latitude,
+            longitude=system.longitude,
+            timezone=system.timezone,
+            country=system.country,
+            tilt_deg=system.tilt_deg,
+            azimuth_deg=system.azimuth_deg,
+            market_zone=system.market_zone,
+            installed_on=system.installed_on,
+            model_gamma_pdc_pct_per_c=system.model_gamma_pdc_pct_per_c,
+            model_losses_pct=system.model_losses_pct,
+            model_inverter_efficiency=system.model_inverter_efficiency,
+            first_reading_at=format_optional(system.first_reading_at),
+            last_reading_at=format_optional(system.last_reading_at),
+            created_at=format_timestamp(system.created_at),
+            updated_at=format_timestamp(system.updated_at),
+            monitoring_enabled=system.monitoring_enabled,
+            monitoring_offline_after_hours=system.monitoring_offline_after_hours,
+            monitoring_underperformance_threshold=system.monitoring_underperformance_threshold,
+        )
+
+    def render(self, now: datetime | None = None) -> dict[str, object]:
         """The contract's system object (`now`: for a simulated system's last reading)."""
         first, last = self.first_reading_at, self.last_reading_at
-        if self.data_source == "simulated":
+        if self.data_source == DataSource.SIMULATED:
             first, last = simulated_span(self.installed_on, self.timezone, now)
         gamma, losses = self.model_gamma_pdc_pct_per_c, self.model_losses_pct
         efficiency = self.model_inverter_efficiency

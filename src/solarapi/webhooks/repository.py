@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.kit.plans import Environment
 from solarapi.models.webhooks import WebhookDelivery, WebhookEndpoint
 
 
@@ -16,7 +17,7 @@ async def add(session: AsyncSession, *objects: WebhookEndpoint | WebhookDelivery
 
 
 async def get_endpoint(
-    session: AsyncSession, endpoint_id: str, *, account_id: str, environment: str
+    session: AsyncSession, endpoint_id: str, *, account_id: str, environment: Environment
 ) -> WebhookEndpoint | None:
     return await session.scalar(
         select(WebhookEndpoint).where(
@@ -32,7 +33,9 @@ async def get_endpoint_by_id(session: AsyncSession, endpoint_id: str) -> Webhook
     return await session.get(WebhookEndpoint, endpoint_id)
 
 
-async def count_endpoints(session: AsyncSession, *, account_id: str, environment: str) -> int:
+async def count_endpoints(
+    session: AsyncSession, *, account_id: str, environment: Environment
+) -> int:
     total = await session.scalar(
         select(func.count())
         .select_from(WebhookEndpoint)
@@ -45,7 +48,7 @@ async def count_endpoints(session: AsyncSession, *, account_id: str, environment
 
 
 async def list_endpoints(
-    session: AsyncSession, *, account_id: str, environment: str, offset: int, limit: int
+    session: AsyncSession, *, account_id: str, environment: Environment, offset: int, limit: int
 ) -> list[WebhookEndpoint]:
     rows = await session.scalars(
         select(WebhookEndpoint)

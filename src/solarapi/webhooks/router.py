@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from solarapi.auth.principal import Principal, PrincipalDep
+from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.events.router import add_routes
 from solarapi.idempotency.middleware import replay_without
@@ -25,7 +25,7 @@ from solarapi.webhooks.schemas import (
     WebhookUpdate,
     WebhookWithSecret,
 )
-from solarapi.webhooks.service import Owner, WebhookConfig
+from solarapi.webhooks.service import WebhookConfig
 
 router = APIRouter(tags=["Webhooks"])
 # The app includes one router per area; events are listed beside the webhooks that carry them.
@@ -40,10 +40,6 @@ class WebhookPage(BaseModel):
 class DeliveryPage(BaseModel):
     data: list[DeliveryOut]
     pagination: Pagination
-
-
-def _owner(principal: Principal) -> Owner:
-    return Owner(principal.account_id, principal.environment)
 
 
 def _config(settings: SettingsDep) -> WebhookConfig:
@@ -76,10 +72,11 @@ async def create_webhook(
     session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint, secret = await service.create_endpoint(session, _owner(principal), body, config, now)
-    content = {**endpoint.render(), "secret": secret}
+    issued = await service.create_endpoint(session, principal, body, config, now)
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse(content, status_code=201, headers={"Location": _location(endpoint.id)})
+    return OrjsonResponse(
+        issued.render(), status_code=201, headers={"Location": _location(issued.endpoint.id)}
+    )
 
 
 @router.get(
@@ -91,13 +88,13 @@ async def create_webhook(
 async def list_webhooks(
     request: Request, principal: PrincipalDep, session: SessionDep, page: PageDep
 ) -> Response:
-    rows, total = await service.list_endpoints(session, _owner(principal), page, utcnow())
+    rows, total = await service.list_endpoints(session, principal, page, utcnow())
     return page_response(request, [row.render() for row in rows], total, page)
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut, summary="A webhook endpoint")
 async def get_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    endpoint = await service.get_endpoint(session, _owner(principal), webhook_id, utcnow())
+    endpoint = await service.get_endpoint(session, principal, webhook_id, utcnow())
     return OrjsonResponse(endpoint.render())
 
 
@@ -117,9 +114,7 @@ async def update_webhook(
     session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint = await service.update_endpoint(
-        session, _owner(principal), webhook_id, body, config, now
-    )
+    endpoint = await service.update_endpoint(session, principal, webhook_id, body, config, now)
     return OrjsonResponse(endpoint.render())
 
 
@@ -130,7 +125,7 @@ async def update_webhook(
     summary="Delete a webhook endpoint and its delivery log",
 )
 async def delete_webhook(webhook_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    await service.delete_endpoint(session, _owner(principal), webhook_id)
+    await service.delete_endpoint(session, principal, webhook_id)
     return Response(status_code=204)
 
 
@@ -151,11 +146,9 @@ async def rotate_webhook_secret(
     session: SessionDep,
 ) -> Response:
     now = utcnow()
-    endpoint, secret = await service.rotate_secret(
-        session, _owner(principal), webhook_id, config, now
-    )
+    issued = await service.rotate_secret(session, principal, webhook_id, config, now)
     replay_without(request, "secret")  # shown once: a replay answers without it
-    return OrjsonResponse({**endpoint.render(), "secret": secret})
+    return OrjsonResponse(issued.render())
 
 
 @router.get(
@@ -172,5 +165,5 @@ async def list_webhook_deliveries(
     session: SessionDep,
     page: PageDep,
 ) -> Response:
-    items, total = await service.list_deliveries(session, _owner(principal), webhook_id, page)
+    items, total = await service.list_deliveries(session, principal, webhook_id, page)
     return page_response(request, [item.render() for item in items], total, page)

@@ -7,18 +7,18 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.auth.principal import Caller
 from solarapi.config import Settings
 from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
-from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.webhooks import WebhookEndpoint
 from solarapi.webhooks import repository
 from solarapi.webhooks.addresses import ForbiddenDestination, validate_destination
 from solarapi.webhooks.schemas import WebhookCreate, WebhookUpdate
 from solarapi.webhooks.signing import derive_secret, new_salt
-from solarapi.webhooks.views import DeliveryView, WebhookView
+from solarapi.webhooks.views import DeliveryView, IssuedSecret, WebhookView
 
 # Enough for any integration we know of; a bound keeps one event from fanning out unboundedly.
 MAX_ENDPOINTS_PER_ENVIRONMENT = 20
@@ -35,12 +35,6 @@ class WebhookConfig:
     @classmethod
     def from_settings(cls, settings: Settings) -> WebhookConfig:
         return cls(settings.webhooks_allow_loopback, settings.effective_secret_key)
-
-
-@dataclass(frozen=True, slots=True)
-class Owner:
-    account_id: str
-    environment: Environment
 
 
 def signing_secrets(endpoint: WebhookEndpoint, server_secret: bytes, now: datetime) -> list[str]:
@@ -68,12 +62,12 @@ def _unique(events: list[str]) -> list[str]:
 
 
 async def create_endpoint(
-    session: AsyncSession, owner: Owner, body: WebhookCreate, config: WebhookConfig, now: datetime
-) -> tuple[WebhookView, str]:
-    """Returns the endpoint and its secret (which is never shown again)."""
+    session: AsyncSession, caller: Caller, body: WebhookCreate, config: WebhookConfig, now: datetime
+) -> IssuedSecret:
+    """The endpoint and its secret (which is never shown again)."""
     url = await _checked_url(body.url, config)
     existing = await repository.count_endpoints(
-        session, account_id=owner.account_id, environment=owner.environment
+        session, account_id=caller.account_id, environment=caller.environment
     )
     if existing >= MAX_ENDPOINTS_PER_ENVIRONMENT:
         raise Conflict(
@@ -82,8 +76,8 @@ async def create_endpoint(
         )
     endpoint = WebhookEndpoint(
         id=new_id("whk"),
-        account_id=owner.account_id,
-        environment=owner.environment,
+        account_id=caller.account_id,
+        environment=caller.environment,
         url=url,
         description=body.description,
         events=_unique(body.events),
@@ -96,18 +90,20 @@ async def create_endpoint(
         updated_at=now,
     )
     await repository.add(session, endpoint)
-    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
+    return _issued(endpoint, config, now)
 
 
 async def get_endpoint(
-    session: AsyncSession, owner: Owner, endpoint_id: str, now: datetime
+    session: AsyncSession, caller: Caller, endpoint_id: str, now: datetime
 ) -> WebhookView:
-    return WebhookView.of(await _owned_endpoint(session, owner, endpoint_id), now)
+    return WebhookView.of(await _owned_endpoint(session, caller, endpoint_id), now)
 
 
-async def _owned_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> WebhookEndpoint:
+async def _owned_endpoint(
+    session: AsyncSession, caller: Caller, endpoint_id: str
+) -> WebhookEndpoint:
     endpoint = await repository.get_endpoint(
-        session, endpoint_id, account_id=owner.account_id, environment=owner.environment
+        session, endpoint_id, account_id=caller.account_id, environment=caller.environment
     )
     if endpoint is None:
         raise NotFound(f"No webhook endpoint {excerpt(endpoint_id)} in this environment")
@@ -115,15 +111,15 @@ async def _owned_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str)
 
 
 async def list_endpoints(
-    session: AsyncSession, owner: Owner, page: PageParams, now: datetime
+    session: AsyncSession, caller: Caller, page: PageParams, now: datetime
 ) -> tuple[list[WebhookView], int]:
     total = await repository.count_endpoints(
-        session, account_id=owner.account_id, environment=owner.environment
+        session, account_id=caller.account_id, environment=caller.environment
     )
     rows = await repository.list_endpoints(
         session,
-        account_id=owner.account_id,
-        environment=owner.environment,
+        account_id=caller.account_id,
+        environment=caller.environment,
         offset=page.offset,
         limit=page.limit,
     )
@@ -132,7 +128,7 @@ async def list_endpoints(
 
 async def update_endpoint(
     session: AsyncSession,
-    owner: Owner,
+    caller: Caller,
     endpoint_id: str,
     body: WebhookUpdate,
     config: WebhookConfig,
@@ -142,7 +138,7 @@ async def update_endpoint(
     for name in ("url", "events", "status"):
         if name in given and getattr(body, name) is None:
             raise ValidationFailed(f"{name}: must not be null")
-    endpoint = await _owned_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, caller, endpoint_id)
     if body.url is not None:
         endpoint.url = await _checked_url(body.url, config)
     if body.events is not None:
@@ -157,30 +153,35 @@ async def update_endpoint(
     return WebhookView.of(endpoint, now)
 
 
-async def delete_endpoint(session: AsyncSession, owner: Owner, endpoint_id: str) -> None:
+async def delete_endpoint(session: AsyncSession, caller: Caller, endpoint_id: str) -> None:
     """Deletes the endpoint and its delivery log; queued retries find it gone and stop."""
-    endpoint = await _owned_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, caller, endpoint_id)
     await repository.delete_endpoint(session, endpoint)
 
 
 async def rotate_secret(
-    session: AsyncSession, owner: Owner, endpoint_id: str, config: WebhookConfig, now: datetime
-) -> tuple[WebhookView, str]:
+    session: AsyncSession, caller: Caller, endpoint_id: str, config: WebhookConfig, now: datetime
+) -> IssuedSecret:
     """A new secret (returned once); the one it replaces keeps signing for 24 h. Rotating
     again within the overlap drops the oldest secret: only two ever sign."""
-    endpoint = await _owned_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, caller, endpoint_id)
     endpoint.previous_secret_salt = endpoint.secret_salt
     endpoint.previous_salt_expires_at = now + ROTATION_OVERLAP
     endpoint.secret_salt = new_salt()
     endpoint.updated_at = now
     await session.flush()
-    return WebhookView.of(endpoint, now), derive_secret(config.server_secret, endpoint.secret_salt)
+    return _issued(endpoint, config, now)
+
+
+def _issued(endpoint: WebhookEndpoint, config: WebhookConfig, now: datetime) -> IssuedSecret:
+    secret = derive_secret(config.server_secret, endpoint.secret_salt)
+    return IssuedSecret(WebhookView.of(endpoint, now), secret)
 
 
 async def list_deliveries(
-    session: AsyncSession, owner: Owner, endpoint_id: str, page: PageParams
+    session: AsyncSession, caller: Caller, endpoint_id: str, page: PageParams
 ) -> tuple[list[DeliveryView], int]:
-    endpoint = await _owned_endpoint(session, owner, endpoint_id)
+    endpoint = await _owned_endpoint(session, caller, endpoint_id)
     rows, total = await repository.list_deliveries(
         session, endpoint.id, offset=page.offset, limit=page.limit
     )

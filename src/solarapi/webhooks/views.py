@@ -1,13 +1,14 @@
 """Webhook endpoints and their delivery attempts as the API shows them: frozen typed values
-the service returns (`WebhookView`, `DeliveryView`), each rendered to its JSON shape in one
-place (`render`; documented by `schemas.WebhookOut` and `schemas.DeliveryOut`)."""
+the service returns (`WebhookView`, `IssuedSecret`, `DeliveryView`), each rendered to its
+JSON shape in one place (`render`; documented by `schemas.WebhookOut`,
+`schemas.WebhookWithSecret` and `schemas.DeliveryOut`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
 from solarapi.models.webhooks import WebhookDelivery, WebhookEndpoint
 
@@ -20,7 +21,7 @@ class WebhookView:
     events: tuple[str, ...]
     enabled: bool
     disabled_reason: str | None
-    environment: str
+    environment: Environment
     previous_secret_expires_at: datetime | None  # None once the rotation overlap is over
     created_at: datetime
     updated_at: datetime
@@ -43,7 +44,7 @@ class WebhookView:
             updated_at=endpoint.updated_at,
         )
 
-    def render(self) -> dict[str, Any]:
+    def render(self) -> dict[str, object]:
         return {
             "id": self.id,
             "url": self.url,
@@ -56,6 +57,18 @@ class WebhookView:
             "created_at": format_timestamp(self.created_at),
             "updated_at": format_timestamp(self.updated_at),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedSecret:
+    """An endpoint with the signing secret just drawn for it (creation, rotation): the one
+    answer that shows the secret."""
+
+    endpoint: WebhookView
+    secret: str
+
+    def render(self) -> dict[str, object]:
+        return {**self.endpoint.render(), "secret": self.secret}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +99,7 @@ class DeliveryView:
             next_attempt_at=row.next_attempt_at,
         )
 
-    def render(self) -> dict[str, Any]:
+    def render(self) -> dict[str, object]:
         return {
             "id": self.id,
             "event_id": self.event_id,
