@@ -16,11 +16,10 @@ from solarapi.idempotency.openapi import document_idempotency
 from solarapi.kit.grid import ALL_INTERVALS, EARLIEST, LATEST
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
 from solarapi.kit.timefmt import format_timestamp
-from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
-from solarapi.models.reports import ReportFormat, ReportKind, ReportStatus
+from solarapi.models.reports import ReportKind, ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
 from solarapi.systems.schemas import Status as SystemStatus
 
@@ -250,7 +249,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     for name in _FRAMEWORK_SCHEMAS:
         schemas.pop(name, None)
     schemas["Error"] = _ERROR_SCHEMA
-    _precise_bodies(schemas)
     _no_nul(schemas)
     components["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "pk_live_… or pk_test_…"}
@@ -336,66 +334,3 @@ def _no_nul(node: Any) -> None:
     elif isinstance(node, list):
         for item in node:
             _no_nul(item)
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def _precise_bodies(schemas: dict[str, Any]) -> None:
-    """What the bodies accept where the models say less (their fields are checked by hand,
-    for the contract's messages): the closed lists of names, and fields that may be left out
-    but never be null."""
-    schemas["TimeZone"] = {
-        **_enum(sorted(tz_database_names())),
-        "description": "IANA time zone name of the tz database",
-    }
-    zone = {"$ref": "#/components/schemas/TimeZone"}
-    market_zone = _enum(ZONES)
-    _set(schemas, "LocationIn", "timezone", zone)
-    _set(schemas, "LocationPatch", "timezone", _nullable(zone))
-    _set(schemas, "SystemCreate", "market_zone", _nullable(market_zone))
-    _set(schemas, "SystemPatch", "market_zone", _nullable(market_zone))
-    country = {"type": "string", "pattern": "^[A-Z]{2}$"}
-    _set(schemas, "LocationIn", "country", _nullable(country))
-    _set(schemas, "LocationPatch", "country", _nullable(country))
-    # Fixed at creation: a PATCH that names it is refused, whatever the value.
-    schemas["SystemPatch"]["properties"].pop("data_source", None)
-    # In a PATCH, `null` clears an optional field; the others may be left out, never null.
-    for field in ("name", "capacity_kwp", "status", "location", "monitoring"):
-        _not_null(schemas, "SystemPatch", field)
-    for field in ("enabled", "offline_after_hours", "underperformance_threshold"):
-        _not_null(schemas, "MonitoringIn", field)
-    for field in ("latitude", "longitude", "timezone"):
-        _not_null(schemas, "LocationPatch", field)
-    schemas["OrientationPatch"] = {
-        **schemas["OrientationIn"],
-        "properties": dict(schemas["OrientationIn"]["properties"]),
-        "title": "OrientationPatch",
-    }
-    for field in ("tilt_deg", "azimuth_deg"):
-        _not_null(schemas, "OrientationPatch", field)
-    _set(schemas, "SystemPatch", "orientation", {"$ref": "#/components/schemas/OrientationPatch"})
-    for name in ("period_start", "period_end"):
-        _set(schemas, "DeclarationUpdate", name, {"type": "string", "format": "date"})
-    _set(schemas, "ReportCreate", "type", _enum(ReportKind))
-    _set(schemas, "ReportCreate", "format", _enum(ReportFormat))
-    _set(schemas, "ReportCreate", "timezone", _nullable(zone))
-    events = {"type": "array", "items": _enum(EVENT_TYPES), "minItems": 1, "maxItems": 20}
-    _set(schemas, "WebhookCreate", "events", events)
-    _set(schemas, "WebhookUpdate", "events", _nullable(events))
-
-
-def _not_null(schemas: dict[str, Any], model: str, field: str) -> None:
-    """`field` of `model` may be left out but not be null."""
-    schema = schemas[model]["properties"][field]
-    choices = [choice for choice in schema.get("anyOf", []) if choice != {"type": "null"}]
-    if len(choices) == 1:
-        _set(schemas, model, field, choices[0])
-
-
-def _set(schemas: dict[str, Any], model: str, field: str, schema: dict[str, Any]) -> None:
-    """Replace the type of `field`, keeping its title and description."""
-    properties = schemas[model]["properties"]
-    kept = {k: v for k, v in properties[field].items() if k in ("title", "description")}
-    properties[field] = {**schema, **kept}
