@@ -36,9 +36,10 @@ _ERRORS = {
 _HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-Id": {
         "description": "The client's own id when well-formed, else req_<ULID>",
+        "required": True,
         "schema": {"type": "string"},
     },
-    "API-Version": {"description": "Always 1.0", "schema": {"type": "string"}},
+    "API-Version": {"description": "Always 1.0", "required": True, "schema": {"type": "string"}},
     "X-RateLimit-Limit": {
         "description": "Limit of the binding window (fewest left)",
         "schema": {"type": "integer"},
@@ -81,16 +82,24 @@ _UNCOUNTED = frozenset({"/health/live"})
 _ALWAYS_HEADERS = frozenset({"X-Request-Id", "API-Version"})
 
 _ERROR_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
-    "401": {"WWW-Authenticate": {"description": "Always `Bearer`", "schema": {"type": "string"}}},
+    "401": {
+        "WWW-Authenticate": {
+            "description": "Always `Bearer`",
+            "required": True,
+            "schema": {"type": "string"},
+        }
+    },
     "429": {
         "Retry-After": {
             "description": "Seconds until the binding window resets (≥ 1)",
+            "required": True,
             "schema": {"type": "integer"},
         }
     },
     "503": {
         "Retry-After": {
             "description": "Seconds to wait before retrying",
+            "required": True,
             "schema": {"type": "integer"},
         }
     },

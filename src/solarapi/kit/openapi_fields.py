@@ -57,3 +57,5 @@ TimeZoneName = Annotated[str, BeforeValidator(_as_given, json_schema_input_type=
 ZoneCode = Annotated[str, enum_schema(ZONES)]
 # ISO 3166-1 alpha-2 (checked by hand, for its message).
 CountryCode = Annotated[str, WithJsonSchema({"type": "string", "pattern": "^[A-Z]{2}$"})]
+# An instant of an answer, as `kit.timefmt.format_timestamp` writes it (RFC 3339, UTC, `Z`).
+Instant = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time", "pattern": "Z$"})]
