@@ -11,6 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
 from solarapi.declarations.schemas import DECLARATION_TYPES
 from solarapi.declarations.statemachine import DeclarationStatus
+from solarapi.errors import ERROR_CODES
 from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
 from solarapi.kit.grid import ALL_INTERVALS, EARLIEST, LATEST
@@ -117,35 +118,8 @@ _ERROR_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "error": {"type": "string", "description": "Human-readable message"},
-        "code": {
-            "type": "string",
-            "enum": [
-                "unauthorized",
-                "forbidden",
-                "rate_limit",
-                "not_found",
-                "validation",
-                "server_error",
-                "method_not_allowed",
-                "conflict",
-                "payload_too_large",
-                "unsupported_media_type",
-                "unavailable",
-                "request_timeout",
-            ],
-        },
+        "code": {"type": "string", "enum": list(ERROR_CODES)},
     },
-}
-
-# 409s of operations that are not POSTs (every POST documents its own with the
-# Idempotency-Key) and do not declare theirs in the router.
-_CONFLICTS = {
-    ("delete", "/systems/{system_id}"): "The system has a submitted or approved declaration "
-    "(`conflict`); withdraw it first",
-    ("get", "/systems/{system_id}/market-value"): "The system has no `market_zone`, or no "
-    "prices are known for the range (`conflict`)",
-    ("get", "/reports/{report_id}/download"): "The report has no file: not completed yet, or "
-    "failed (`conflict`)",
 }
 
 
@@ -221,9 +195,6 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 
-# FastAPI's own error schemas: its 422 is never answered (validation errors are 400s).
-_FRAMEWORK_SCHEMAS = ("HTTPValidationError", "ValidationError")
-
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
@@ -255,8 +226,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     )
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
-    for name in _FRAMEWORK_SCHEMAS:
-        schemas.pop(name, None)
     schemas["Error"] = _ERROR_SCHEMA
     _no_nul(schemas)
     components["securitySchemes"] = {
@@ -268,6 +237,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         for method, operation in operations.items():
             if isinstance(operation, dict) and "responses" in operation:
                 _document_operation(relative, method, operation)
+    # FastAPI's 422 (and its error schemas) are never answered: validation errors are 400s.
+    _drop_unreferenced(schemas, schema["paths"])
     app.openapi_schema = schema
     return schema
 
@@ -291,8 +262,6 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
     errors = dict(_ERRORS)
     if "requestBody" in operation:
         errors.update(_BODY_ERRORS)
-    if conflict := _CONFLICTS.get((method, relative)):
-        errors["409"] = conflict
     # /health/live consults no window (it must answer while Redis does not): no rate-limit
     # headers, never a 429.
     uncounted = relative in _UNCOUNTED
@@ -315,6 +284,33 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
         headers.update(header_refs)
         headers.update(_ERROR_HEADERS.get(status, {}))
     _no_nul(operation.get("parameters", []))
+
+
+def _drop_unreferenced(schemas: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Remove the component schemas no operation reaches, directly or through others."""
+    reached: set[str] = set()
+    pending = _references(paths)
+    while pending:
+        name = pending.pop()
+        if name not in reached and name in schemas:
+            reached.add(name)
+            pending |= _references(schemas[name])
+    for name in set(schemas) - reached:
+        del schemas[name]
+
+
+def _references(node: Any) -> set[str]:
+    prefix = "#/components/schemas/"
+    if isinstance(node, dict):
+        found = (
+            {node["$ref"][len(prefix) :]} if str(node.get("$ref", "")).startswith(prefix) else set()
+        )
+        for value in node.values():
+            found |= _references(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_references(item) for item in node)) if node else set()
+    return set()
 
 
 def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:

@@ -69,6 +69,12 @@ async def get_market_prices(
     "sunny hour with a negative price has a negative value). `value_eur` is null where no "
     "quarter-hour of the bucket has both energy and price; `meta.totals.value_eur` sums the "
     "non-null values. A system without `market_zone` → 409.",
+    responses={
+        409: {
+            "description": "The system has no `market_zone`, or no prices are known for the "
+            "range (`conflict`)"
+        }
+    },
 )
 async def get_market_value(
     system_id: str,
