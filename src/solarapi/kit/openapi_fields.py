@@ -9,11 +9,17 @@ the OpenAPI document is the models' own.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import (
+    BeforeValidator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    WithJsonSchema,
+)
+from pydantic_core import core_schema
 
 from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.zones import ZONES
@@ -44,12 +50,28 @@ def _as_given(value: object) -> object:
     return value
 
 
-# The tz database's names as one shared schema (`TimeZone`), not the same 600 names inline in
-# every field that takes a time zone.
-TimeZone = enum.Enum(  # type: ignore[misc]
-    "TimeZone", {name: name for name in sorted(tz_database_names())}, type=str
-)
-TimeZone.__doc__ = "IANA time zone name of the tz database"
+class TimeZone:
+    """The tz database's names as one shared schema (`TimeZone`), not the same 600 names inline
+    in every field that takes a time zone. The list is read when the document is built, not
+    at import."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: object, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.str_schema(ref="TimeZone")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "enum": sorted(tz_database_names()),
+            "title": "TimeZone",
+            "description": "IANA time zone name of the tz database",
+        }
+
 
 # A time-zone name (still checked by `kit.tznames.check_time_zone`, for its messages).
 TimeZoneName = Annotated[str, BeforeValidator(_as_given, json_schema_input_type=TimeZone)]
