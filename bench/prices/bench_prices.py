@@ -24,7 +24,7 @@ import httpx
 from solarapi.config import Settings
 from solarapi.kit.timefmt import utcnow
 from solarapi.kit.zones import ZONES
-from solarapi.prices.rows import ParsedPrices, PriceRow
+from solarapi.prices.price_rows import ParsedPrices, PriceRow
 from solarapi.prices.service import import_prices
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

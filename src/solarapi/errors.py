@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar, Literal, get_args
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -15,6 +15,23 @@ from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.text import excerpt
 
 log = logging.getLogger("solarapi.errors")
+
+# Every `code` an error body may carry (the OpenAPI document's `Error` lists them).
+ErrorCode = Literal[
+    "unauthorized",
+    "forbidden",
+    "rate_limit",
+    "not_found",
+    "validation",
+    "server_error",
+    "method_not_allowed",
+    "conflict",
+    "payload_too_large",
+    "unsupported_media_type",
+    "unavailable",
+    "request_timeout",
+]
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
 
 
 class ApiError(StarletteHTTPException):
@@ -27,7 +44,7 @@ class ApiError(StarletteHTTPException):
     of its own. Nothing else relies on it; the handler for `ApiError` is chosen first."""
 
     status_code = 500
-    code = "server_error"
+    code: ClassVar[ErrorCode] = "server_error"
     headers: dict[str, str]
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
@@ -100,7 +117,7 @@ class MethodNotAllowed(ApiError):
 
 
 def error_response(
-    status_code: int, code: str, message: str, headers: dict[str, str] | None = None
+    status_code: int, code: ErrorCode, message: str, headers: dict[str, str] | None = None
 ) -> OrjsonResponse:
     return OrjsonResponse(
         {"error": message, "code": code}, status_code=status_code, headers=headers
@@ -111,7 +128,7 @@ def render_api_error(exc: ApiError) -> OrjsonResponse:
     return error_response(exc.status_code, exc.code, exc.message, exc.headers)
 
 
-_CODES = {
+_CODES: dict[int, ErrorCode] = {
     400: "validation",
     401: "unauthorized",
     403: "forbidden",

@@ -11,16 +11,16 @@ from fastapi.openapi.utils import get_openapi
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
 from solarapi.declarations.schemas import DECLARATION_TYPES
 from solarapi.declarations.statemachine import DeclarationStatus
+from solarapi.errors import ERROR_CODES
 from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
 from solarapi.kit.grid import ALL_INTERVALS, EARLIEST, LATEST
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
 from solarapi.kit.timefmt import format_timestamp
-from solarapi.kit.tznames import tz_database_names
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.zones import ZONES
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
-from solarapi.models.reports import ReportFormat, ReportKind, ReportStatus
+from solarapi.models.reports import ReportKind, ReportStatus
 from solarapi.prices.service import PRICE_INTERVALS
 from solarapi.systems.schemas import Status as SystemStatus
 
@@ -37,9 +37,10 @@ _ERRORS = {
 _HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-Id": {
         "description": "The client's own id when well-formed, else req_<ULID>",
+        "required": True,
         "schema": {"type": "string"},
     },
-    "API-Version": {"description": "Always 1.0", "schema": {"type": "string"}},
+    "API-Version": {"description": "Always 1.0", "required": True, "schema": {"type": "string"}},
     "X-RateLimit-Limit": {
         "description": "Limit of the binding window (fewest left)",
         "schema": {"type": "integer"},
@@ -82,16 +83,24 @@ _UNCOUNTED = frozenset({"/health/live"})
 _ALWAYS_HEADERS = frozenset({"X-Request-Id", "API-Version"})
 
 _ERROR_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
-    "401": {"WWW-Authenticate": {"description": "Always `Bearer`", "schema": {"type": "string"}}},
+    "401": {
+        "WWW-Authenticate": {
+            "description": "Always `Bearer`",
+            "required": True,
+            "schema": {"type": "string"},
+        }
+    },
     "429": {
         "Retry-After": {
             "description": "Seconds until the binding window resets (≥ 1)",
+            "required": True,
             "schema": {"type": "integer"},
         }
     },
     "503": {
         "Retry-After": {
             "description": "Seconds to wait before retrying",
+            "required": True,
             "schema": {"type": "integer"},
         }
     },
@@ -109,35 +118,8 @@ _ERROR_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "error": {"type": "string", "description": "Human-readable message"},
-        "code": {
-            "type": "string",
-            "enum": [
-                "unauthorized",
-                "forbidden",
-                "rate_limit",
-                "not_found",
-                "validation",
-                "server_error",
-                "method_not_allowed",
-                "conflict",
-                "payload_too_large",
-                "unsupported_media_type",
-                "unavailable",
-                "request_timeout",
-            ],
-        },
+        "code": {"type": "string", "enum": list(ERROR_CODES)},
     },
-}
-
-# 409s of operations that are not POSTs (every POST documents its own with the
-# Idempotency-Key) and do not declare theirs in the router.
-_CONFLICTS = {
-    ("delete", "/systems/{system_id}"): "The system has a submitted or approved declaration "
-    "(`conflict`); withdraw it first",
-    ("get", "/systems/{system_id}/market-value"): "The system has no `market_zone`, or no "
-    "prices are known for the range (`conflict`)",
-    ("get", "/reports/{report_id}/download"): "The report has no file: not completed yet, or "
-    "failed (`conflict`)",
 }
 
 
@@ -213,9 +195,6 @@ _OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
 }
 _REQUIRED_PARAMETERS = {("/market-prices", "zone")}
 
-# FastAPI's own error schemas: its 422 is never answered (validation errors are 400s).
-_FRAMEWORK_SCHEMAS = ("HTTPValidationError", "ValidationError")
-
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
@@ -247,10 +226,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     )
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
-    for name in _FRAMEWORK_SCHEMAS:
-        schemas.pop(name, None)
     schemas["Error"] = _ERROR_SCHEMA
-    _precise_bodies(schemas)
     _no_nul(schemas)
     components["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "pk_live_… or pk_test_…"}
@@ -261,6 +237,8 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         for method, operation in operations.items():
             if isinstance(operation, dict) and "responses" in operation:
                 _document_operation(relative, method, operation)
+    # FastAPI's 422 (and its error schemas) are never answered: validation errors are 400s.
+    _drop_unreferenced(schemas, schema["paths"])
     app.openapi_schema = schema
     return schema
 
@@ -284,8 +262,6 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
     errors = dict(_ERRORS)
     if "requestBody" in operation:
         errors.update(_BODY_ERRORS)
-    if conflict := _CONFLICTS.get((method, relative)):
-        errors["409"] = conflict
     # /health/live consults no window (it must answer while Redis does not): no rate-limit
     # headers, never a 429.
     uncounted = relative in _UNCOUNTED
@@ -308,6 +284,33 @@ def _document_operation(relative: str, method: str, operation: dict[str, Any]) -
         headers.update(header_refs)
         headers.update(_ERROR_HEADERS.get(status, {}))
     _no_nul(operation.get("parameters", []))
+
+
+def _drop_unreferenced(schemas: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Remove the component schemas no operation reaches, directly or through others."""
+    reached: set[str] = set()
+    pending = _references(paths)
+    while pending:
+        name = pending.pop()
+        if name not in reached and name in schemas:
+            reached.add(name)
+            pending |= _references(schemas[name])
+    for name in set(schemas) - reached:
+        del schemas[name]
+
+
+def _references(node: Any) -> set[str]:
+    prefix = "#/components/schemas/"
+    if isinstance(node, dict):
+        found = (
+            {node["$ref"][len(prefix) :]} if str(node.get("$ref", "")).startswith(prefix) else set()
+        )
+        for value in node.values():
+            found |= _references(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_references(item) for item in node)) if node else set()
+    return set()
 
 
 def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:
@@ -336,66 +339,3 @@ def _no_nul(node: Any) -> None:
     elif isinstance(node, list):
         for item in node:
             _no_nul(item)
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def _precise_bodies(schemas: dict[str, Any]) -> None:
-    """What the bodies accept where the models say less (their fields are checked by hand,
-    for the contract's messages): the closed lists of names, and fields that may be left out
-    but never be null."""
-    schemas["TimeZone"] = {
-        **_enum(sorted(tz_database_names())),
-        "description": "IANA time zone name of the tz database",
-    }
-    zone = {"$ref": "#/components/schemas/TimeZone"}
-    market_zone = _enum(ZONES)
-    _set(schemas, "LocationIn", "timezone", zone)
-    _set(schemas, "LocationPatch", "timezone", _nullable(zone))
-    _set(schemas, "SystemCreate", "market_zone", _nullable(market_zone))
-    _set(schemas, "SystemPatch", "market_zone", _nullable(market_zone))
-    country = {"type": "string", "pattern": "^[A-Z]{2}$"}
-    _set(schemas, "LocationIn", "country", _nullable(country))
-    _set(schemas, "LocationPatch", "country", _nullable(country))
-    # Fixed at creation: a PATCH that names it is refused, whatever the value.
-    schemas["SystemPatch"]["properties"].pop("data_source", None)
-    # In a PATCH, `null` clears an optional field; the others may be left out, never null.
-    for field in ("name", "capacity_kwp", "status", "location", "monitoring"):
-        _not_null(schemas, "SystemPatch", field)
-    for field in ("enabled", "offline_after_hours", "underperformance_threshold"):
-        _not_null(schemas, "MonitoringIn", field)
-    for field in ("latitude", "longitude", "timezone"):
-        _not_null(schemas, "LocationPatch", field)
-    schemas["OrientationPatch"] = {
-        **schemas["OrientationIn"],
-        "properties": dict(schemas["OrientationIn"]["properties"]),
-        "title": "OrientationPatch",
-    }
-    for field in ("tilt_deg", "azimuth_deg"):
-        _not_null(schemas, "OrientationPatch", field)
-    _set(schemas, "SystemPatch", "orientation", {"$ref": "#/components/schemas/OrientationPatch"})
-    for name in ("period_start", "period_end"):
-        _set(schemas, "DeclarationUpdate", name, {"type": "string", "format": "date"})
-    _set(schemas, "ReportCreate", "type", _enum(ReportKind))
-    _set(schemas, "ReportCreate", "format", _enum(ReportFormat))
-    _set(schemas, "ReportCreate", "timezone", _nullable(zone))
-    events = {"type": "array", "items": _enum(EVENT_TYPES), "minItems": 1, "maxItems": 20}
-    _set(schemas, "WebhookCreate", "events", events)
-    _set(schemas, "WebhookUpdate", "events", _nullable(events))
-
-
-def _not_null(schemas: dict[str, Any], model: str, field: str) -> None:
-    """`field` of `model` may be left out but not be null."""
-    schema = schemas[model]["properties"][field]
-    choices = [choice for choice in schema.get("anyOf", []) if choice != {"type": "null"}]
-    if len(choices) == 1:
-        _set(schemas, model, field, choices[0])
-
-
-def _set(schemas: dict[str, Any], model: str, field: str, schema: dict[str, Any]) -> None:
-    """Replace the type of `field`, keeping its title and description."""
-    properties = schemas[model]["properties"]
-    kept = {k: v for k, v in properties[field].items() if k in ("title", "description")}
-    properties[field] = {**schema, **kept}

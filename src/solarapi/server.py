@@ -41,7 +41,7 @@ import ipaddress
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,6 +49,9 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from solarapi.config import Settings
 from solarapi.kit.version import API_VERSION
+
+if TYPE_CHECKING:
+    from solarapi.errors import ErrorCode
 
 # What each header line costs beyond its name and value: ": " and CRLF.
 _HEADER_LINE_OVERHEAD = 4
@@ -362,7 +365,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._window_bytes = 0
         self._window_left = self._body_left
 
-    def _refuse(self, status: int, code: str, message: str) -> None:
+    def _refuse(self, status: int, code: ErrorCode, message: str) -> None:
         """Answer `status` JSON (when no response has started) and close the connection; a
         request the app is running sees its client disconnect."""
         self._stop_watchdog()

@@ -172,6 +172,54 @@ async def test_document_says_exactly_what_the_api_accepts(app: FastAPI) -> None:
     assert "withdrawn" in query(("get", "/declarations"), "status")["schema"]["enum"]
 
 
+async def test_request_bodies_say_what_their_hand_checked_fields_accept(app: FastAPI) -> None:
+    """The models' own schema (kit.openapi_fields), not a patch: closed lists, the shared
+    `TimeZone`, and PATCH fields that may be left out but never be null."""
+    async with client_for(app) as client:
+        schemas = (await client.get("/api/v1/openapi.json")).json()["components"]["schemas"]
+
+    def field(model: str, name: str) -> dict[str, Any]:
+        return schemas[model]["properties"][name]  # type: ignore[no-any-return]
+
+    null = {"type": "null"}
+    time_zone = {"$ref": "#/components/schemas/TimeZone"}
+    names = schemas["TimeZone"]["enum"]
+    assert "Europe/Amsterdam" in names
+    assert "localtime" not in names
+    assert names == sorted(names)
+    assert field("LocationIn", "timezone")["$ref"] == time_zone["$ref"]
+    assert field("LocationPatch", "timezone")["$ref"] == time_zone["$ref"]
+    assert field("ReportCreate", "timezone")["anyOf"] == [time_zone, null]
+    assert field("LocationIn", "country")["anyOf"][0]["pattern"] == "^[A-Z]{2}$"
+    for model in ("SystemCreate", "SystemPatch"):
+        zone = field(model, "market_zone")["anyOf"]
+        assert zone[1] == null
+        assert zone[0]["enum"][0] == "NL"
+    # A PATCH clears an optional field with null; the others may only be left out.
+    never_null = {
+        "SystemPatch": ("name", "capacity_kwp", "status", "location", "monitoring", "orientation"),
+        "LocationPatch": ("latitude", "longitude", "timezone"),
+        "OrientationPatch": ("tilt_deg", "azimuth_deg"),
+        "MonitoringIn": ("enabled", "offline_after_hours", "underperformance_threshold"),
+        "DeclarationUpdate": ("period_start", "period_end"),
+    }
+    for model, fields in never_null.items():
+        for name in fields:
+            schema = field(model, name)
+            assert "anyOf" not in schema, (model, name)
+            assert "default" not in schema, (model, name)
+    assert field("SystemPatch", "orientation")["$ref"].endswith("/OrientationPatch")
+    assert null in field("SystemPatch", "installed_on")["anyOf"]  # clearable
+    assert field("DeclarationUpdate", "period_start")["format"] == "date"
+    assert "data_source" not in schemas["SystemPatch"]["properties"]  # fixed at creation
+    assert field("ReportCreate", "type")["enum"] == ["production", "market_value", "declarations"]
+    assert field("ReportCreate", "format")["enum"] == ["csv", "pdf"]
+    events = field("WebhookCreate", "events")
+    assert "system.created" in events["items"]["enum"]
+    assert events["minItems"] == 1
+    assert events["maxItems"] == 2 * len(events["items"]["enum"])
+
+
 async def test_every_free_text_string_says_it_holds_no_nul(app: FastAPI) -> None:
     """The gateway refuses U+0000 in any string; a schema that allowed it would describe
     requests that are refused (the fuzz test found `PATCH /systems/{id}` with a NUL name)."""

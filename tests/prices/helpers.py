@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.prices import MarketPrice
-from solarapi.prices.imports import read_price_file
+from solarapi.prices.price_files import read_price_file
 from solarapi.prices.service import ImportResult, import_prices
 
 DATA = Path(__file__).parent / "data"

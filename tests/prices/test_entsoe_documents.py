@@ -14,8 +14,8 @@ from fastapi import FastAPI
 from solarapi.kit.timefmt import utcnow
 from solarapi.prices import repository
 from solarapi.prices.entsoe import NoPricesAnswer, parse_entsoe_xml
-from solarapi.prices.imports import read_price_file
-from solarapi.prices.rows import PriceFileError, PriceRow, resolution_spans
+from solarapi.prices.price_files import read_price_file
+from solarapi.prices.price_rows import PriceFileError, PriceRow, resolution_spans
 from tests.prices.helpers import DATA, import_file, stored_rows, utc
 from tests.prices.test_cli import cli_env
 from tests.prices.test_parsers import epoch

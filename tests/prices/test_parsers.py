@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from solarapi.prices.cache import expand_to_quarters
 from solarapi.prices.csvfile import parse_price_csv
-from solarapi.prices.imports import read_price_file
-from solarapi.prices.rows import PriceFileError, PriceRow
+from solarapi.prices.price_files import read_price_file
+from solarapi.prices.price_rows import PriceFileError, PriceRow
 from solarapi.prices.service import bucket_means
 from tests.prices.helpers import DATA
 

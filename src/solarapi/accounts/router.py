@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import Instant
 from solarapi.kit.plans import PLAN_LIMITS
 from solarapi.kit.timefmt import format_optional, format_timestamp
 
@@ -20,8 +21,8 @@ class KeyInfo(BaseModel):
     id: str
     name: str
     display: str
-    created_at: str
-    last_used_at: str | None
+    created_at: Instant
+    last_used_at: Instant | None
 
 
 class Limits(BaseModel):

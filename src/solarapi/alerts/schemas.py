@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from solarapi.kit.openapi_fields import Instant
 from solarapi.kit.pagination import Pagination
 
 AlertTypeName = Literal["system.offline", "system.zero_production", "system.underperforming"]
@@ -16,8 +17,8 @@ class AlertOut(BaseModel):
     system_id: str
     type: AlertTypeName
     status: Literal["open", "resolved"]
-    opened_at: str
-    resolved_at: str | None
+    opened_at: Instant
+    resolved_at: Instant | None
     environment: Literal["live", "test"]
     evidence: dict[str, Any] = Field(
         description="The numbers that decided the alert (per type, see docs/alerts.md); once "

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from solarapi.kit.openapi_fields import NEVER_NULL
 from solarapi.kit.pagination import Pagination
 from solarapi.kit.timefmt import parse_date
 from solarapi.models.declarations import DeclarationType
@@ -54,8 +55,8 @@ class DeclarationUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    period_start: LocalDate | None = None
-    period_end: LocalDate | None = None
+    period_start: Annotated[LocalDate | None, NEVER_NULL] = None
+    period_end: Annotated[LocalDate | None, NEVER_NULL] = None
     energy_wh: EnergyWh | None = None
     reference: Reference | None = None
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from solarapi.health.service import health_response, live_response
+from solarapi.kit.openapi_fields import Instant
 
 router = APIRouter(tags=["Health"])
 
@@ -27,7 +28,7 @@ class Health(BaseModel):
         "`tzdata` package shipped with the service, never the host's files)",
         examples=["2026f"],
     )
-    time: str
+    time: Instant
     checks: HealthChecks
 
 

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solarapi.kit.openapi_fields import Instant
+
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 Flag = Literal["gap", "clipping", "stuck", "outlier", "time_shift"]
 SourceName = Literal["sensor", "satellite", "typical", "mixed"]
@@ -28,7 +30,7 @@ class IrradianceItem(BaseModel):
 
 
 class StoredIrradiance(BaseModel):
-    timestamp: str
+    timestamp: Instant
     source: Literal["sensor", "satellite"]
     poa_w_m2: float | None
     module_temp_c: float | None
@@ -59,8 +61,8 @@ class PerformanceFigures(BaseModel):
 
 
 class PerformanceBucket(PerformanceFigures):
-    start: str
-    end: str
+    start: Instant
+    end: Instant
 
 
 class ModelOut(BaseModel):
@@ -95,8 +97,8 @@ class PerformanceMeta(BaseModel):
     system_id: str
     interval: Literal["1d", "1w", "1M"]
     timezone: str
-    from_: Annotated[str, Field(alias="from")]
-    to: str
+    from_: Annotated[Instant, Field(alias="from")]
+    to: Instant
     totals: PerformanceFigures
     model: ModelOut
 

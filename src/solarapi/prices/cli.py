@@ -14,8 +14,13 @@ from solarapi.cli_support import load_settings, print_json, run_in_session
 from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_date, utcnow
 from solarapi.kit.zones import ZONES
 from solarapi.prices.fetch import ENTSOE_API_URL, fetch_day_ahead, local_day_range
-from solarapi.prices.imports import read_price_file
-from solarapi.prices.rows import ParsedPrices, PriceFileError, ResolutionSpan, resolution_spans
+from solarapi.prices.price_files import read_price_file
+from solarapi.prices.price_rows import (
+    ParsedPrices,
+    PriceFileError,
+    ResolutionSpan,
+    resolution_spans,
+)
 from solarapi.prices.service import ImportResult, import_prices
 
 prices_app = typer.Typer(help="Day-ahead market prices (live data).", no_args_is_help=True)

@@ -15,7 +15,7 @@ import itertools
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.timefmt import TimestampError, parse_timestamp
-from solarapi.prices.rows import RESOLUTIONS_S, PriceFileError, PriceRow, price_problem
+from solarapi.prices.price_rows import RESOLUTIONS_S, PriceFileError, PriceRow, price_problem
 
 HEADER = ["timestamp", "price_eur_per_mwh"]
 

@@ -26,7 +26,7 @@ from solarapi.models.prices import MarketPrice
 from solarapi.models.systems import System
 from solarapi.prices import repository
 from solarapi.prices.cache import expand_to_quarters
-from solarapi.prices.rows import PriceRow
+from solarapi.prices.price_rows import PriceRow
 
 DEMO_DAYS = 365
 # The first delivery day of 15-minute day-ahead products (00:00 CET on 2025-10-01).

@@ -35,7 +35,7 @@ from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidd
 
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.zones import ZONE_BY_EIC, Zone
-from solarapi.prices.rows import PriceFileError, PriceRow, PriceSequence, price_problem
+from solarapi.prices.price_rows import PriceFileError, PriceRow, PriceSequence, price_problem
 
 _RESOLUTIONS = {"PT15M": 900, "PT30M": 1800, "PT60M": 3600, "PT1H": 3600}
 # ENTSO-E writes interval bounds without seconds (2025-06-14T22:00Z); accept them with, too.

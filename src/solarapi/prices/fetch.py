@@ -15,7 +15,7 @@ import httpx
 
 from solarapi.kit.zones import Zone
 from solarapi.prices.entsoe import EntsoeDocument, parse_entsoe_xml
-from solarapi.prices.rows import MAX_FILE_BYTES, PriceFileError
+from solarapi.prices.price_rows import MAX_FILE_BYTES, PriceFileError
 
 ENTSOE_API_URL = "https://web-api.tp.entsoe.eu/api"
 # The platform serves at most a year per request.

@@ -18,7 +18,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from solarapi.models.prices import MarketPrice, MarketPriceZone
-from solarapi.prices.rows import PriceRow, PriceSource
+from solarapi.prices.price_rows import PriceRow, PriceSource
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -58,8 +58,8 @@ def _utc(epoch: int) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
-SOURCE_CODES: dict[str, int] = {"entsoe": 1, "csv": 2, "simulated": 3}  # 0 = no price
-SOURCE_NAMES: dict[int, str] = {code: name for name, code in SOURCE_CODES.items()}
+SOURCE_CODES: dict[PriceSource, int] = {"entsoe": 1, "csv": 2, "simulated": 3}  # 0 = no price
+SOURCE_NAMES: dict[int, PriceSource] = {code: name for name, code in SOURCE_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,11 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
+from solarapi.kit.grid import Interval, parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.prices import service, value
+from solarapi.prices.rendering import render_market_prices, render_zones
 from solarapi.prices.schemas import MarketValueSeries, PriceSeries, ZoneList
 
 router = APIRouter(tags=["Market prices"])
@@ -27,7 +29,7 @@ ToParam = Annotated[str | None, Query(description="RFC 3339 with a zone; exclusi
     "/market-prices/zones", response_model=ZoneList, summary="Bidding zones with day-ahead prices"
 )
 async def list_zones(principal: PrincipalDep) -> Response:
-    return OrjsonResponse({"data": service.zone_list()})
+    return Response(render_zones(service.zone_list()), media_type="application/json")
 
 
 @router.get(
@@ -48,16 +50,14 @@ async def get_market_prices(
     to: ToParam = None,
     interval: Annotated[str | None, Query(description="15m, 1h (default), 1d, 1w or 1M")] = None,
 ) -> Response:
-    body = await service.market_prices(
-        session,
-        principal,
-        zone_code=zone,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
+    # The contract's order of 400s: the zone, the interval, then the range.
+    priced_zone = service.find_zone(zone)
+    bucket = parse_interval(interval, service.PRICE_INTERVALS, Interval.HOUR)
+    start, end = parse_range(from_, to, utcnow())
+    prices = await service.market_prices(
+        session, principal.environment, priced_zone, start, end, bucket
     )
-    return OrjsonResponse(body)
+    return Response(render_market_prices(prices), media_type="application/json")
 
 
 @router.get(
@@ -69,6 +69,12 @@ async def get_market_prices(
     "sunny hour with a negative price has a negative value). `value_eur` is null where no "
     "quarter-hour of the bucket has both energy and price; `meta.totals.value_eur` sums the "
     "non-null values. A system without `market_zone` → 409.",
+    responses={
+        409: {
+            "description": "The system has no `market_zone`, or no prices are known for the "
+            "range (`conflict`)"
+        }
+    },
 )
 async def get_market_value(
     system_id: str,

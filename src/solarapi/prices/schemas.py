@@ -1,11 +1,14 @@
-"""Response shapes of the prices area, for the OpenAPI document (the hot paths return plain
-dicts through `OrjsonResponse`)."""
+"""Response shapes of the prices area, for the OpenAPI document (the answers are rendered by
+`prices.rendering` and the market value; tests/foundation/test_documented_responses.py checks
+the bytes against these)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from solarapi.kit.openapi_fields import Instant
 
 
 class ZoneOut(BaseModel):
@@ -23,8 +26,8 @@ class ZoneList(BaseModel):
 
 
 class PriceBucket(BaseModel):
-    start: str = Field(examples=["2025-06-15T10:00:00Z"])
-    end: str = Field(examples=["2025-06-15T11:00:00Z"])
+    start: Instant = Field(examples=["2025-06-15T10:00:00Z"])
+    end: Instant = Field(examples=["2025-06-15T11:00:00Z"])
     price_eur_per_mwh: float | None = Field(
         description="Time-weighted mean of the prices covering the bucket; null without a "
         "price. May be negative.",
@@ -46,8 +49,8 @@ class PriceTotals(BaseModel):
 class PriceMeta(BaseModel):
     zone: str
     interval: Literal["15m", "1h", "1d", "1w", "1M"]
-    from_: str = Field(alias="from")
-    to: str
+    from_: Instant = Field(alias="from")
+    to: Instant
     currency: Literal["EUR"]
     unit: Literal["MWh"]
     source: Literal["entsoe", "csv", "simulated"] | None = Field(
@@ -63,8 +66,8 @@ class PriceSeries(BaseModel):
 
 
 class ValueBucket(BaseModel):
-    start: str
-    end: str
+    start: Instant
+    end: Instant
     energy_wh: float | None = Field(description="Production in the bucket; null without readings")
     price_eur_per_mwh: float | None = Field(
         description="Volume-weighted price of the bucket's production (its value ÷ its "
@@ -102,8 +105,8 @@ class ValueMeta(BaseModel):
     market_zone: str
     interval: Literal["15m", "30m", "1h", "1d", "1w", "1M"]
     timezone: str
-    from_: str = Field(alias="from")
-    to: str
+    from_: Instant = Field(alias="from")
+    to: Instant
     currency: Literal["EUR"]
     source: Literal["entsoe", "csv", "simulated"] | None
     totals: ValueTotals

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast, get_args
+from typing import cast, get_args
 from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import Principal
 from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import (
     QUARTER_S,
     FloatArray,
     IntArray,
     Interval,
-    iso_strings,
-    parse_interval,
-    parse_range,
     widen_range,
 )
 from solarapi.kit.plans import Environment
@@ -33,7 +29,7 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.zones import ZONES, Zone
 from solarapi.prices import repository
 from solarapi.prices.cache import quarter_prices
-from solarapi.prices.rows import (
+from solarapi.prices.price_rows import (
     ParsedPrices,
     PriceFileError,
     PriceRow,
@@ -42,6 +38,10 @@ from solarapi.prices.rows import (
     ResolutionSpan,
     resolution_spans,
 )
+from solarapi.prices.rendering import MarketPrices, PriceTotals
+
+# The market value renders its buckets with the same rounding.
+from solarapi.prices.rendering import rounded_or_none as rounded_or_none
 
 PRICE_INTERVALS: tuple[Interval, ...] = (
     Interval.MIN15,
@@ -63,17 +63,8 @@ def find_zone(code: str | None) -> Zone:
     return zone
 
 
-def zone_list() -> list[dict[str, str]]:
-    return [
-        {
-            "code": zone.code,
-            "name": zone.name,
-            "eic": zone.eic,
-            "timezone": zone.timezone,
-            "currency": zone.currency,
-        }
-        for zone in ZONES.values()
-    ]
+def zone_list() -> tuple[Zone, ...]:
+    return tuple(ZONES.values())
 
 
 # --- imports --------------------------------------------------------------------------------
@@ -167,7 +158,7 @@ def _spans(rows: list[PriceRow]) -> list[tuple[int, int]]:
 
 async def quarter_hour_prices(
     session: AsyncSession, environment: Environment, zone: Zone, start_s: int, end_s: int
-) -> tuple[FloatArray, str | None]:
+) -> tuple[FloatArray, PriceSource | None]:
     """Prices per quarter-hour of [start_s, end_s) for `environment`, and their source: the
     one covering most of the range (None without any price).
 
@@ -212,52 +203,31 @@ def bucket_means(quarters: FloatArray, edges: IntArray) -> FloatArray:
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
-def rounded_or_none(values: FloatArray, decimals: int) -> list[float | None]:
-    rounded: list[float] = np.round(values, decimals).tolist()
-    return [None if value != value else value for value in rounded]  # NaN != NaN
-
-
 # --- the price query ------------------------------------------------------------------------
 
 
 async def market_prices(
     session: AsyncSession,
-    principal: Principal,
-    *,
-    zone_code: str | None,
-    from_text: str | None,
-    to_text: str | None,
-    interval_text: str | None,
-    now: datetime,
-) -> dict[str, Any]:
-    zone = find_zone(zone_code)
-    interval = parse_interval(interval_text, PRICE_INTERVALS, Interval.HOUR)
-    start, end = parse_range(from_text, to_text, now)
+    environment: Environment,
+    zone: Zone,
+    start: datetime,
+    end: datetime,
+    interval: Interval,
+) -> MarketPrices:
+    """Prices of `zone` in the buckets of [start, end) widened to `interval` on the zone's
+    calendar: live prices are the imported ones, the sandbox's the simulated model's."""
     time_range = widen_range(start, end, interval, ZoneInfo(zone.timezone))
     edges = time_range.edges()
     quarters, source = await quarter_hour_prices(
-        session, principal.environment, zone, int(edges[0]), int(edges[-1])
+        session, environment, zone, int(edges[0]), int(edges[-1])
     )
-    means = bucket_means(quarters, edges)
-    stamps = iso_strings(edges)
-    prices = rounded_or_none(means, 3)
-    data = [
-        {"start": stamps[i], "end": stamps[i + 1], "price_eur_per_mwh": prices[i]}
-        for i in range(len(prices))
-    ]
-    return {
-        "data": data,
-        "meta": {
-            "zone": zone.code,
-            "interval": interval.value,
-            "from": stamps[0],
-            "to": stamps[-1],
-            "currency": zone.currency,
-            "unit": "MWh",
-            "source": source,
-            "totals": price_totals(quarters),
-        },
-    }
+    return MarketPrices(
+        zone=zone,
+        time_range=time_range,
+        bucket_means=bucket_means(quarters, edges),
+        source=source,
+        totals=price_totals(quarters),
+    )
 
 
 def baseload_price(quarters: FloatArray) -> float | None:
@@ -267,14 +237,13 @@ def baseload_price(quarters: FloatArray) -> float | None:
     return float(quarters[priced].mean()) if priced.any() else None
 
 
-def price_totals(quarters: FloatArray) -> dict[str, Any]:
+def price_totals(quarters: FloatArray) -> PriceTotals:
     """`meta.totals` of `/market-prices` over the quarter-hours of the widened range."""
     priced = quarters[~np.isnan(quarters)]
-    mean = baseload_price(quarters)
-    return {
-        "mean_price_eur_per_mwh": None if mean is None else round(mean, 3),
-        "min_price_eur_per_mwh": round(float(priced.min()), 3) if len(priced) else None,
-        "max_price_eur_per_mwh": round(float(priced.max()), 3) if len(priced) else None,
-        "priced_quarter_hours": len(priced),
-        "negative_quarter_hours": int((priced < 0).sum()),
-    }
+    return PriceTotals(
+        mean_price_eur_per_mwh=baseload_price(quarters),
+        min_price_eur_per_mwh=float(priced.min()) if len(priced) else None,
+        max_price_eur_per_mwh=float(priced.max()) if len(priced) else None,
+        priced_quarter_hours=len(priced),
+        negative_quarter_hours=int((priced < 0).sum()),
+    )

@@ -106,7 +106,8 @@ async def delete_report(
         200: {
             "content": {"text/csv": {}, "application/pdf": {}},
             "description": "The report file",
-        }
+        },
+        409: {"description": "The report has no file: not completed yet, or failed (`conflict`)"},
     },
     response_class=Response,
 )

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solarapi.kit.openapi_fields import TimeZoneName, enum_schema
 from solarapi.kit.pagination import Pagination
 from solarapi.models.reports import ReportFormat, ReportKind, ReportStatus
 
@@ -20,8 +21,8 @@ class ReportCreate(BaseModel):
     # unknown fields.
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
-    type: str = Field(description=KINDS_TEXT)
-    format: str = Field(description=FORMATS_TEXT)
+    type: Annotated[str, enum_schema(ReportKind)] = Field(description=KINDS_TEXT)
+    format: Annotated[str, enum_schema(ReportFormat)] = Field(description=FORMATS_TEXT)
     system_ids: (
         Annotated[list[Annotated[str, Field(min_length=1, max_length=40)]], Field(max_length=500)]
         | None
@@ -35,7 +36,7 @@ class ReportCreate(BaseModel):
         description="Bucket size for production and market_value: 15m, 30m, 1h, 1d (default), "
         "1w or 1M",
     )
-    timezone: str | None = Field(
+    timezone: TimeZoneName | None = Field(
         default=None,
         description="The report's calendar: an IANA time zone name of the tz database. Its "
         "buckets, period, file name and `period_local` follow it. Default: the systems' own "

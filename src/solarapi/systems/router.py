@@ -99,6 +99,12 @@ async def update_system(
     status_code=204,
     summary="Delete a system and its readings",
     description="409 while the system has a submitted or approved declaration.",
+    responses={
+        409: {
+            "description": "The system has a submitted or approved declaration (`conflict`); "
+            "withdraw it first"
+        }
+    },
 )
 async def delete_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
     await service.delete_system(session, principal, system_id)

@@ -7,7 +7,9 @@ from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
+from solarapi.kit.openapi_fields import NEVER_NULL, CountryCode, TimeZoneName, ZoneCode
 from solarapi.kit.pagination import Pagination
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import TimestampError, parse_date
@@ -110,7 +112,7 @@ class LocationIn(BaseModel):
     latitude: Latitude
     longitude: Longitude
     timezone: Annotated[
-        str,
+        TimeZoneName,
         Field(
             strict=True,
             max_length=MAX_NAME_LENGTH,
@@ -118,7 +120,7 @@ class LocationIn(BaseModel):
             description=TIMEZONE_DESCRIPTION,
         ),
     ]
-    country: Annotated[str | None, Field(examples=["NL"])] = None
+    country: Annotated[CountryCode | None, Field(examples=["NL"])] = None
 
     _tz = field_validator("timezone")(check_time_zone)
     _country = field_validator("country")(check_country)
@@ -127,13 +129,14 @@ class LocationIn(BaseModel):
 class LocationPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    latitude: Latitude | None = None
-    longitude: Longitude | None = None
+    latitude: Annotated[Latitude | None, NEVER_NULL] = None
+    longitude: Annotated[Longitude | None, NEVER_NULL] = None
     timezone: Annotated[
-        str | None,
+        TimeZoneName | None,
         Field(strict=True, max_length=MAX_NAME_LENGTH, description=TIMEZONE_DESCRIPTION),
+        NEVER_NULL,
     ] = None
-    country: str | None = None
+    country: CountryCode | None = None
 
     @field_validator("timezone")
     @classmethod
@@ -148,6 +151,14 @@ class OrientationIn(BaseModel):
 
     tilt_deg: Tilt | None = None
     azimuth_deg: Annotated[Azimuth | None, Field(description="Compass degrees, 180 = south")] = None
+
+
+class OrientationPatch(OrientationIn):
+    # A field left out keeps its value; neither can be cleared.
+    tilt_deg: Annotated[Tilt | None, NEVER_NULL] = None
+    azimuth_deg: Annotated[
+        Azimuth | None, Field(description="Compass degrees, 180 = south"), NEVER_NULL
+    ] = None
 
 
 class ModelIn(BaseModel):
@@ -173,9 +184,9 @@ class MonitoringIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: Annotated[bool | None, Field(strict=True)] = None
-    offline_after_hours: OfflineAfterHours | None = None
-    underperformance_threshold: UnderperformanceThreshold | None = None
+    enabled: Annotated[bool | None, Field(strict=True), NEVER_NULL] = None
+    offline_after_hours: Annotated[OfflineAfterHours | None, NEVER_NULL] = None
+    underperformance_threshold: Annotated[UnderperformanceThreshold | None, NEVER_NULL] = None
 
 
 class SystemCreate(BaseModel):
@@ -188,7 +199,7 @@ class SystemCreate(BaseModel):
     inverter_capacity_kw: InverterKw | None = None
     location: LocationIn
     orientation: OrientationIn | None = None
-    market_zone: str | None = None
+    market_zone: ZoneCode | None = None
     installed_on: date | None = None
     status: Status = "active"
     model: ModelIn | None = None
@@ -208,20 +219,23 @@ class SystemPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Name | None = None
-    capacity_kwp: CapacityKwp | None = None
+    name: Annotated[Name | None, NEVER_NULL] = None
+    capacity_kwp: Annotated[CapacityKwp | None, NEVER_NULL] = None
     inverter_capacity_kw: InverterKw | None = None
-    location: LocationPatch | None = None
-    orientation: OrientationIn | None = None
-    market_zone: str | None = None
+    location: Annotated[LocationPatch | None, NEVER_NULL] = None
+    orientation: Annotated[OrientationPatch | None, NEVER_NULL] = None
+    market_zone: ZoneCode | None = None
     installed_on: date | None = None
-    status: Status | None = None
+    status: Annotated[Status | None, NEVER_NULL] = None
     model: Annotated[
         ModelIn | None, Field(description="Performance-model overrides; `null` resets all")
     ] = None
-    monitoring: MonitoringIn | None = None
-    # Accepted only to be refused with a clear message (it cannot change after creation).
-    data_source: DataSource | None = Field(default=None, description="Cannot be changed")
+    monitoring: Annotated[MonitoringIn | None, NEVER_NULL] = None
+    # Accepted only to be refused with a clear message (it cannot change after creation), so
+    # left out of the schema.
+    data_source: SkipJsonSchema[DataSource | None] = Field(
+        default=None, description="Cannot be changed"
+    )
 
     _name = field_validator("name")(check_name)
     _zone = field_validator("market_zone")(check_market_zone)

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from solarapi.events.types import EVENT_TYPE_SET, describe_allowed
+from solarapi.events.types import EVENT_TYPE_SET, EVENT_TYPES, describe_allowed
+from solarapi.kit.openapi_fields import enum_schema
 from solarapi.kit.text import excerpt
 
 MAX_DESCRIPTION = 500
@@ -18,7 +19,7 @@ def _known_event_type(value: str) -> str:
     return value
 
 
-EventType = Annotated[str, AfterValidator(_known_event_type)]
+EventType = Annotated[str, AfterValidator(_known_event_type), enum_schema(EVENT_TYPES)]
 EventList = Annotated[
     list[EventType],
     Field(min_length=1, max_length=len(EVENT_TYPE_SET) * 2, description="Event types to send"),

@@ -10,7 +10,7 @@ from pathlib import Path
 from solarapi.kit.zones import ZONES
 from solarapi.prices.csvfile import parse_price_csv
 from solarapi.prices.entsoe import parse_entsoe_xml
-from solarapi.prices.rows import MAX_FILE_BYTES, ParsedPrices, PriceFileError
+from solarapi.prices.price_rows import MAX_FILE_BYTES, ParsedPrices, PriceFileError
 
 
 def read_price_file(path: Path, zone_code: str, resolution_s: int | None = None) -> ParsedPrices:
