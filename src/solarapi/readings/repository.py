@@ -7,11 +7,13 @@ same on both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 from sqlalchemy import case, delete, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
 from solarapi.kit.grid import FloatArray, IntArray
@@ -83,6 +85,33 @@ async def latest_reading(
         query = query.where(Reading.start_s >= not_before_s)
     row = (await session.execute(query.order_by(Reading.start_s.desc()).limit(1))).first()
     return None if row is None else (int(row[0]), row[1])
+
+
+async def latest_readings(
+    session: AsyncSession, system_ids: Sequence[str], not_before_s: Sequence[int | None]
+) -> list[tuple[int, float | None] | None]:
+    """`latest_reading` of many systems in one statement, in the order of `system_ids`. A
+    system's latest reading at or after its own bound is its latest reading if that is at or
+    after the bound, else none: so the statement asks for each system's latest, bounded (for
+    PostgreSQL's partitions) only by the smallest bound, and each is checked against its own."""
+    if not system_ids:
+        return []
+    newest = aliased(Reading)
+    latest = select(func.max(newest.start_s)).where(newest.system_id == Reading.system_id)
+    query = select(Reading.system_id, Reading.start_s, Reading.power_w).where(
+        Reading.system_id.in_(system_ids)
+    )
+    if all(bound is not None for bound in not_before_s):
+        lowest = min(bound for bound in not_before_s if bound is not None)
+        latest = latest.where(newest.start_s >= lowest)
+        query = query.where(Reading.start_s >= lowest)
+    rows = await session.execute(query.where(Reading.start_s == latest.scalar_subquery()))
+    found = {str(row[0]): (int(row[1]), row[2]) for row in rows}
+    answers: list[tuple[int, float | None] | None] = []
+    for system_id, bound in zip(system_ids, not_before_s, strict=True):
+        one = found.get(system_id)
+        answers.append(None if one is None or (bound is not None and one[0] < bound) else one)
+    return answers
 
 
 async def reading_span(session: AsyncSession, system_id: str) -> tuple[int, int] | None:
