@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import case, delete, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.selectable import ScalarSelect
 
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
 from solarapi.kit.grid import FloatArray, IntArray
@@ -92,21 +94,30 @@ async def latest_readings(
 ) -> list[tuple[int, float | None] | None]:
     """`latest_reading` of many systems in one statement, in the order of `system_ids`. A
     system's latest reading at or after its own bound is its latest reading if that is at or
-    after the bound, else none: so the statement asks for each system's latest, bounded (for
-    PostgreSQL's partitions) only by the smallest bound, and each is checked against its own."""
+    after the bound, else none: so the statement asks for each system's latest (one index
+    descent per system), bounded (for PostgreSQL's partitions) only by the smallest bound,
+    and each is checked against its own."""
     if not system_ids:
         return []
-    newest = aliased(Reading)
-    latest = select(func.max(newest.start_s)).where(newest.system_id == Reading.system_id)
-    query = select(Reading.system_id, Reading.start_s, Reading.power_w).where(
-        Reading.system_id.in_(system_ids)
-    )
+    conditions = [Reading.system_id == System.id]
     if all(bound is not None for bound in not_before_s):
-        lowest = min(bound for bound in not_before_s if bound is not None)
-        latest = latest.where(newest.start_s >= lowest)
-        query = query.where(Reading.start_s >= lowest)
-    rows = await session.execute(query.where(Reading.start_s == latest.scalar_subquery()))
-    found = {str(row[0]): (int(row[1]), row[2]) for row in rows}
+        conditions.append(Reading.start_s >= min(b for b in not_before_s if b is not None))
+
+    def newest(column: InstrumentedAttribute[Any]) -> ScalarSelect[Any]:
+        return (
+            select(column)
+            .where(*conditions)
+            .order_by(Reading.start_s.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+
+    rows = await session.execute(
+        select(System.id, newest(Reading.start_s), newest(Reading.power_w)).where(
+            System.id.in_(system_ids)
+        )
+    )
+    found = {str(row[0]): (int(row[1]), row[2]) for row in rows if row[1] is not None}
     answers: list[tuple[int, float | None] | None] = []
     for system_id, bound in zip(system_ids, not_before_s, strict=True):
         one = found.get(system_id)
