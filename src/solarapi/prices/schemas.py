@@ -1,5 +1,6 @@
-"""Response shapes of the prices area, for the OpenAPI document (the hot paths return plain
-dicts through `OrjsonResponse`)."""
+"""Response shapes of the prices area, for the OpenAPI document (the endpoints write their
+bodies themselves: the price series as plain dicts through `OrjsonResponse`, the market value
+by `prices.market_value.render`)."""
 
 from __future__ import annotations
 
