@@ -66,14 +66,16 @@ async def _get(client: httpx.AsyncClient, path: str, **params: Any) -> dict[str,
     return body
 
 
-# Market zones of the systems, in turn (None: no zone; "SE3": a zone without prices).
-MARKET_ZONES = ["NL", None, "FI", "NL", "SE3", "FI", None]
+# Market zones of the systems, in turn (None: no zone; "DK2": a zone without prices). Prices
+# are shared by every account of a database, and a worker's tests share one: these are zones
+# no other test stores prices for.
+MARKET_ZONES = ["DK1", None, "NO1", "DK1", "DK2", "NO1", None]
 
 
 async def _prices(app: FastAPI, rng: random.Random, tmp_path: Path) -> None:
-    """Prices of NL and FI over the windows, with gaps and negative hours."""
+    """Prices of DK1 and NO1 over the windows, with gaps and negative hours."""
     first = datetime(2025, 9, 20, tzinfo=UTC)
-    for zone in ("NL", "FI"):
+    for zone in ("DK1", "NO1"):
         rows = []
         for quarter in range(50 * 96):
             if rng.random() < 0.05:
@@ -188,11 +190,11 @@ async def test_random_fleet_summary_equals_the_per_system_endpoint(
             )
             assert totals["systems"] == len(ids)
             assert totals["capacity_kwp"] == round(sum(1000.0 + i for i in range(14)), 3)
-        # A filtered part: the systems of one time zone (by id), one market zone.
-        nl = [i for n, i in enumerate(ids) if MARKET_ZONES[n % len(MARKET_ZONES)] == "NL"]
-        only = await _get(client, "/portfolio/summary", market_zone="NL")
-        assert [item["system_id"] for item in only["data"]] == nl
-        assert only["meta"]["totals"]["systems"] == len(nl)
+        # A filtered part: the systems of one market zone.
+        dk1 = [i for n, i in enumerate(ids) if MARKET_ZONES[n % len(MARKET_ZONES)] == "DK1"]
+        only = await _get(client, "/portfolio/summary", market_zone="DK1")
+        assert [item["system_id"] for item in only["data"]] == dk1
+        assert only["meta"]["totals"]["systems"] == len(dk1)
 
 
 @pytest.mark.slow
@@ -246,8 +248,8 @@ async def test_random_fleet_market_value_equals_the_per_system_endpoint(
                         assert item[key] == single["meta"][key], (key, *where)
                 meta = pages[0]["meta"]
                 zones = {zone["zone"]: zone for zone in meta["zones"]}
-                # SE3 has no prices: its systems are valued (no value) and counted.
-                assert set(zones) == {"NL", "FI", "SE3"}
+                # DK2 has no prices: its systems are valued (no value) and counted.
+                assert set(zones) == {"DK1", "NO1", "DK2"}
                 for code, zone in zones.items():
                     members = [singles[i]["meta"]["totals"] for i in ids if zone_of[i] == code]
                     assert zone["systems"] == len(members)
@@ -259,6 +261,6 @@ async def test_random_fleet_market_value_equals_the_per_system_endpoint(
                         assert zone[key] == pytest.approx(
                             sum(t[key] or 0.0 for t in members), rel=1e-9, abs=1e-3
                         ) or (zone[key] is None and all(t[key] is None for t in members))
-                assert zones["SE3"]["value_eur"] is None
+                assert zones["DK2"]["value_eur"] is None
                 assert meta["totals"]["systems"] == len(singles)
                 assert meta["totals"]["baseload_price_eur_per_mwh"] is None  # zones mixed
