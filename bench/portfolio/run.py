@@ -18,6 +18,9 @@ worker; PostgreSQL's backends separately), and the load average beside them:
    worker keeps while the database is unchanged (`kit.versioned`) answers either side.
    Bodies are asked for uncompressed (`Accept-Encoding: identity`, as wrk asks); one round
    with gzip is printed too.
+   Then `GET /portfolio/summary` and `GET /portfolio/market-value?interval=1d` (the same 31
+   days, `market_zone=NL`: the systems with a zone; NL prices are imported for the window
+   first) against the per-system requests for the same systems, the answers compared once.
 2. The change feed, NDJSON, `limit` 100,000, from the start of the log: rows per second of wall
    time and per CPU-second of the worker, over `--feed-pages` pages.
 3. One day of the whole fleet (96 quarter-hours per system, uploaded through the API after the
@@ -167,6 +170,28 @@ async def build_sqlite(settings: Settings, ids: list[str], start: datetime, end:
         await engine.dispose()
 
 
+async def import_bench_prices(settings: Settings, start: datetime, end: datetime) -> None:
+    """Hourly NL prices over [start, end) (a daily shape with negative midday hours), through
+    the import code path, so the market value has prices to value with (an import replaces
+    what the zone had for its hours: running it again changes nothing)."""
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.kit.zones import ZONES
+    from solarapi.prices.rows import ParsedPrices, PriceRow
+    from solarapi.prices.service import import_prices
+
+    lo, hi = int(start.timestamp()), int(end.timestamp())
+    rows = [PriceRow(t, 3600, round(60 + 40 * np.cos((t % 86400) / 86400 * 2 * np.pi)
+                                    - (70 if 10 <= t % 86400 // 3600 < 14 else 0), 2))
+            for t in range(lo - lo % 3600, hi, 3600)]  # fmt: skip
+    engine = create_oneshot_engine(settings)
+    try:
+        async with sessionmaker_for(engine)() as session, session.begin():
+            await import_prices(session, ParsedPrices(ZONES["NL"], "csv", rows), utcnow())
+    finally:
+        await engine.dispose()
+
+
 def prepare(args: argparse.Namespace) -> tuple[Settings, dict[str, str], dict[str, Any]]:
     env = {"SOLARAPI_SECRET_KEY": SECRET, "SOLARAPI_JOB_RUNNER": "external",
            "SOLARAPI_RATE_LIMIT_SCALE": "100000"}  # fmt: skip
@@ -231,7 +256,9 @@ def pg_backends(env: dict[str, str]) -> list[int]:
     return [int(line) for line in out.split() if line]
 
 
-def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace) -> None:
+def measure(
+    settings: Settings, env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
+) -> None:
     from solarapi.changes import cursor
 
     ids: list[str] = state["ids"]
@@ -239,6 +266,7 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
     window = {"from": (end - timedelta(days=31)).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "to": end.strftime("%Y-%m-%dT%H:%M:%SZ"), "interval": "1d"}  # fmt: skip
     headers = {"Authorization": f"Bearer {state['key']}", "Accept-Encoding": "identity"}
+    asyncio.run(import_bench_prices(settings, end - timedelta(days=32), end))
     print(f"load average at the start: {load()}")
     with (
         server_process(env) as (base, pid),
@@ -305,6 +333,14 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
               f"{gzip_cpu * 1000:.0f} ms")  # fmt: skip
         print(f"load average: {load()}")
 
+        # 1b. Summary and market value: one request against the per-system requests.
+        for name, path, single_path, params in (
+            ("summary", "/portfolio/summary", "/systems/{}/summary", {}),
+            ("market value 1d × 31 days, NL", "/portfolio/market-value",
+             "/systems/{}/market-value", {**window, "market_zone": "NL"}),
+        ):  # fmt: skip
+            compare_fleet(client, touch, pid, env, args, name, path, single_path, params)
+
         # 2. The feed from the start of the log.
         ndjson = {"Accept": "application/x-ndjson"}
         token, rows, pages = None, 0, 0
@@ -362,6 +398,62 @@ def measure(env: dict[str, str], state: dict[str, Any], args: argparse.Namespace
     print(f"load average at the end: {load()}")
 
 
+def compare_fleet(
+    client: httpx.Client,
+    touch: Any,
+    pid: int,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    name: str,
+    path: str,
+    single_path: str,
+    params: dict[str, str],
+) -> None:
+    """One portfolio request (`limit` 1,000) against the per-system requests of its systems:
+    the worker's CPU (and PostgreSQL's backends'), the answers compared once."""
+
+    def fleet_request() -> httpx.Response:
+        response = client.get(path, params={**params, "limit": "1000"})
+        assert response.status_code == 200, response.text
+        return response
+
+    single_params = {key: value for key, value in params.items() if key != "market_zone"}
+    fleet_request()  # warm
+    fleet_cpu, pg_fleet = [], []
+    for _ in range(max(3, args.rounds // 4)):
+        touch()
+        backends = pg_backends(env)
+        cpu, pg = cpu_seconds([pid]), cpu_seconds(backends)
+        body = fleet_request()
+        fleet_cpu.append(cpu_seconds([pid]) - cpu)
+        pg_fleet.append(cpu_seconds(backends) - pg)
+    items = body.json()["data"]
+    ids = [item["system_id"] for item in items]
+    single_cpu, pg_single = [], []
+    for round_ in range(args.single_rounds):
+        touch()
+        backends = pg_backends(env)
+        cpu, pg = cpu_seconds([pid]), cpu_seconds(backends)
+        singles = [client.get(single_path.format(i), params=single_params) for i in ids]
+        single_cpu.append(cpu_seconds([pid]) - cpu)
+        pg_single.append(cpu_seconds(backends) - pg)
+        if round_ == 0:
+            for item, single in zip(items, singles, strict=True):
+                assert single.status_code == 200, single.text
+                one = single.json()
+                if "meta" in one:  # market value
+                    assert item["data"] == one["data"], item["system_id"]
+                    assert item["totals"] == one["meta"]["totals"], item["system_id"]
+                else:
+                    assert item == {"system_id": item["system_id"], **one}, item["system_id"]
+    fleet_mean, single_median = statistics.mean(fleet_cpu), statistics.median(single_cpu)
+    print(f"{name}, {len(ids):,} systems, {len(body.content):,} bytes: worker CPU "
+          f"{fleet_mean * 1000:.0f} ms (PostgreSQL backends {statistics.mean(pg_fleet) * 1000:.0f} "
+          f"ms); {len(ids):,} per-system requests, same numbers (checked): {single_median:.2f} s "
+          f"(PostgreSQL backends {statistics.median(pg_single):.2f} s) = "
+          f"{single_median / fleet_mean:.1f}× (load {load()})")  # fmt: skip
+
+
 def last_line(content: bytes) -> dict[str, Any]:
     """The NDJSON body's last line (the cursor's)."""
     lines = content.rstrip(b"\n")
@@ -404,9 +496,9 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args()
-    _, env, state = prepare(args)
+    settings, env, state = prepare(args)
     if not args.build_only:
-        measure(env, state, args)
+        measure(settings, env, state, args)
 
 
 if __name__ == "__main__":

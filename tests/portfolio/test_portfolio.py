@@ -11,6 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from solarapi.readings import repository
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, quarter_series, upload
 
@@ -216,3 +217,33 @@ async def test_empty_fleet_and_sandbox_fleet(app: FastAPI, enterprise: Tenant, p
             assert item["data"] == single["data"]
             assert item["totals"] == single["meta"]["totals"]
     assert fleet["meta"]["totals"]["systems_with_data"] >= 1
+
+
+async def test_latest_readings_of_many_equal_one_by_one(app: FastAPI, enterprise: Tenant) -> None:
+    """The fleet summary's one statement for every system's latest reading gives what
+    `latest_reading` gives each system with its own bound: below, at and above its latest
+    start, without a bound, and for a system without readings."""
+    async with client_for(app, enterprise.live) as client:
+        ids = await _fleet(client)
+    async with app.state.sessionmaker() as session:
+        latest = [await repository.latest_reading(session, i) for i in ids]
+        assert latest[0] is not None
+        assert latest[3] is None
+        last_s = latest[0][0]
+        cases: list[list[int | None]] = [
+            [None, None, None, None],
+            [last_s - 900, last_s, last_s + 900, None],
+            [last_s + 900, 0, last_s, 0],
+            [0, last_s - 86_400 * 5, last_s - 900, last_s],
+        ]
+        for bounds in cases:
+            many = await repository.latest_readings(session, ids, bounds)
+            one_by_one = [
+                await repository.latest_reading(session, i, bound)
+                for i, bound in zip(ids, bounds, strict=True)
+            ]
+            assert many == one_by_one, bounds
+        # Some answered, some not, so the comparison above could fail either way.
+        answered = await repository.latest_readings(session, ids, cases[2])
+        assert answered[0] is None
+        assert answered[1] is not None

@@ -320,7 +320,7 @@ async def overview(
 
 async def fleet_totals(
     session: AsyncSession, user: WebUser, environment: Environment, now: datetime
-) -> dict[str, Any]:
+) -> portfolio.SummaryTotals:
     """The overview's fleet totals (today, month, year, specific yield today): what
     `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
     systems = await systems_repository.list_for_account(session, user.account_id, environment)

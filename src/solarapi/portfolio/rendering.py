@@ -3,14 +3,18 @@ rendering (`readings.rendering.render_many`), the envelope around them here."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
+import numpy as np
 import orjson
 
+from solarapi.kit.grid import iso_strings
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.portfolio.fleet import Fleet
-from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue
+from solarapi.portfolio.service import FleetReadings, FleetSummary, FleetValue, SystemValue
+from solarapi.prices.market_value import ValueTotals, bucket_items, edge_labels
 from solarapi.readings.rendering import render_many
 
 
@@ -65,8 +69,49 @@ def render_readings(result: FleetReadings) -> bytes:
 
 
 def render_summary(result: FleetSummary) -> bytes:
-    items = [orjson.dumps(item) for item in result.items]
-    return _envelope(items, {"totals": result.totals}, result.fleet)
+    items = [
+        orjson.dumps({"system_id": system_id, **summary.to_api()})
+        for system_id, summary in result.items
+    ]
+    return _envelope(items, {"totals": result.totals.to_api()}, result.fleet)
+
+
+_NO_VALUE: dict[str, None] = dict.fromkeys(field.name for field in fields(ValueTotals))
+
+
+def _value_item(item: SystemValue) -> bytes:
+    """A system's part of `data`: its `/systems/{id}/market-value` series and totals, or
+    null values and no buckets without a market zone."""
+    value = item.value
+    if value is None:
+        edges = iso_strings(np.array([item.edges[0], item.edges[-1]]))
+        return orjson.dumps(
+            {
+                "system_id": item.system_id,
+                "market_zone": item.market_zone,
+                "timezone": item.timezone,
+                "from": edges[0],
+                "to": edges[1],
+                "currency": None,
+                "source": None,
+                "data": [],
+                "totals": _NO_VALUE,
+            }
+        )
+    first, last = edge_labels(value.valued)
+    return orjson.dumps(
+        {
+            "system_id": item.system_id,
+            "market_zone": value.market_zone,
+            "timezone": value.timezone,
+            "from": first,
+            "to": last,
+            "currency": value.currency,
+            "source": value.source,
+            "data": bucket_items(value.valued),
+            "totals": value.totals.to_api(),
+        }
+    )
 
 
 def render_market_value(result: FleetValue) -> bytes:
@@ -75,7 +120,7 @@ def render_market_value(result: FleetValue) -> bytes:
         "from": format_timestamp(result.start),
         "to": format_timestamp(result.end),
         "currency": "EUR",
-        "zones": result.zones,
-        "totals": result.totals,
+        "zones": [{"zone": code, **totals.to_api()} for code, totals in result.zones],
+        "totals": result.totals.to_api(),
     }
-    return _envelope([orjson.dumps(item) for item in result.items], meta, result.fleet)
+    return _envelope([_value_item(item) for item in result.items], meta, result.fleet)

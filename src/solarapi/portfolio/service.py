@@ -1,7 +1,8 @@
 """Rules of the portfolio reads. Every number of a system is what its per-system endpoint
 answers, because it is computed by that endpoint's own functions (`readings.service`
-`time_range_of`/`readings_in`/`summary`, `prices.value.value_of`); this module only selects
-the systems, checks the page's size and adds the fleet's totals up."""
+`time_range_of`/`readings_of_many`/`summaries_of_many`/`quarter_hours_of_many`,
+`prices.market_value.valued_buckets`); this module only selects the systems, checks the
+page's size, reads each source once for all of them and adds the fleet's totals up."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
+    IntArray,
     Interval,
     TimeRange,
     bucket_count,
-    iso_strings,
     parse_interval,
     parse_range,
     widen_range,
@@ -33,10 +34,11 @@ from solarapi.portfolio.fleet import (
     select_fleet,
     select_members,
 )
-from solarapi.prices import value
-from solarapi.prices.service import baseload_price
+from solarapi.prices.market_value import MarketValue, ValueSums, value_totals, valued_buckets
+from solarapi.prices.service import ZonePrices, baseload_price, zone_prices
 from solarapi.readings import service as readings
 from solarapi.readings.rendering import ManyReadings, ManyTotals
+from solarapi.readings.service import Summary
 from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
@@ -121,90 +123,142 @@ async def fleet_readings(
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryTotals:
+    """`meta.totals` of `GET /portfolio/summary` (and the dashboard overview's)."""
+
+    energy_today_wh: float | None
+    energy_month_wh: float | None
+    energy_year_wh: float | None
+    energy_lifetime_wh: float | None
+    capacity_kwp: float
+    systems: int
+    systems_reporting_today: int
+    specific_yield_today_kwh_kwp: float | None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "energy_today_wh": self.energy_today_wh,
+            "energy_month_wh": self.energy_month_wh,
+            "energy_year_wh": self.energy_year_wh,
+            "energy_lifetime_wh": self.energy_lifetime_wh,
+            "capacity_kwp": self.capacity_kwp,
+            "systems": self.systems,
+            "systems_reporting_today": self.systems_reporting_today,
+            "specific_yield_today_kwh_kwp": self.specific_yield_today_kwh_kwp,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class FleetSummary:
-    """`GET /portfolio/summary`: each page system's `/systems/{id}/summary` object, and the
-    totals of every matching system."""
+    """`GET /portfolio/summary`: each page system's `/systems/{id}/summary` (with its id),
+    and the totals of every matching system."""
 
-    items: list[dict[str, Any]]
-    totals: dict[str, Any]
+    items: list[tuple[str, Summary]]
+    totals: SummaryTotals
     fleet: Fleet[SystemRecord]
-
-
-_ENERGIES = ("energy_today_wh", "energy_month_wh", "energy_year_wh", "energy_lifetime_wh")
 
 
 async def fleet_summary(
     session: AsyncSession, principal: Principal, query: FleetQuery, now: datetime
 ) -> FleetSummary:
     fleet = await select_fleet(session, principal, query)
-    on_page = {system.id for system in fleet.on_page}
-    items, totals = await summaries(session, fleet.systems, now)
-    return FleetSummary([item for item in items if item["system_id"] in on_page], totals, fleet)
+    found, totals = await summaries(session, fleet.systems, now)
+    page = fleet.page
+    items = [(system.id, one) for system, one in zip(fleet.systems, found, strict=True)]
+    return FleetSummary(items[page.offset : page.offset + page.limit], totals, fleet)
 
 
 async def summaries(
     session: AsyncSession, systems: Sequence[ReadableSystem], now: datetime
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Each system's `/systems/{id}/summary` object (with `system_id`) and the fleet's
-    totals (also the dashboard overview's)."""
-    items: list[dict[str, Any]] = []
-    sums: dict[str, list[float | None]] = {name: [] for name in _ENERGIES}
+) -> tuple[list[Summary], SummaryTotals]:
+    """Each system's `/systems/{id}/summary` (`readings.service.summaries_of_many`: one read
+    per source for all of them) and the fleet's totals (also the dashboard overview's)."""
+    found = await readings.summaries_of_many(session, systems, now)
     reporting_energy = reporting_capacity = 0.0
     reporting = 0
-    for system in systems:
-        one = await readings.summary(session, system, now)
-        for name in _ENERGIES:
-            sums[name].append(one[name])
-        if one["energy_today_wh"] is not None:
+    for system, one in zip(systems, found, strict=True):
+        if one.energy_today_wh is not None:
             reporting += 1
-            reporting_energy += one["energy_today_wh"]
+            reporting_energy += one.energy_today_wh
             reporting_capacity += system.capacity_kwp
-        items.append({"system_id": system.id, **one})
-    totals: dict[str, Any] = {name: _sum_or_none(values) for name, values in sums.items()}
-    totals["capacity_kwp"] = round(sum(system.capacity_kwp for system in systems), 3)
-    totals["systems"] = len(systems)
-    totals["systems_reporting_today"] = reporting
-    totals["specific_yield_today_kwh_kwp"] = (
-        round(reporting_energy / 1000.0 / reporting_capacity, 4) if reporting else None
+    totals = SummaryTotals(
+        energy_today_wh=_sum_or_none([one.energy_today_wh for one in found]),
+        energy_month_wh=_sum_or_none([one.energy_month_wh for one in found]),
+        energy_year_wh=_sum_or_none([one.energy_year_wh for one in found]),
+        energy_lifetime_wh=_sum_or_none([one.energy_lifetime_wh for one in found]),
+        capacity_kwp=round(sum(system.capacity_kwp for system in systems), 3),
+        systems=len(systems),
+        systems_reporting_today=reporting,
+        specific_yield_today_kwh_kwp=(
+            round(reporting_energy / 1000.0 / reporting_capacity, 4) if reporting else None
+        ),
     )
-    return items, totals
+    return found, totals
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneTotals:
+    """The section 6 totals of several systems' market values (`meta.zones[]` without its
+    `zone`, and `meta.totals`)."""
+
+    energy_wh: float | None
+    value_eur: float | None
+    priced_energy_wh: float
+    capture_price_eur_per_mwh: float | None
+    baseload_price_eur_per_mwh: float | None
+    capture_rate: float | None
+    negative_price_energy_wh: float
+    negative_price_value_eur: float
+    systems: int
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "energy_wh": self.energy_wh,
+            "value_eur": self.value_eur,
+            "priced_energy_wh": self.priced_energy_wh,
+            "capture_price_eur_per_mwh": self.capture_price_eur_per_mwh,
+            "baseload_price_eur_per_mwh": self.baseload_price_eur_per_mwh,
+            "capture_rate": self.capture_rate,
+            "negative_price_energy_wh": self.negative_price_energy_wh,
+            "negative_price_value_eur": self.negative_price_value_eur,
+            "systems": self.systems,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SystemValue:
+    """A page system of `GET /portfolio/market-value`: its market value as
+    `/systems/{id}/market-value` answers it, or (`value` None: no market zone) its widened
+    range only."""
+
+    system_id: str
+    market_zone: str | None
+    timezone: str
+    edges: IntArray  # of its widened range (the buckets it would have)
+    value: MarketValue | None
 
 
 @dataclass(frozen=True, slots=True)
 class FleetValue:
-    """`GET /portfolio/market-value`: per page system its market-value series (as
-    `/systems/{id}/market-value` answers it; a system without a zone with null values), the
-    totals of each zone and of all zones, over every matching system."""
+    """`GET /portfolio/market-value`: per page system its market value, the totals of each
+    zone and of all zones, over every matching system."""
 
     interval: Interval
     start: datetime
     end: datetime
-    items: list[dict[str, Any]]
-    zones: list[dict[str, Any]]
-    totals: dict[str, Any]
+    items: list[SystemValue]
+    zones: list[tuple[str, ZoneTotals]]
+    totals: ZoneTotals
     fleet: Fleet[SystemRecord]
 
 
-_NO_VALUE: dict[str, Any] = {
-    "energy_wh": None,
-    "value_eur": None,
-    "price_eur_per_mwh": None,
-    "priced_energy_wh": None,
-    "capture_price_eur_per_mwh": None,
-    "baseload_price_eur_per_mwh": None,
-    "capture_rate": None,
-    "negative_price_energy_wh": None,
-    "negative_price_value_eur": None,
-}
-
-
-def _zone_totals(sums: list[value.ValueSums], *, with_baseload: bool) -> dict[str, Any]:
+def _zone_totals(sums: list[ValueSums], *, with_baseload: bool) -> ZoneTotals:
     """The section 6 totals of several systems' sums: energies and values added up, the
     capture price of the total; the baseload price over every quarter-hour any of them
     covers (systems of one zone share its prices) when `with_baseload`."""
     energies = [s.energy_wh for s in sums if s.energy_wh is not None]
     values = [s.value_eur for s in sums if s.value_eur is not None]
-    total = value.ValueSums(
+    total = ValueSums(
         energy_wh=sum(energies) if energies else None,
         priced_energy_wh=sum(s.priced_energy_wh for s in sums),
         value_eur=sum(values) if values else None,
@@ -219,10 +273,18 @@ def _zone_totals(sums: list[value.ValueSums], *, with_baseload: bool) -> dict[st
         prices = np.concatenate([s.prices for s in sums])
         _, first = np.unique(starts, return_index=True)
         baseload = baseload_price(prices[first])
-    totals = value.value_totals(total, baseload)
-    del totals["price_eur_per_mwh"]  # the capture price, under its own name here
-    totals["systems"] = len(sums)
-    return totals
+    one = value_totals(total, baseload)
+    return ZoneTotals(
+        energy_wh=one.energy_wh,
+        value_eur=one.value_eur,
+        priced_energy_wh=one.priced_energy_wh,
+        capture_price_eur_per_mwh=one.capture_price_eur_per_mwh,
+        baseload_price_eur_per_mwh=one.baseload_price_eur_per_mwh,
+        capture_rate=one.capture_rate,
+        negative_price_energy_wh=one.negative_price_energy_wh,
+        negative_price_value_eur=one.negative_price_value_eur,
+        systems=len(sums),
+    )
 
 
 async def fleet_market_value(
@@ -239,61 +301,68 @@ async def fleet_market_value(
     start, end = parse_range(from_text, to_text, now)
     widen_range(start, end, interval, _UTC)  # 400 before 404, as in fleet_readings
     fleet = await select_fleet(session, principal, query)
-    on_page = {system.id for system in fleet.on_page}
-    ranges = {
-        system.id: widen_range(start, end, interval, ZoneInfo(system.timezone))
-        for system in fleet.systems
-    }
+    # Widened once per time zone (systems of one zone share the range and its buckets).
+    by_timezone: dict[str, IntArray] = {}
+    for system in fleet.systems:
+        if system.timezone not in by_timezone:
+            by_timezone[system.timezone] = readings.time_range_of(
+                system, start, end, interval
+            ).edges()
     check_page_size(
-        [
-            bucket_count(r.start_s, r.end_s, r.interval, r.tz)
-            for system_id, r in ranges.items()
-            if system_id in on_page
-        ],
+        [len(by_timezone[system.timezone]) - 1 for system in fleet.on_page],
         query.page.limit,
         interval.value,
     )
-    items: list[dict[str, Any]] = []
-    by_zone: dict[str, list[value.ValueSums]] = {}
-    for system in fleet.systems:
-        zone = ZONES.get(system.market_zone) if system.market_zone else None
-        if zone is None:
-            if system.id in on_page:
-                edges = iso_strings(np.array([ranges[system.id].start_s, ranges[system.id].end_s]))
-                items.append(
-                    {
-                        "system_id": system.id,
-                        "market_zone": system.market_zone,
-                        "timezone": system.timezone,
-                        "from": edges[0],
-                        "to": edges[1],
-                        "currency": None,
-                        "source": None,
-                        "data": [],
-                        "totals": dict(_NO_VALUE),
-                    }
-                )
-            continue
-        one = await value.value_of(session, system, zone, start, end, interval, now)
+    priced = [
+        (system, ZONES[system.market_zone])
+        for system in fleet.systems
+        if system.market_zone is not None and system.market_zone in ZONES
+    ]
+    # One read per source for every priced system: their stored quarter-hours in one
+    # statement, each zone's prices once over the union of its systems' ranges.
+    ranges = [
+        (int(by_timezone[s.timezone][0]), int(by_timezone[s.timezone][-1])) for s, _ in priced
+    ]
+    energies = await readings.quarter_hours_of_many(
+        session, [system for system, _ in priced], ranges, now
+    )
+    prices: dict[str, ZonePrices] = {}
+    for code in sorted({zone.code for _, zone in priced}):
+        spans = [r for (_, zone), r in zip(priced, ranges, strict=True) if zone.code == code]
+        prices[code] = await zone_prices(
+            session,
+            principal.environment,
+            ZONES[code],
+            min(lo for lo, _ in spans),
+            max(hi for _, hi in spans),
+        )
+    values: dict[str, MarketValue] = {}
+    by_zone: dict[str, list[ValueSums]] = {}
+    for (system, zone), (lo, hi), energy in zip(priced, ranges, energies, strict=True):
+        zone_prices_of, source = prices[zone.code].between(lo, hi)
+        one = MarketValue(
+            system.id,
+            zone.code,
+            interval,
+            system.timezone,
+            zone.currency,
+            source,
+            valued_buckets(energy.energy_wh, zone_prices_of, by_timezone[system.timezone]),
+        )
+        values[system.id] = one
         by_zone.setdefault(zone.code, []).append(one.sums)
-        if system.id in on_page:
-            meta = one.body["meta"]
-            items.append(
-                {
-                    "system_id": system.id,
-                    "market_zone": zone.code,
-                    "timezone": meta["timezone"],
-                    "from": meta["from"],
-                    "to": meta["to"],
-                    "currency": meta["currency"],
-                    "source": meta["source"],
-                    "data": one.body["data"],
-                    "totals": meta["totals"],
-                }
-            )
+    items = [
+        SystemValue(
+            system.id,
+            system.market_zone,
+            system.timezone,
+            by_timezone[system.timezone],
+            values.get(system.id),
+        )
+        for system in fleet.on_page
+    ]
     zones = [
-        {"zone": code, **_zone_totals(sums, with_baseload=True)}
-        for code, sums in sorted(by_zone.items())
+        (code, _zone_totals(sums, with_baseload=True)) for code, sums in sorted(by_zone.items())
     ]
     every = [s for sums in by_zone.values() for s in sums]
     totals = _zone_totals(every, with_baseload=len(by_zone) == 1)

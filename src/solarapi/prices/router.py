@@ -12,7 +12,7 @@ from solarapi.db import SessionDep
 from solarapi.kit.grid import Interval, parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
-from solarapi.prices import service, value
+from solarapi.prices import market_value, service
 from solarapi.prices.rendering import render_market_prices, render_zones
 from solarapi.prices.schemas import MarketValueSeries, PriceSeries, ZoneList
 
@@ -86,13 +86,10 @@ async def get_market_value(
         str | None, Query(description="15m, 30m, 1h (default), 1d, 1w or 1M")
     ] = None,
 ) -> Response:
-    body = await value.market_value(
-        session,
-        principal,
-        system_id,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
+    now = utcnow()
+    parsed_interval = parse_interval(interval)  # (400s in the order the contract lists them)
+    start, end = parse_range(from_, to, now)
+    value = await market_value.read_market_value(
+        session, principal, system_id, start, end, parsed_interval, now
     )
-    return OrjsonResponse(body)
+    return Response(market_value.render(value), media_type="application/json")

@@ -1,6 +1,6 @@
 """Response shapes of the prices area, for the OpenAPI document (the answers are rendered by
-`prices.rendering` and the market value; tests/foundation/test_documented_responses.py checks
-the bytes against these)."""
+`prices.rendering` and `prices.market_value.render`; tests/foundation/test_documented_responses.py
+checks the bytes against these)."""
 
 from __future__ import annotations
 

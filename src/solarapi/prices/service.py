@@ -14,6 +14,7 @@ from typing import cast, get_args
 from zoneinfo import ZoneInfo
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import ValidationFailed
@@ -164,15 +165,42 @@ async def quarter_hour_prices(
 
     Live prices are the imported ones; the sandbox gets the simulated model's.
     """
+    return (await zone_prices(session, environment, zone, start_s, end_s)).between(start_s, end_s)
+
+
+@dataclass(frozen=True, slots=True)
+class ZonePrices:
+    """A zone's quarter-hour prices of [start_s, start_s + 15 min × len(prices)) and where
+    each came from (`repository.SOURCE_CODES`, 0 = none; None: the sandbox's model), read
+    once for many ranges inside it (a portfolio's systems of one zone)."""
+
+    start_s: int
+    prices: FloatArray
+    sources: npt.NDArray[np.int8] | None
+
+    def between(self, start_s: int, end_s: int) -> tuple[FloatArray, str | None]:
+        """The prices of [start_s, end_s) (inside this range) and their source, as
+        `quarter_hour_prices` gives them for that range."""
+        lo = (start_s - self.start_s) // QUARTER_S
+        hi = (end_s - self.start_s) // QUARTER_S
+        if self.sources is None:
+            return self.prices[lo:hi], "simulated"
+        counts = np.bincount(self.sources[lo:hi], minlength=max(repository.SOURCE_NAMES) + 1)
+        counts[0] = 0
+        source = repository.SOURCE_NAMES[int(counts.argmax())] if counts.any() else None
+        return self.prices[lo:hi], source
+
+
+async def zone_prices(
+    session: AsyncSession, environment: Environment, zone: Zone, start_s: int, end_s: int
+) -> ZonePrices:
+    """The zone's quarter-hour prices of [start_s, end_s) for `environment` (one read)."""
     if start_s % QUARTER_S or end_s % QUARTER_S:
         raise ValueError("quarter-hour prices need a range on the 15-minute grid")
     if environment is Environment.TEST:
-        return simulated_quarter_prices(zone, start_s, end_s), "simulated"
+        return ZonePrices(start_s, simulated_quarter_prices(zone, start_s, end_s), None)
     quarters = await quarter_prices(session, zone.code, start_s, end_s)
-    counts = np.bincount(quarters.sources, minlength=max(repository.SOURCE_NAMES) + 1)
-    counts[0] = 0
-    source = repository.SOURCE_NAMES[int(counts.argmax())] if counts.any() else None
-    return quarters.prices, source
+    return ZonePrices(start_s, quarters.prices, quarters.sources)
 
 
 def simulated_quarter_prices(zone: Zone, start_s: int, end_s: int) -> FloatArray:

@@ -127,6 +127,55 @@ async def quarter_hours(
     return QuarterHours(starts, energy, power)
 
 
+async def quarter_hours_of_many(
+    session: AsyncSession,
+    systems: Sequence[ReadableSystem],
+    ranges: Sequence[tuple[int, int]],
+    now: datetime,
+) -> list[QuarterHours]:
+    """`quarter_hours` of many systems, each over its own range [start_s, end_s) (epoch
+    seconds on the quarter-hour grid; the portfolio's market value): the metered systems'
+    stored quarter-hours in one statement, placed as `quarter_hours` places each system's
+    own (the sandbox model's for simulated systems). System k's equals `quarter_hours` of
+    systems[k] over ranges[k]."""
+    ended = _ended_before(now)
+    metered = [
+        k
+        for k, system in enumerate(systems)
+        if system.data_source != "simulated" and min(ranges[k][1], ended) > ranges[k][0]
+    ]
+    owners = np.zeros(0, dtype=np.int64)
+    rows = RAW.empty()
+    if metered:
+        lo = min(ranges[k][0] for k in metered)
+        hi = max(min(ranges[k][1], ended) for k in metered)
+        owners, rows = await reading_store(session).rows_of_many(
+            session, RAW, [systems[k].id for k in metered], lo, hi
+        )
+    cuts = np.searchsorted(owners, np.arange(len(metered) + 1))
+    place = {k: i for i, k in enumerate(metered)}
+    series: list[QuarterHours] = []
+    for k, (system, (start_s, end_s)) in enumerate(zip(systems, ranges, strict=True)):
+        if k not in place:
+            series.append(await _quarter_hours_s(session, system, start_s, end_s, now))
+            continue
+        starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+        energy = np.full(len(starts), np.nan)
+        power = np.full(len(starts), np.nan)
+        a, b = int(cuts[place[k]]), int(cuts[place[k] + 1])
+        at = rows.starts[a:b]
+        # The rows `quarter_hours` reads for this system: [start_s, its known end).
+        mine = slice(
+            a + int(np.searchsorted(at, start_s)),
+            a + int(np.searchsorted(at, min(end_s, ended))),
+        )
+        _place(
+            starts, energy, power, rows.starts[mine], rows.energy_wh[mine], rows.power_max_w[mine]
+        )
+        series.append(QuarterHours(starts, energy, power))
+    return series
+
+
 async def _quarter_hours_s(
     session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
 ) -> QuarterHours:
@@ -357,54 +406,137 @@ def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> Read
 # --- summary -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """`GET /systems/{id}/summary`: today, this month, this year (the system's local
+    calendar) and lifetime energy (None: no reading), with the latest reading's power."""
+
+    energy_today_wh: float | None
+    energy_month_wh: float | None
+    energy_year_wh: float | None
+    energy_lifetime_wh: float | None
+    last_power_w: float | None
+    last_reading_at: str | None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "energy_today_wh": self.energy_today_wh,
+            "energy_month_wh": self.energy_month_wh,
+            "energy_year_wh": self.energy_year_wh,
+            "energy_lifetime_wh": self.energy_lifetime_wh,
+            "last_power_w": self.last_power_w,
+            "last_reading_at": self.last_reading_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Periods:
+    """Where a summary's periods start on a time zone's calendar at `now`."""
+
+    today_s: int
+    tomorrow_s: int
+    month_s: int
+    year_s: int
+
+
+def _periods(timezone: str, now: datetime) -> _Periods:
+    tz = ZoneInfo(timezone)
+    today = local_date(int(now.timestamp()), tz)
+    return _Periods(
+        today_s=local_midnight(today, tz),
+        tomorrow_s=local_midnight(today + timedelta(days=1), tz),
+        month_s=local_midnight(today.replace(day=1), tz),
+        year_s=local_midnight(date(today.year, 1, 1), tz),
+    )
+
+
 def _energy(values: FloatArray, samples: IntArray) -> float | None:
     return round(float(values.sum()), 3) if int(samples.sum()) > 0 else None
 
 
-async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> dict[str, Any]:
-    """`GET /systems/{id}/summary`: today, this month, this year (the system's local calendar)
-    and lifetime energy, with the latest reading's power."""
-    tz = ZoneInfo(system.timezone)
-    now_s = int(now.timestamp())
-    today = local_date(now_s, tz)
-    today_s = local_midnight(today, tz)
-    tomorrow_s = local_midnight(today + timedelta(days=1), tz)
-    month_s = local_midnight(today.replace(day=1), tz)
-    year_s = local_midnight(date(today.year, 1, 1), tz)
+async def summary(session: AsyncSession, system: ReadableSystem, now: datetime) -> Summary:
+    """`GET /systems/{id}/summary` of a system in hand."""
+    periods = _periods(system.timezone, now)
     if system.data_source == "simulated":
-        return await _simulated_summary(session, system, now, tz, today_s, month_s, year_s)
-    days = await repository.days_between(session, system.id, year_s, tomorrow_s)
+        return await _simulated_summary(session, system, now, periods)
+    days = await repository.days_between(session, system.id, periods.year_s, periods.tomorrow_s)
     lifetime = await repository.days_between(session, system.id, 0, 2**62)
     last = system.last_reading_at
     latest = await repository.latest_reading(
         session, system.id, None if last is None else int(last.timestamp())
     )
+    return _metered_summary(periods, days, lifetime, latest)
+
+
+async def summaries_of_many(
+    session: AsyncSession, systems: Sequence[ReadableSystem], now: datetime
+) -> list[Summary]:
+    """`summary` of many systems at once (the portfolio, the dashboard's fleet totals): every
+    metered system's local-day rollup rows in one statement and their latest readings in
+    another, each system's summed by the function `summary` sums its own with (the sandbox
+    model's summary for simulated ones). System k's equals `summary(systems[k])`."""
+    metered = [k for k, system in enumerate(systems) if system.data_source != "simulated"]
+    found: list[Summary | None] = [None] * len(systems)
+    if metered:
+        ids = [systems[k].id for k in metered]
+        owners, rows = await reading_store(session).rows_of_many(session, DAYS, ids, 0, 2**62)
+        bounds: list[int | None] = []
+        for k in metered:
+            last = systems[k].last_reading_at
+            bounds.append(None if last is None else int(last.timestamp()))
+        latest = await repository.latest_readings(session, ids, bounds)
+        cuts = np.searchsorted(owners, np.arange(len(metered) + 1))
+        periods: dict[str, _Periods] = {}  # systems of one zone share their calendar
+        for place, k in enumerate(metered):
+            zone = systems[k].timezone
+            if zone not in periods:
+                periods[zone] = _periods(zone, now)
+            lo, hi = int(cuts[place]), int(cuts[place + 1])
+            lifetime = Rows(
+                rows.starts[lo:hi], rows.energy_wh[lo:hi], rows.samples[lo:hi],
+                rows.power_max_w[lo:hi],
+            )  # fmt: skip
+            year = (lifetime.starts >= periods[zone].year_s) & (
+                lifetime.starts < periods[zone].tomorrow_s
+            )
+            days = Rows(
+                lifetime.starts[year], lifetime.energy_wh[year], lifetime.samples[year],
+                lifetime.power_max_w[year],
+            )  # fmt: skip
+            found[k] = _metered_summary(periods[zone], days, lifetime, latest[place])
+    summaries: list[Summary] = []
+    for system, one in zip(systems, found, strict=True):
+        summaries.append(one if one is not None else await summary(session, system, now))
+    return summaries
+
+
+def _metered_summary(
+    periods: _Periods, days: Rows, lifetime: Rows, latest: tuple[int, float | None] | None
+) -> Summary:
+    """A metered system's summary from its local-day rows of this year (`days`, up to
+    tomorrow), of all time (`lifetime`) and its latest reading (start, power)."""
 
     def within(start: int) -> float | None:
         keep = days.starts >= start
         return _energy(days.energy_wh[keep], days.samples[keep])
 
-    return {
-        "energy_today_wh": within(today_s),
-        "energy_month_wh": within(month_s),
-        "energy_year_wh": within(year_s),
-        "energy_lifetime_wh": _energy(lifetime.energy_wh, lifetime.samples),
-        "last_power_w": None if latest is None else latest[1],
-        "last_reading_at": (
+    return Summary(
+        energy_today_wh=within(periods.today_s),
+        energy_month_wh=within(periods.month_s),
+        energy_year_wh=within(periods.year_s),
+        energy_lifetime_wh=_energy(lifetime.energy_wh, lifetime.samples),
+        last_power_w=None if latest is None else latest[1],
+        last_reading_at=(
             None if latest is None else format_timestamp(datetime.fromtimestamp(latest[0], UTC))
         ),
-    }
+    )
 
 
 async def _simulated_summary(
-    session: AsyncSession,
-    system: ReadableSystem,
-    now: datetime,
-    tz: ZoneInfo,
-    today_s: int,
-    month_s: int,
-    year_s: int,
-) -> dict[str, Any]:
+    session: AsyncSession, system: ReadableSystem, now: datetime, periods: _Periods
+) -> Summary:
+    tz = ZoneInfo(system.timezone)
+    today_s, month_s, year_s = periods.today_s, periods.month_s, periods.year_s
     # A simulated system "produces" from its installation (or creation) day on.
     installed = system.installed_on or local_date(int(system.created_at.timestamp()), tz)
     # Nothing is simulated before 2000 (`simulated_since`); year 1 east of UTC has no instant.
@@ -423,16 +555,16 @@ async def _simulated_summary(
 
     last_at = series.starts[known][-1] if known.any() else None
     last_power = series.power_w[known][-1] if known.any() else np.nan
-    return {
-        "energy_today_wh": within(today_s),
-        "energy_month_wh": within(month_s),
-        "energy_year_wh": within(year_s),
-        "energy_lifetime_wh": within(life_s),
-        "last_power_w": None if np.isnan(last_power) else float(last_power),
-        "last_reading_at": (
+    return Summary(
+        energy_today_wh=within(today_s),
+        energy_month_wh=within(month_s),
+        energy_year_wh=within(year_s),
+        energy_lifetime_wh=within(life_s),
+        last_power_w=None if np.isnan(last_power) else float(last_power),
+        last_reading_at=(
             None if last_at is None else format_timestamp(datetime.fromtimestamp(int(last_at), UTC))
         ),
-    }
+    )
 
 
 # --- period totals -----------------------------------------------------------------------------

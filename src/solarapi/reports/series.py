@@ -16,7 +16,7 @@ from solarapi.kit.grid import iso_strings
 from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
 from solarapi.performance import service as performance_service
-from solarapi.prices.value import priced_zone, value_of
+from solarapi.prices.market_value import priced_zone, value_of
 from solarapi.readings.service import aggregate
 from solarapi.reports.content import (
     WH_PER_KWH,
@@ -384,7 +384,7 @@ async def market_value(
             context.now,
             timezone=context.calendar.bucket_zone(system.timezone),
         )
-        body = valued.body
+        body = valued.to_api()
         detail_rows = _market_value_buckets(content, context, system, body["data"], gathered)
         totals = body["meta"]["totals"]
         gathered.summary.append(

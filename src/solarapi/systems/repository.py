@@ -207,6 +207,21 @@ async def members(
     return [FleetMember(*row) for row in rows]
 
 
+@functools.cache
+def _matching_query(by_status: bool, by_zone: bool) -> DriverQuery:
+    conditions = [
+        System.account_id == bindparam("account_id"),
+        System.environment == bindparam("environment"),
+    ]
+    if by_status:
+        conditions.append(System.status == bindparam("status"))
+    if by_zone:
+        conditions.append(System.market_zone == bindparam("market_zone"))
+    return DriverQuery(
+        select(*SYSTEM_COLUMNS).where(*conditions).order_by(System.created_at, System.id)
+    )
+
+
 async def matching_records(
     session: AsyncSession,
     *,
@@ -217,15 +232,13 @@ async def matching_records(
     system_ids: Sequence[str] | None,
 ) -> list[SystemRecord]:
     """Every system of the environment that matches the filters, as records, ordered by
-    `created_at`, `id`: one query (the portfolio endpoints)."""
-    conditions = [System.account_id == account_id, System.environment == environment]
-    if status is not None:
-        conditions.append(System.status == status)
-    if market_zone is not None:
-        conditions.append(System.market_zone == market_zone)
-    if system_ids is not None:
-        conditions.append(System.id.in_(system_ids))
-    rows = await session.execute(
-        select(*SYSTEM_COLUMNS).where(*conditions).order_by(System.created_at, System.id)
-    )
-    return [record(row) for row in rows]
+    `created_at`, `id`: one read through the driver (the portfolio endpoints; `system_ids`
+    is applied to the environment's systems here, as `members` leaves it to its caller)."""
+    query = _matching_query(status is not None, market_zone is not None)
+    params = {"account_id": account_id, "environment": environment, "status": status,
+              "market_zone": market_zone}  # fmt: skip
+    found = [record(row) for row in await query.all(session, params)]
+    if system_ids is None:
+        return found
+    wanted = set(system_ids)
+    return [system for system in found if system.id in wanted]

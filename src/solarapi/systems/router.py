@@ -118,4 +118,4 @@ async def delete_system(system_id: str, principal: PrincipalDep, session: Sessio
 )
 async def get_summary(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
     system = await read_system(session, principal, system_id)
-    return OrjsonResponse(await summary(session, system, utcnow()))
+    return OrjsonResponse((await summary(session, system, utcnow())).to_api())
