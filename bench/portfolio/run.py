@@ -177,7 +177,7 @@ async def import_bench_prices(settings: Settings, start: datetime, end: datetime
     from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.kit.timefmt import utcnow
     from solarapi.kit.zones import ZONES
-    from solarapi.prices.rows import ParsedPrices, PriceRow
+    from solarapi.prices.price_rows import ParsedPrices, PriceRow
     from solarapi.prices.service import import_prices
 
     lo, hi = int(start.timestamp()), int(end.timestamp())

@@ -10,7 +10,6 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.kit.grid import Interval, parse_interval, parse_range
-from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.prices import market_value, service
 from solarapi.prices.rendering import render_market_prices, render_zones

@@ -178,7 +178,7 @@ class ZonePrices:
     prices: FloatArray
     sources: npt.NDArray[np.int8] | None
 
-    def between(self, start_s: int, end_s: int) -> tuple[FloatArray, str | None]:
+    def between(self, start_s: int, end_s: int) -> tuple[FloatArray, PriceSource | None]:
         """The prices of [start_s, end_s) (inside this range) and their source, as
         `quarter_hour_prices` gives them for that range."""
         lo = (start_s - self.start_s) // QUARTER_S
