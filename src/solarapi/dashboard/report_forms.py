@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.accounts import repository as account_repository
 from solarapi.auth.principal import AccountScope
 from solarapi.auth.scopes import plan_allows
+from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.kit.grid import Interval, local_midnight
 from solarapi.kit.pagination import PageParams
@@ -39,15 +40,6 @@ KINDS = [(kind.value, kind.heading) for kind in ReportKind]
 FORMATS = [fmt.value for fmt in ReportFormat]
 INTERVALS = [interval.value for interval in Interval]
 LISTED = 50  # the newest reports shown
-
-
-class ReportFormRejected(Exception):
-    """The API's message for the form's values; shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
 
 
 def reports_allowed(plan: Plan) -> bool:
@@ -99,7 +91,7 @@ def _day(name: str, text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise ReportFormRejected(f"Choose the {name} (a date such as 2025-10-01).") from None
+        raise FormRejected(f"Choose the {name} (a date such as 2025-10-01).") from None
 
 
 def _calendar_zone(form: ReportForm, systems: list[System]) -> ZoneInfo:
@@ -123,7 +115,7 @@ def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
         start = datetime.fromtimestamp(local_midnight(first, tz), UTC)
         end = datetime.fromtimestamp(local_midnight(last + timedelta(days=1), tz), UTC)
     except (OverflowError, ValueError, OSError):
-        raise ReportFormRejected("Choose days between 1970-01-01 and 2199-12-31.") from None
+        raise FormRejected("Choose days between 1970-01-01 and 2199-12-31.") from None
     body: dict[str, object] = {
         "type": form.kind,
         "format": form.format,
@@ -169,9 +161,9 @@ async def request_report(
         parameters = ReportParameters.from_request(body, now)
         return await reports_service.create_report(session, scope, parameters, now, quota)
     except ValidationError as exc:
-        raise ReportFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise ReportFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +205,3 @@ def _row(report: Report, now: datetime) -> ReportRow:
 
 def download_path(report_id: str, environment: str) -> str:
     return f"/reports/{report_id}/download?env={environment}"
-
-
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."

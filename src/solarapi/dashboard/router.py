@@ -4,34 +4,22 @@ services the API shares."""
 from __future__ import annotations
 
 import secrets
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from solarapi.dashboard import service
+from solarapi.dashboard.cookies import clear_session_cookie, set_session_cookie
+from solarapi.dashboard.dependencies import OptionalUserDep, ThrottleDep, UserDep, client_ip
+from solarapi.dashboard.errors import DashboardRoute, FormRejected, PageError
+from solarapi.dashboard.forms import environment_of, read_form, safe_next
+from solarapi.dashboard.rendering import ASSET_VERSIONS, STATIC_DIR, render
 from solarapi.dashboard.reports_pages import router as reports_pages
+from solarapi.dashboard.responses import redirect, with_security_headers
 from solarapi.dashboard.sessions import claim_form_nonce, end_session
 from solarapi.dashboard.systems_pages import router as systems_pages
-from solarapi.dashboard.throttle import LoginThrottle
-from solarapi.dashboard.web import (
-    ASSET_VERSIONS,
-    STATIC_DIR,
-    DashboardRoute,
-    OptionalUserDep,
-    PageError,
-    UserDep,
-    clear_session_cookie,
-    client_ip,
-    read_form,
-    redirect,
-    render,
-    safe_next,
-    set_session_cookie,
-    with_security_headers,
-)
 from solarapi.db import SessionDep
-from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
+from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 
@@ -53,13 +41,6 @@ _CONTENT_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-
-
-def _throttle(settings: SettingsDep, limiter: LimiterDep, clock: ClockDep) -> LoginThrottle:
-    return LoginThrottle(limiter, settings.effective_secret_key, clock)
-
-
-ThrottleDep = Annotated[LoginThrottle, Depends(_throttle)]
 
 
 def _notice(request: Request) -> str | None:
@@ -129,7 +110,7 @@ async def signup(
             secret=settings.effective_secret_key,
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         values = {"name": form.get("name", ""), "email": form.get("email", "")}
         return render(
             request,
@@ -174,7 +155,7 @@ async def login(
             secret=settings.effective_secret_key,
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         return render(
             request,
             "login.html",
@@ -259,7 +240,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             ip=client_ip(request),
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         return await _render_keys(
             request,
             session,
@@ -321,13 +302,9 @@ async def usage_page(
 # --- Overview and system pages --------------------------------------------------------------
 
 
-def _environment(request: Request) -> Environment:
-    return Environment.TEST if request.query_params.get("env") == "test" else Environment.LIVE
-
-
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    environment = _environment(request)
+    environment = environment_of(request.query_params.get("env"))
     now = utcnow()
     cards = await service.overview(session, user, environment, now)
     alerts = await service.open_alerts(session, user, environment)

@@ -21,6 +21,7 @@ from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
 from solarapi.auth.service import create_key, revoke_key
+from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
@@ -59,15 +60,6 @@ STARTER_NO_KEYS = (
 )
 
 
-class FormRejected(Exception):
-    """A form that cannot be accepted; the message is shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-
-
 async def sign_up(
     session: AsyncSession,
     throttle: LoginThrottle,
@@ -91,7 +83,7 @@ async def sign_up(
             session, name=name, email=email, password=password, plan=plan, now=now
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     except PasswordChecksBusy:
         raise FormRejected(
             "Too many sign-ups and log-ins are being checked at this moment. Try again in a "
@@ -178,11 +170,6 @@ async def _audit_failed_login(
     )
 
 
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."
-
-
 # --- keys -------------------------------------------------------------------------------
 
 
@@ -219,7 +206,7 @@ async def issue_key(
             session, account_id=user.account_id, name=name, environment=env, secret=secret, now=now
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message.replace("key name", "Key name"))) from None
+        raise FormRejected(sentence(exc.message.replace("key name", "Key name"))) from None
     await record_audit(
         session,
         AuditAction.KEY_CREATED,
@@ -411,12 +398,12 @@ def production_query(
     try:
         interval = parse_interval(interval_text or None, default=Interval.DAY)
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     try:
         last_day = parse_date(to_text) if to_text else today
         first_day = parse_date(from_text) if from_text else last_day - timedelta(days=6)
     except TimestampError as exc:
-        raise FormRejected(_sentence(str(exc))) from None
+        raise FormRejected(sentence(str(exc))) from None
     if first_day > last_day:
         raise FormRejected("The first day must not be after the last day.")
     return ProductionQuery(first_day, last_day, interval)
@@ -434,7 +421,7 @@ async def production(
             session, system, start, end, query.interval, now
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     return readings.to_api()
 
 
@@ -471,7 +458,7 @@ async def expected_against_actual(
             now,
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     starts = iso_strings(chart.time_range.edges())
     return ExpectedAgainstActual(
         buckets=dict(zip(starts, chart.figures(), strict=False)),

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor
 from solarapi.auth.principal import AccountScope
+from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
 from solarapi.ingest.schemas import TokenCreate
@@ -39,15 +40,6 @@ TEXT_FIELDS = ("name", "timezone", "country", "market_zone", "installed_on", "st
 OPTIONAL = frozenset(
     {"inverter_capacity_kw", "country", "market_zone", "installed_on", "tilt_deg", "azimuth_deg"}
 )
-
-
-class SystemFormRejected(Exception):
-    """The API's message for the form's values; shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +124,6 @@ def _body(form: SystemForm, *, patch: bool) -> dict[str, object]:
     return body
 
 
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."
-
-
 async def add_system(
     session: AsyncSession,
     account_id: str,
@@ -151,9 +138,9 @@ async def add_system(
             session, AccountScope(account_id, environment), body, now
         )
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 async def change_system(
@@ -165,9 +152,9 @@ async def change_system(
         body = SystemPatch.model_validate(_body(form, patch=True))
         return await systems_service.update_system(session, scope, system.id, body, now)
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 async def remove_system(session: AsyncSession, account_id: str, system: ReadableSystem) -> None:
@@ -176,26 +163,26 @@ async def remove_system(session: AsyncSession, account_id: str, system: Readable
     try:
         await systems_service.delete_system(session, scope, system.id)
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 async def upload_csv(
     session: AsyncSession, account_id: str, system: ReadableSystem, data: bytes, now: datetime
 ) -> UploadResult:
     """A readings CSV (the `solarapi readings import` format) in the caller's transaction;
-    on SystemFormRejected the caller rolls back: all or nothing."""
+    on FormRejected the caller rolls back: all or nothing."""
     scope = AccountScope(account_id, Environment(system.environment))
     target = await get_system(session, scope, system.id)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SystemFormRejected(
+        raise FormRejected(
             f"The file is not UTF-8 text (byte {exc.start + 1}); save it as CSV in UTF-8."
         ) from None
     try:
         return await store_file(session, target, io.StringIO(text, newline=""), now)
     except CsvRowError as exc:
-        raise SystemFormRejected(_sentence(str(exc))) from None
+        raise FormRejected(sentence(str(exc))) from None
 
 
 # --- ingest tokens ------------------------------------------------------------------------
@@ -236,7 +223,7 @@ async def issue_token(
             ip=ip,
         )
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
 
 
 async def revoke_token(

@@ -16,10 +16,14 @@ from starlette.responses import Response
 from solarapi.audit.service import Actor
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
+from solarapi.dashboard.dependencies import UserDep, client_ip
+from solarapi.dashboard.errors import DashboardRoute, FormRejected
+from solarapi.dashboard.forms import environment_of, read_form, read_upload
+from solarapi.dashboard.rendering import render
+from solarapi.dashboard.responses import redirect
 from solarapi.dashboard.sessions import claim_form_nonce
 from solarapi.dashboard.system_forms import (
     SystemForm,
-    SystemFormRejected,
     add_system,
     change_system,
     issue_token,
@@ -27,15 +31,6 @@ from solarapi.dashboard.system_forms import (
     revoke_token,
     system_tokens,
     upload_csv,
-)
-from solarapi.dashboard.web import (
-    DashboardRoute,
-    UserDep,
-    client_ip,
-    read_form,
-    read_upload,
-    redirect,
-    render,
 )
 from solarapi.db import SessionDep
 from solarapi.kit.grid import INTERVAL_LABELS, Interval
@@ -86,13 +81,9 @@ def _form_page(
     )
 
 
-def _environment_of(text: str | None) -> Environment:
-    return Environment.TEST if text == "test" else Environment.LIVE
-
-
 @router.get("/systems/new")
 async def new_system_page(request: Request, user: UserDep) -> Response:
-    environment = _environment_of(request.query_params.get("env"))
+    environment = environment_of(request.query_params.get("env"))
     return _form_page(
         request,
         user,
@@ -106,11 +97,11 @@ async def new_system_page(request: Request, user: UserDep) -> Response:
 @router.post("/systems/new")
 async def create_system(request: Request, session: SessionDep, user: UserDep) -> Response:
     posted = await read_form(request, user)
-    environment = _environment_of(posted.get("environment"))
+    environment = environment_of(posted.get("environment"))
     form = SystemForm.posted(posted)
     try:
         system = await add_system(session, user.account_id, environment, form, utcnow())
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         return _form_page(
             request,
             user,
@@ -148,7 +139,7 @@ async def edit_system(
     form = SystemForm.posted(posted)
     try:
         await change_system(session, user.account_id, system, form, utcnow())
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         await session.rollback()
         return _form_page(
             request,
@@ -179,7 +170,7 @@ async def delete_system(
     system = await service.own_system(session, user, system_id)
     try:
         await remove_system(session, user.account_id, system)
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         await session.rollback()
         return render(
             request,
@@ -199,7 +190,7 @@ async def upload_readings(
     system = await service.own_system(session, user, system_id)
     try:
         result = await upload_csv(session, user.account_id, system, data, utcnow())
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         # All or nothing: the batches stored before the bad line go with the transaction.
         await session.rollback()
         return await _system_view(request, session, user, system.id, upload_error=exc.message)
@@ -226,7 +217,7 @@ async def create_token(
             actor=Actor.user(user.user_id),
             ip=client_ip(request),
         )
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         await session.rollback()
         return await _system_view(request, session, user, system.id, token_error=exc.message)
     return render(
@@ -324,7 +315,7 @@ async def _system_view(
         )
         body = await service.production(session, system, query, now)
         expected = await service.expected_against_actual(session, system, query, now)
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         error = exc.message
     today = now.astimezone(tz).date()
     chart = None
