@@ -15,14 +15,14 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.accounts import repository as account_repository
 from solarapi.auth.principal import AccountScope
 from solarapi.auth.scopes import plan_allows
 from solarapi.dashboard.errors import FormRejected, sentence
+from solarapi.dashboard.service import environment_systems
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.kit.grid import Interval, local_midnight
 from solarapi.kit.pagination import PageParams
-from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.models.reports import Report, ReportFormat, ReportKind, ReportStatus
@@ -31,14 +31,12 @@ from solarapi.reports import service as reports_service
 from solarapi.reports.calendar import period_in
 from solarapi.reports.parameters import ReportParameters
 from solarapi.reports.schemas import ReportCreate
-from solarapi.sandbox.provision import ensure_sandbox
-from solarapi.systems import repository as systems_repository
 
 # The API's route: a plan may use the dashboard's reports exactly when it may call it.
 _REPORTS_ROUTE = "/reports"
-KINDS = [(kind.value, kind.heading) for kind in ReportKind]
-FORMATS = [fmt.value for fmt in ReportFormat]
-INTERVALS = [interval.value for interval in Interval]
+KINDS = [(kind, kind.heading) for kind in ReportKind]
+FORMATS = list(ReportFormat)
+INTERVALS = list(Interval)
 LISTED = 50  # the newest reports shown
 
 
@@ -48,10 +46,7 @@ def reports_allowed(plan: Plan) -> bool:
 
 def why_not(plan: Plan) -> str:
     """Why this plan has no reports: they need Enterprise, in the dashboard as in the API."""
-    return (
-        f"Reports come with the Enterprise plan; your account is on the "
-        f"{plan.value.capitalize()} plan"
-    )
+    return f"Reports come with the Enterprise plan; your account is on the {plan.capitalize()} plan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,29 +117,13 @@ def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
         "from": format_timestamp(start),
         "to": format_timestamp(end),
     }
-    if form.kind != ReportKind.DECLARATIONS.value:  # the form shows one for every kind
-        body["interval"] = form.interval or Interval.DAY.value
+    if form.kind != ReportKind.DECLARATIONS:  # the form shows one for every kind
+        body["interval"] = form.interval or Interval.DAY
     if form.system_ids:
         body["system_ids"] = list(form.system_ids)
     if form.timezone:
         body["timezone"] = form.timezone
     return body
-
-
-async def environment_systems(
-    session: AsyncSession, scope: AccountScope, now: datetime
-) -> list[System]:
-    """The systems a report of this environment may hold (the sandbox's simulated ones
-    appear on its first use, here as on the overview)."""
-    if scope.environment is Environment.TEST:
-        account = await account_repository.get_account(session, scope.account_id)
-        if account is not None and account.sandbox_provisioned_at is None:
-            await ensure_sandbox(session, scope.account_id, now)
-    return list(
-        await systems_repository.list_for_account(
-            session, scope.account_id, scope.environment.value
-        )
-    )
 
 
 async def request_report(
@@ -197,7 +176,7 @@ def _row(report: Report, now: datetime) -> ReportRow:
         ReportKind(report.type).heading,
         f"{period.first} – {period.last} ({zone}){interval}",
         len(parameters.system_ids or ()),
-        report.status == ReportStatus.COMPLETED.value
+        report.status is ReportStatus.COMPLETED
         and report.file_name is not None
         and not reports_service.is_expired(report, now),
     )

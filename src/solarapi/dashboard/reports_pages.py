@@ -20,13 +20,13 @@ from solarapi.dashboard.report_forms import (
     KINDS,
     ReportForm,
     download_path,
-    environment_systems,
     recent_reports,
     reports_allowed,
     request_report,
     why_not,
 )
 from solarapi.dashboard.responses import redirect
+from solarapi.dashboard.service import environment_systems
 from solarapi.dashboard.sessions import claim_form_nonce
 from solarapi.db import SessionDep
 from solarapi.kit.plans import Environment
@@ -69,7 +69,7 @@ async def _page(
         {
             "allowed": allowed,
             "why_not": why_not(user.plan),
-            "environment": environment.value,
+            "environment": environment,
             "form": form or ReportForm.blank(now.date()),
             "kinds": KINDS,
             "formats": FORMATS,
@@ -108,7 +108,7 @@ async def request_report_page(request: Request, session: SessionDep, user: UserD
         )  # fmt: skip
     nonce = posted.get("nonce", "")[:64]
     if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
-        return redirect(f"/reports?env={environment.value}&notice=already-requested")
+        return redirect(f"/reports?env={environment}&notice=already-requested")
     settings = settings_of(request)
     quota = reports_service.ReportQuota(
         settings.reports_pending_per_account, settings.reports_kept_per_account
@@ -122,7 +122,7 @@ async def request_report_page(request: Request, session: SessionDep, user: UserD
             request, session, user, environment, form=form, error=exc.message,
             status_code=exc.status_code,
         )  # fmt: skip
-    return redirect(f"/reports?env={environment.value}&notice=requested#report-{report.id}")
+    return redirect(f"/reports?env={environment}&notice=requested#report-{report.id}")
 
 
 @router.get("/reports/{report_id}/download")

@@ -8,6 +8,7 @@ import secrets
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from solarapi.auth.principal import AccountScope
 from solarapi.dashboard import service
 from solarapi.dashboard.cookies import clear_session_cookie, set_session_cookie
 from solarapi.dashboard.dependencies import OptionalUserDep, ThrottleDep, UserDep, client_ip
@@ -19,8 +20,9 @@ from solarapi.dashboard.responses import redirect, with_security_headers
 from solarapi.dashboard.sessions import claim_form_nonce, end_session
 from solarapi.dashboard.systems_pages import router as systems_pages
 from solarapi.db import SessionDep
-from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Plan
+from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.portfolio import service as portfolio_service
 from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
@@ -235,7 +237,7 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             session,
             user,
             name=form.get("name", ""),
-            environment=form.get("environment", ""),
+            environment=_key_environment(form.get("environment", "")),
             secret=settings_of(request).effective_secret_key,
             ip=client_ip(request),
             now=utcnow(),
@@ -250,6 +252,13 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             name=form.get("name", ""),
         )
     return render(request, "key_created.html", {"record": record, "key": new.key}, user=user)
+
+
+def _key_environment(text: str) -> Environment:
+    try:
+        return Environment(text)
+    except ValueError:
+        raise FormRejected("Choose live or test for the key's environment.") from None
 
 
 @router.get("/settings/api/keys/{key_id}/revoke")
@@ -304,19 +313,21 @@ async def usage_page(
 
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    environment = environment_of(request.query_params.get("env"))
+    scope = AccountScope(user.account_id, environment_of(request.query_params.get("env")))
     now = utcnow()
-    cards = await service.overview(session, user, environment, now)
-    alerts = await service.open_alerts(session, user, environment)
-    # Both environments: in the sandbox the totals simulate each system's year to date (about
-    # 0.2 s per system on a cold model cache, off the event loop; then kept by the model).
-    totals = await service.fleet_totals(session, user, environment, now) if cards else None
+    systems = await service.environment_systems(session, scope, now)
+    cards = await service.system_cards(session, systems, now)
+    alerts = await service.open_alerts(session, scope, systems)
+    # The fleet's totals are `GET /portfolio/summary`'s `meta.totals` for the same systems.
+    # In the sandbox they simulate each system's year to date (about 0.2 s per system on a
+    # cold model cache, off the event loop; then kept by the model).
+    totals = (await portfolio_service.summaries(session, systems, now))[1] if systems else None
     return render(
         request,
         "overview.html",
         {
             "cards": cards,
-            "environment": environment.value,
+            "environment": scope.environment,
             "alerts": alerts,
             "alert_titles": service.ALERT_TITLES,
             "fleet": totals,

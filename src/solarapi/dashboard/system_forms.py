@@ -18,7 +18,6 @@ from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
 from solarapi.ingest.schemas import TokenCreate
-from solarapi.kit.plans import Environment
 from solarapi.models.systems import ReadableSystem, System
 from solarapi.readings.csvfile import CsvRowError, store_file
 from solarapi.readings.upload import UploadResult
@@ -125,18 +124,12 @@ def _body(form: SystemForm, *, patch: bool) -> dict[str, object]:
 
 
 async def add_system(
-    session: AsyncSession,
-    account_id: str,
-    environment: Environment,
-    form: SystemForm,
-    now: datetime,
+    session: AsyncSession, scope: AccountScope, form: SystemForm, now: datetime
 ) -> System:
     """`POST /systems` for a signed-in person of any plan."""
     try:
         body = SystemCreate.model_validate(_body(form, patch=False))
-        return await systems_service.create_system(
-            session, AccountScope(account_id, environment), body, now
-        )
+        return await systems_service.create_system(session, scope, body, now)
     except ValidationError as exc:
         raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
@@ -144,10 +137,13 @@ async def add_system(
 
 
 async def change_system(
-    session: AsyncSession, account_id: str, system: ReadableSystem, form: SystemForm, now: datetime
+    session: AsyncSession,
+    scope: AccountScope,
+    system: ReadableSystem,
+    form: SystemForm,
+    now: datetime,
 ) -> System:
     """`PATCH /systems/{id}` with every field of the form."""
-    scope = AccountScope(account_id, Environment(system.environment))
     try:
         body = SystemPatch.model_validate(_body(form, patch=True))
         return await systems_service.update_system(session, scope, system.id, body, now)
@@ -157,9 +153,8 @@ async def change_system(
         raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
-async def remove_system(session: AsyncSession, account_id: str, system: ReadableSystem) -> None:
+async def remove_system(session: AsyncSession, scope: AccountScope, system: ReadableSystem) -> None:
     """`DELETE /systems/{id}`: 409 while a declaration holds it."""
-    scope = AccountScope(account_id, Environment(system.environment))
     try:
         await systems_service.delete_system(session, scope, system.id)
     except ApiError as exc:
@@ -167,11 +162,10 @@ async def remove_system(session: AsyncSession, account_id: str, system: Readable
 
 
 async def upload_csv(
-    session: AsyncSession, account_id: str, system: ReadableSystem, data: bytes, now: datetime
+    session: AsyncSession, scope: AccountScope, system: ReadableSystem, data: bytes, now: datetime
 ) -> UploadResult:
     """A readings CSV (the `solarapi readings import` format) in the caller's transaction;
     on FormRejected the caller rolls back: all or nothing."""
-    scope = AccountScope(account_id, Environment(system.environment))
     target = await get_system(session, scope, system.id)
     try:
         text = data.decode("utf-8-sig")
@@ -188,19 +182,15 @@ async def upload_csv(
 # --- ingest tokens ------------------------------------------------------------------------
 
 
-def _scope(account_id: str, system: ReadableSystem) -> AccountScope:
-    return AccountScope(account_id, Environment(system.environment))
-
-
 async def system_tokens(
-    session: AsyncSession, account_id: str, system: ReadableSystem
+    session: AsyncSession, scope: AccountScope, system: ReadableSystem
 ) -> list[ingest_service.TokenView]:
-    return await ingest_service.list_tokens(session, _scope(account_id, system), system.id)
+    return await ingest_service.list_tokens(session, scope, system.id)
 
 
 async def issue_token(
     session: AsyncSession,
-    account_id: str,
+    scope: AccountScope,
     system: ReadableSystem,
     name: str,
     secret: bytes,
@@ -214,7 +204,7 @@ async def issue_token(
         body = TokenCreate.model_validate({"name": name})
         return await ingest_service.create_token(
             session,
-            _scope(account_id, system),
+            scope,
             system.id,
             body.name,
             secret,
@@ -228,7 +218,7 @@ async def issue_token(
 
 async def revoke_token(
     session: AsyncSession,
-    account_id: str,
+    scope: AccountScope,
     system: ReadableSystem,
     token_id: str,
     now: datetime,
@@ -236,6 +226,4 @@ async def revoke_token(
     actor: Actor,
     ip: str,
 ) -> None:
-    await ingest_service.revoke_token(
-        session, _scope(account_id, system), system.id, token_id, now, actor=actor, ip=ip
-    )
+    await ingest_service.revoke_token(session, scope, system.id, token_id, now, actor=actor, ip=ip)

@@ -4,8 +4,7 @@ CSV upload. HTTP only; the rules are the API's (system_forms.py calls its servic
 from __future__ import annotations
 
 import secrets
-from datetime import date, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -14,6 +13,7 @@ from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
 from solarapi.audit.service import Actor
+from solarapi.auth.principal import AccountScope
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
 from solarapi.dashboard.dependencies import UserDep, client_ip
@@ -34,7 +34,6 @@ from solarapi.dashboard.system_forms import (
 )
 from solarapi.db import SessionDep
 from solarapi.kit.grid import INTERVAL_LABELS, Interval
-from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import parse_timestamp, utcnow
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES
@@ -89,7 +88,7 @@ async def new_system_page(request: Request, user: UserDep) -> Response:
         user,
         SystemForm.blank(),
         action="/systems/new",
-        environment=environment.value,
+        environment=environment,
         system_id=None,
     )
 
@@ -100,14 +99,16 @@ async def create_system(request: Request, session: SessionDep, user: UserDep) ->
     environment = environment_of(posted.get("environment"))
     form = SystemForm.posted(posted)
     try:
-        system = await add_system(session, user.account_id, environment, form, utcnow())
+        system = await add_system(
+            session, AccountScope(user.account_id, environment), form, utcnow()
+        )
     except FormRejected as exc:
         return _form_page(
             request,
             user,
             form,
             action="/systems/new",
-            environment=environment.value,
+            environment=environment,
             system_id=None,
             error=exc.message,
             status_code=exc.status_code,
@@ -138,7 +139,7 @@ async def edit_system(
     system = await service.own_system(session, user, system_id)
     form = SystemForm.posted(posted)
     try:
-        await change_system(session, user.account_id, system, form, utcnow())
+        await change_system(session, service.scope_of(user, system), system, form, utcnow())
     except FormRejected as exc:
         await session.rollback()
         return _form_page(
@@ -169,7 +170,7 @@ async def delete_system(
     await read_form(request, user)
     system = await service.own_system(session, user, system_id)
     try:
-        await remove_system(session, user.account_id, system)
+        await remove_system(session, service.scope_of(user, system), system)
     except FormRejected as exc:
         await session.rollback()
         return render(
@@ -189,7 +190,7 @@ async def upload_readings(
     _, data = await read_upload(request, user, "file")
     system = await service.own_system(session, user, system_id)
     try:
-        result = await upload_csv(session, user.account_id, system, data, utcnow())
+        result = await upload_csv(session, service.scope_of(user, system), system, data, utcnow())
     except FormRejected as exc:
         # All or nothing: the batches stored before the bad line go with the transaction.
         await session.rollback()
@@ -209,7 +210,7 @@ async def create_token(
     try:
         created = await issue_token(
             session,
-            user.account_id,
+            service.scope_of(user, system),
             system,
             posted.get("name", ""),
             settings_of(request).effective_secret_key,
@@ -236,7 +237,7 @@ async def revoke_ingest_token(
     system = await service.own_system(session, user, system_id)
     await revoke_token(
         session,
-        user.account_id,
+        service.scope_of(user, system),
         system,
         token_id,
         utcnow(),
@@ -301,36 +302,37 @@ async def _system_view(
     token_error: str | None = None,
 ) -> Response:
     system = await service.own_system(session, user, system_id)
-    tokens = await system_tokens(session, user.account_id, system)
+    scope = service.scope_of(user, system)
+    tokens = await system_tokens(session, scope, system)
     now = utcnow()
     tz = ZoneInfo(system.timezone)
     params = request.query_params
     error: str | None = None
-    body: dict[str, Any] | None = None
+    production: service.Production | None = None
     query: service.ProductionQuery | None = None
     expected: service.ExpectedAgainstActual | None = None
     try:
         query = service.production_query(
             system, params.get("from"), params.get("to"), params.get("interval"), now
         )
-        body = await service.production(session, system, query, now)
+        production = await service.production(session, system, query, now)
         expected = await service.expected_against_actual(session, system, query, now)
     except FormRejected as exc:
         error = exc.message
     today = now.astimezone(tz).date()
     chart = None
-    if body is not None and query is not None and expected is not None:
+    if production is not None and query is not None and expected is not None:
         points = [
             ChartPoint(
-                parse_timestamp(item["start"]),
-                item["energy_wh"],
-                _expected_wh(expected, item["start"]),
+                datetime.fromtimestamp(bucket.start_s, UTC),
+                bucket.energy_wh,
+                _expected_wh(expected, bucket.start),
             )
-            for item in body["data"]
+            for bucket in production.buckets
         ]
         chart = render_chart(
             points,
-            query.interval.value,
+            query.interval,
             tz,
             title=f"Energy per {query.interval.label} of {system.name}, measured and expected",
         )
@@ -343,9 +345,9 @@ async def _system_view(
             "form": {
                 "from": params.get("from") or (query.first_day.isoformat() if query else ""),
                 "to": params.get("to") or (query.last_day.isoformat() if query else ""),
-                "interval": params.get("interval") or (query.interval.value if query else "1d"),
+                "interval": params.get("interval") or (query.interval if query else "1d"),
             },
-            "body": body,
+            "production": production,
             "chart": chart,
             "expected": expected,
             "error": error,
@@ -362,9 +364,7 @@ async def _system_view(
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
-            "alerts": await service.open_alerts(
-                session, user, Environment(system.environment), system.id
-            ),
+            "alerts": await service.open_alerts(session, scope, [system]),
             "alert_titles": service.ALERT_TITLES,
         },
         status_code=400 if error or upload_error or token_error else 200,
