@@ -136,6 +136,7 @@ async def _remember_user(request: Request) -> None:
 class DashboardRoute(APIRoute):
     """Every dashboard response gets the security headers, and every error a page."""
 
+    # The handler's type is the one APIRoute declares (a coroutine's send and yield types).
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 

@@ -358,12 +358,12 @@ async def open_alerts(
     ]
 
 
-async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> SystemRecord:
-    """A system of the user's account, in either environment (a person sees both)."""
+async def own_system(session: AsyncSession, account_id: str, system_id: str) -> SystemRecord:
+    """A system of the account, in either environment (a person sees both)."""
     return tenant_system(
         await systems_repository.get_record(session, system_id),
         system_id,
-        account_id=user.account_id,
+        account_id=account_id,
         environment=None,
     )
 

@@ -120,7 +120,7 @@ async def create_system(request: Request, session: SessionDep, user: UserDep) ->
 async def edit_system_page(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     return _form_page(
         request,
         user,
@@ -136,7 +136,7 @@ async def edit_system(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     posted = await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     form = SystemForm.posted(posted)
     try:
         await change_system(session, service.scope_of(user, system), system, form, utcnow())
@@ -159,7 +159,7 @@ async def edit_system(
 async def delete_system_page(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     return render(request, "system_delete.html", {"system": system, "error": None}, user=user)
 
 
@@ -168,7 +168,7 @@ async def delete_system(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     try:
         await remove_system(session, service.scope_of(user, system), system)
     except FormRejected as exc:
@@ -188,7 +188,7 @@ async def upload_readings(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     _, data = await read_upload(request, user, "file")
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     try:
         result = await upload_csv(session, service.scope_of(user, system), system, data, utcnow())
     except FormRejected as exc:
@@ -203,7 +203,7 @@ async def create_token(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     posted = await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     nonce = posted.get("nonce", "")[:64]
     if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
         return redirect(f"/systems/{system.id}?notice=token-already-created#ingest-tokens")
@@ -234,7 +234,7 @@ async def revoke_ingest_token(
     request: Request, system_id: str, token_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     await revoke_token(
         session,
         service.scope_of(user, system),
@@ -301,7 +301,7 @@ async def _system_view(
     upload_error: str | None = None,
     token_error: str | None = None,
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     scope = service.scope_of(user, system)
     tokens = await system_tokens(session, scope, system)
     now = utcnow()
