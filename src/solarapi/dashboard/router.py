@@ -299,7 +299,7 @@ async def plan_page(request: Request, user: UserDep) -> Response:
 async def usage_page(
     request: Request, session: SessionDep, user: UserDep, limiter: LimiterDep, clock: ClockDep
 ) -> Response:
-    rows = await service.usage_today(session, limiter, user, clock())
+    rows = await service.usage_today(session, limiter, user.account_id, user.plan, clock())
     return render(
         request,
         "usage.html",

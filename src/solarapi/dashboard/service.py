@@ -261,12 +261,12 @@ class KeyUsage:
 
 
 async def usage_today(
-    session: AsyncSession, limiter: RateLimiter, user: WebUser, now: float
+    session: AsyncSession, limiter: RateLimiter, account_id: str, plan: Plan, now: float
 ) -> list[KeyUsage]:
     """Requests per active key in the current day and minute windows, as the API counts them."""
-    windows = key_windows(user.plan)
+    windows = key_windows(plan)
     rows: list[KeyUsage] = []
-    for key in await account_keys(session, user.account_id):
+    for key in await account_keys(session, account_id):
         if key.revoked_at is not None:
             continue
         decision = await limiter.peek(f"key:{key.id}", windows, now)
