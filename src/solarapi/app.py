@@ -24,8 +24,8 @@ from solarapi.auth.principal import Principal
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.changes.router import router as changes_router
 from solarapi.config import Settings
+from solarapi.dashboard.errors import http_error_page
 from solarapi.dashboard.router import router as dashboard_router
-from solarapi.dashboard.web import http_error_page
 from solarapi.db import create_engine, dispose_engine, sessionmaker_for
 from solarapi.declarations.router import router as declarations_router
 from solarapi.errors import install_error_handlers

@@ -21,3 +21,11 @@ def csrf_valid(secret: bytes, binding: str, submitted: str | None) -> bool:
     if not submitted or not binding:
         return False
     return hmac.compare_digest(csrf_token(secret, binding), submitted)
+
+
+def session_binding(session_id: str) -> str:
+    return f"session:{session_id}"
+
+
+def presession_binding(presession: str) -> str:
+    return f"pre:{presession}"

@@ -15,13 +15,14 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.accounts import repository as account_repository
 from solarapi.auth.principal import AccountScope
 from solarapi.auth.scopes import plan_allows
+from solarapi.dashboard.errors import FormRejected, sentence
+from solarapi.dashboard.service import environment_systems
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.kit.grid import Interval, local_midnight
 from solarapi.kit.pagination import PageParams
-from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.tznames import tz_database_names
 from solarapi.models.reports import Report, ReportFormat, ReportKind, ReportStatus
@@ -30,24 +31,13 @@ from solarapi.reports import service as reports_service
 from solarapi.reports.calendar import period_in
 from solarapi.reports.parameters import ReportParameters
 from solarapi.reports.schemas import ReportCreate
-from solarapi.sandbox.provision import ensure_sandbox
-from solarapi.systems import repository as systems_repository
 
 # The API's route: a plan may use the dashboard's reports exactly when it may call it.
 _REPORTS_ROUTE = "/reports"
-KINDS = [(kind.value, kind.heading) for kind in ReportKind]
-FORMATS = [fmt.value for fmt in ReportFormat]
-INTERVALS = [interval.value for interval in Interval]
+KINDS = [(kind, kind.heading) for kind in ReportKind]
+FORMATS = list(ReportFormat)
+INTERVALS = list(Interval)
 LISTED = 50  # the newest reports shown
-
-
-class ReportFormRejected(Exception):
-    """The API's message for the form's values; shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
 
 
 def reports_allowed(plan: Plan) -> bool:
@@ -56,10 +46,7 @@ def reports_allowed(plan: Plan) -> bool:
 
 def why_not(plan: Plan) -> str:
     """Why this plan has no reports: they need Enterprise, in the dashboard as in the API."""
-    return (
-        f"Reports come with the Enterprise plan; your account is on the "
-        f"{plan.value.capitalize()} plan"
-    )
+    return f"Reports come with the Enterprise plan; your account is on the {plan.capitalize()} plan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +86,7 @@ def _day(name: str, text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise ReportFormRejected(f"Choose the {name} (a date such as 2025-10-01).") from None
+        raise FormRejected(f"Choose the {name} (a date such as 2025-10-01).") from None
 
 
 def _calendar_zone(form: ReportForm, systems: list[System]) -> ZoneInfo:
@@ -123,34 +110,20 @@ def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
         start = datetime.fromtimestamp(local_midnight(first, tz), UTC)
         end = datetime.fromtimestamp(local_midnight(last + timedelta(days=1), tz), UTC)
     except (OverflowError, ValueError, OSError):
-        raise ReportFormRejected("Choose days between 1970-01-01 and 2199-12-31.") from None
+        raise FormRejected("Choose days between 1970-01-01 and 2199-12-31.") from None
     body: dict[str, object] = {
         "type": form.kind,
         "format": form.format,
         "from": format_timestamp(start),
         "to": format_timestamp(end),
     }
-    if form.kind != ReportKind.DECLARATIONS.value:  # the form shows one for every kind
-        body["interval"] = form.interval or Interval.DAY.value
+    if form.kind != ReportKind.DECLARATIONS:  # the form shows one for every kind
+        body["interval"] = form.interval or Interval.DAY
     if form.system_ids:
         body["system_ids"] = list(form.system_ids)
     if form.timezone:
         body["timezone"] = form.timezone
     return body
-
-
-async def environment_systems(
-    session: AsyncSession, scope: AccountScope, now: datetime
-) -> list[System]:
-    """The systems a report of this environment may hold (the sandbox's simulated ones
-    appear on its first use, here as on the overview)."""
-    if scope.environment is Environment.TEST:
-        account = await account_repository.get_account(session, scope.account_id)
-        if account is not None and account.sandbox_provisioned_at is None:
-            await ensure_sandbox(session, scope.account_id, now)
-    return list(
-        await systems_repository.list_for_account(session, scope.account_id, scope.environment)
-    )
 
 
 async def request_report(
@@ -167,9 +140,9 @@ async def request_report(
         parameters = ReportParameters.from_request(body, now)
         return await reports_service.create_report(session, scope, parameters, now, quota)
     except ValidationError as exc:
-        raise ReportFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise ReportFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +176,7 @@ def _row(report: Report, now: datetime) -> ReportRow:
         ReportKind(report.type).heading,
         f"{period.first} – {period.last} ({zone}){interval}",
         len(parameters.system_ids or ()),
-        report.status == ReportStatus.COMPLETED.value
+        report.status is ReportStatus.COMPLETED
         and report.file_name is not None
         and not reports_service.is_expired(report, now),
     )
@@ -211,8 +184,3 @@ def _row(report: Report, now: datetime) -> ReportRow:
 
 def download_path(report_id: str, environment: str) -> str:
     return f"/reports/{report_id}/download?env={environment}"
-
-
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."

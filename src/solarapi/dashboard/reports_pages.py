@@ -10,21 +10,24 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
 from solarapi.auth.principal import AccountScope
+from solarapi.dashboard.dependencies import UserDep
+from solarapi.dashboard.errors import DashboardRoute, FormRejected
+from solarapi.dashboard.forms import environment_of, read_form
+from solarapi.dashboard.rendering import render
 from solarapi.dashboard.report_forms import (
     FORMATS,
     INTERVALS,
     KINDS,
     ReportForm,
-    ReportFormRejected,
     download_path,
-    environment_systems,
     recent_reports,
     reports_allowed,
     request_report,
     why_not,
 )
+from solarapi.dashboard.responses import redirect
+from solarapi.dashboard.service import environment_systems
 from solarapi.dashboard.sessions import claim_form_nonce
-from solarapi.dashboard.web import DashboardRoute, UserDep, read_form, redirect, render
 from solarapi.db import SessionDep
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
@@ -42,10 +45,6 @@ _NOTICES = {
 }
 # The zones a person is most likely to choose come first in the suggestions.
 _COMMON_ZONES = ("UTC", "Europe/Amsterdam", "Europe/Berlin", "Europe/London")
-
-
-def _environment(text: str | None) -> Environment:
-    return Environment.TEST if text == "test" else Environment.LIVE
 
 
 async def _page(
@@ -70,7 +69,7 @@ async def _page(
         {
             "allowed": allowed,
             "why_not": why_not(user.plan),
-            "environment": environment.value,
+            "environment": environment,
             "form": form or ReportForm.blank(now.date()),
             "kinds": KINDS,
             "formats": FORMATS,
@@ -92,13 +91,13 @@ async def _page(
 
 @router.get("/reports")
 async def reports_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    return await _page(request, session, user, _environment(request.query_params.get("env")))
+    return await _page(request, session, user, environment_of(request.query_params.get("env")))
 
 
 @router.post("/reports")
 async def request_report_page(request: Request, session: SessionDep, user: UserDep) -> Response:
     posted = await read_form(request, user)
-    environment = _environment(posted.get("environment"))
+    environment = environment_of(posted.get("environment"))
     # One checkbox per system, named `system.<id>` (the form parser keeps one value a name).
     chosen = [name.removeprefix("system.") for name in posted if name.startswith("system.")]
     form = ReportForm.posted(posted, chosen)
@@ -109,7 +108,7 @@ async def request_report_page(request: Request, session: SessionDep, user: UserD
         )  # fmt: skip
     nonce = posted.get("nonce", "")[:64]
     if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
-        return redirect(f"/reports?env={environment.value}&notice=already-requested")
+        return redirect(f"/reports?env={environment}&notice=already-requested")
     settings = settings_of(request)
     quota = reports_service.ReportQuota(
         settings.reports_pending_per_account, settings.reports_kept_per_account
@@ -117,13 +116,13 @@ async def request_report_page(request: Request, session: SessionDep, user: UserD
     scope = AccountScope(user.account_id, environment)
     try:
         report = await request_report(session, scope, form, utcnow(), quota)
-    except ReportFormRejected as exc:
+    except FormRejected as exc:
         await session.rollback()
         return await _page(
             request, session, user, environment, form=form, error=exc.message,
             status_code=exc.status_code,
         )  # fmt: skip
-    return redirect(f"/reports?env={environment.value}&notice=requested#report-{report.id}")
+    return redirect(f"/reports?env={environment}&notice=requested#report-{report.id}")
 
 
 @router.get("/reports/{report_id}/download")
@@ -136,7 +135,7 @@ async def download_report(
         return await _page(
             request, session, user, Environment.LIVE, error=why_not(user.plan), status_code=403
         )
-    scope = AccountScope(user.account_id, _environment(request.query_params.get("env")))
+    scope = AccountScope(user.account_id, environment_of(request.query_params.get("env")))
     found = await reports_service.download(
         session, scope, report_id, storage_for(settings_of(request)), utcnow()
     )

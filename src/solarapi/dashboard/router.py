@@ -4,35 +4,25 @@ services the API shares."""
 from __future__ import annotations
 
 import secrets
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from solarapi.auth.principal import AccountScope
 from solarapi.dashboard import service
+from solarapi.dashboard.cookies import clear_session_cookie, set_session_cookie
+from solarapi.dashboard.dependencies import OptionalUserDep, ThrottleDep, UserDep, client_ip
+from solarapi.dashboard.errors import DashboardRoute, FormRejected, PageError
+from solarapi.dashboard.forms import environment_of, read_form, safe_next
+from solarapi.dashboard.rendering import ASSET_VERSIONS, STATIC_DIR, render
 from solarapi.dashboard.reports_pages import router as reports_pages
+from solarapi.dashboard.responses import redirect, with_security_headers
 from solarapi.dashboard.sessions import claim_form_nonce, end_session
 from solarapi.dashboard.systems_pages import router as systems_pages
-from solarapi.dashboard.throttle import LoginThrottle
-from solarapi.dashboard.web import (
-    ASSET_VERSIONS,
-    STATIC_DIR,
-    DashboardRoute,
-    OptionalUserDep,
-    PageError,
-    UserDep,
-    clear_session_cookie,
-    client_ip,
-    read_form,
-    redirect,
-    render,
-    safe_next,
-    set_session_cookie,
-    with_security_headers,
-)
 from solarapi.db import SessionDep
 from solarapi.kit.plans import PLAN_DESCRIPTIONS, PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.portfolio import service as portfolio_service
 from solarapi.state import ClockDep, LimiterDep, SettingsDep, settings_of
 
 router = APIRouter(include_in_schema=False, route_class=DashboardRoute)
@@ -53,13 +43,6 @@ _CONTENT_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-
-
-def _throttle(settings: SettingsDep, limiter: LimiterDep, clock: ClockDep) -> LoginThrottle:
-    return LoginThrottle(limiter, settings.effective_secret_key, clock)
-
-
-ThrottleDep = Annotated[LoginThrottle, Depends(_throttle)]
 
 
 def _notice(request: Request) -> str | None:
@@ -129,7 +112,7 @@ async def signup(
             secret=settings.effective_secret_key,
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         values = {"name": form.get("name", ""), "email": form.get("email", "")}
         return render(
             request,
@@ -174,7 +157,7 @@ async def login(
             secret=settings.effective_secret_key,
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         return render(
             request,
             "login.html",
@@ -254,12 +237,12 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             session,
             user,
             name=form.get("name", ""),
-            environment=form.get("environment", ""),
+            environment=_key_environment(form.get("environment", "")),
             secret=settings_of(request).effective_secret_key,
             ip=client_ip(request),
             now=utcnow(),
         )
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         return await _render_keys(
             request,
             session,
@@ -269,6 +252,13 @@ async def create_api_key(request: Request, session: SessionDep, user: UserDep) -
             name=form.get("name", ""),
         )
     return render(request, "key_created.html", {"record": record, "key": new.key}, user=user)
+
+
+def _key_environment(text: str) -> Environment:
+    try:
+        return Environment(text)
+    except ValueError:
+        raise FormRejected("Choose live or test for the key's environment.") from None
 
 
 @router.get("/settings/api/keys/{key_id}/revoke")
@@ -309,7 +299,7 @@ async def plan_page(request: Request, user: UserDep) -> Response:
 async def usage_page(
     request: Request, session: SessionDep, user: UserDep, limiter: LimiterDep, clock: ClockDep
 ) -> Response:
-    rows = await service.usage_today(session, limiter, user, clock())
+    rows = await service.usage_today(session, limiter, user.account_id, user.plan, clock())
     return render(
         request,
         "usage.html",
@@ -321,25 +311,23 @@ async def usage_page(
 # --- Overview and system pages --------------------------------------------------------------
 
 
-def _environment(request: Request) -> Environment:
-    return Environment.TEST if request.query_params.get("env") == "test" else Environment.LIVE
-
-
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    environment = _environment(request)
+    scope = AccountScope(user.account_id, environment_of(request.query_params.get("env")))
     now = utcnow()
-    cards = await service.overview(session, user, environment, now)
-    alerts = await service.open_alerts(session, user, environment)
-    # Both environments: in the sandbox the totals simulate each system's year to date (about
-    # 0.2 s per system on a cold model cache, off the event loop; then kept by the model).
-    totals = await service.fleet_totals(session, user, environment, now) if cards else None
+    systems = await service.environment_systems(session, scope, now)
+    cards = await service.system_cards(session, systems, now)
+    alerts = await service.open_alerts(session, scope, systems)
+    # The fleet's totals are `GET /portfolio/summary`'s `meta.totals` for the same systems.
+    # In the sandbox they simulate each system's year to date (about 0.2 s per system on a
+    # cold model cache, off the event loop; then kept by the model).
+    totals = (await portfolio_service.summaries(session, systems, now))[1] if systems else None
     return render(
         request,
         "overview.html",
         {
             "cards": cards,
-            "environment": environment.value,
+            "environment": scope.environment,
             "alerts": alerts,
             "alert_titles": service.ALERT_TITLES,
             "fleet": totals,

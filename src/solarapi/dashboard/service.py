@@ -5,9 +5,9 @@ only adds what is specific to people in a browser (throttling, enumeration-safe 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,21 +20,24 @@ from solarapi.alerts.rendering import AlertRecord
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
+from solarapi.auth.principal import AccountScope
 from solarapi.auth.service import create_key, revoke_key
+from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
 from solarapi.kit.grid import Interval, iso_strings, local_midnight, parse_interval
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
-from solarapi.kit.timefmt import TimestampError, format_optional, parse_date
+from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.models import ApiKey
-from solarapi.models.systems import ReadableSystem, SystemRecord
+from solarapi.models.alerts import AlertType
+from solarapi.models.systems import ReadableSystem, System, SystemRecord
 from solarapi.performance import service as performance_service
 from solarapi.performance.service import Figures
-from solarapi.portfolio import service as portfolio
 from solarapi.ratelimit.base import RateLimiter
 from solarapi.ratelimit.policy import key_windows
 from solarapi.readings import service as readings_service
+from solarapi.readings.rendering import BucketFigures, Totals
 from solarapi.sandbox.provision import ensure_sandbox
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
@@ -57,15 +60,6 @@ STARTER_NO_KEYS = (
     "plan, here in the dashboard. To change the plan, the operator of this server runs "
     "`solarapi accounts set-plan <your e-mail> pro` (or `enterprise`); see Settings → Plan."
 )
-
-
-class FormRejected(Exception):
-    """A form that cannot be accepted; the message is shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
 
 
 async def sign_up(
@@ -91,7 +85,7 @@ async def sign_up(
             session, name=name, email=email, password=password, plan=plan, now=now
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     except PasswordChecksBusy:
         raise FormRejected(
             "Too many sign-ups and log-ins are being checked at this moment. Try again in a "
@@ -178,11 +172,6 @@ async def _audit_failed_login(
     )
 
 
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."
-
-
 # --- keys -------------------------------------------------------------------------------
 
 
@@ -203,7 +192,7 @@ async def issue_key(
     user: WebUser,
     *,
     name: str,
-    environment: str,
+    environment: Environment,
     secret: bytes,
     ip: str,
     now: datetime,
@@ -211,15 +200,16 @@ async def issue_key(
     if not can_create_keys(user.plan):
         raise Forbidden(STARTER_NO_KEYS)
     try:
-        env = Environment(environment)
-    except ValueError:
-        raise FormRejected("Choose live or test for the key's environment.") from None
-    try:
         record, new = await create_key(
-            session, account_id=user.account_id, name=name, environment=env, secret=secret, now=now
+            session,
+            account_id=user.account_id,
+            name=name,
+            environment=environment,
+            secret=secret,
+            now=now,
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message.replace("key name", "Key name"))) from None
+        raise FormRejected(sentence(exc.message.replace("key name", "Key name"))) from None
     await record_audit(
         session,
         AuditAction.KEY_CREATED,
@@ -271,12 +261,12 @@ class KeyUsage:
 
 
 async def usage_today(
-    session: AsyncSession, limiter: RateLimiter, user: WebUser, now: float
+    session: AsyncSession, limiter: RateLimiter, account_id: str, plan: Plan, now: float
 ) -> list[KeyUsage]:
     """Requests per active key in the current day and minute windows, as the API counts them."""
-    windows = key_windows(user.plan)
+    windows = key_windows(plan)
     rows: list[KeyUsage] = []
-    for key in await account_keys(session, user.account_id):
+    for key in await account_keys(session, account_id):
         if key.revoked_at is not None:
             continue
         decision = await limiter.peek(f"key:{key.id}", windows, now)
@@ -296,36 +286,49 @@ async def usage_today(
 # --- systems and production ---------------------------------------------------------------
 
 
+async def environment_systems(
+    session: AsyncSession, scope: AccountScope, now: datetime
+) -> list[System]:
+    """The systems of one environment of the account, oldest first. The sandbox's simulated
+    systems appear on first use, whether by key (authentication provisions them) or here."""
+    if scope.environment is Environment.TEST:
+        account = await account_repository.get_account(session, scope.account_id)
+        if account is not None and account.sandbox_provisioned_at is None:
+            await ensure_sandbox(session, scope.account_id, now)
+    return list(
+        await systems_repository.list_for_account(session, scope.account_id, scope.environment)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SystemCard:
-    system: ReadableSystem
+    system: System
     energy_today_wh: float | None
-    last_reading_at: str | None
+    last_reading_at: datetime | None
 
 
-async def overview(
-    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
+async def system_cards(
+    session: AsyncSession, systems: Sequence[System], now: datetime
 ) -> list[SystemCard]:
-    """The account's systems of one environment with today's energy and last reading."""
-    if environment is Environment.TEST:
-        # The sandbox's simulated systems appear on first use, whether by key or here.
-        account = await account_repository.get_account(session, user.account_id)
-        if account is not None and account.sandbox_provisioned_at is None:
-            await ensure_sandbox(session, user.account_id, now)
-    cards: list[SystemCard] = []
-    for system in await systems_repository.list_for_account(session, user.account_id, environment):
-        cards.append(await _card(session, system, now))
-    return cards
+    """Each system with today's energy and its last reading."""
+    return [await _card(session, system, now) for system in systems]
 
 
-async def fleet_totals(
-    session: AsyncSession, user: WebUser, environment: Environment, now: datetime
-) -> portfolio.SummaryTotals:
-    """The overview's fleet totals (today, month, year, specific yield today): what
-    `GET /portfolio/summary` answers in `meta.totals` for the same systems."""
-    systems = await systems_repository.list_for_account(session, user.account_id, environment)
-    _, totals = await portfolio.summaries(session, systems, now)
-    return totals
+async def _card(session: AsyncSession, system: System, now: datetime) -> SystemCard:
+    # Today's quarter-hours from the readings endpoint's own aggregation. Not the summary:
+    # for a simulated system that also simulates the year to date and the lifetime, which
+    # costs seconds on a cold cache, for numbers this page does not show.
+    tz = ZoneInfo(system.timezone)
+    today = now.astimezone(tz).date()
+    start = datetime.fromtimestamp(local_midnight(today, tz), UTC)
+    end = datetime.fromtimestamp(local_midnight(today + timedelta(days=1), tz), UTC)
+    readings = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
+    last_reading_at = system.last_reading_at
+    if system.data_source == "simulated":
+        # The model's readings are not stored: its last one is today's last filled bucket.
+        filled = [bucket.start_s for bucket in readings.each_bucket() if bucket.samples]
+        last_reading_at = datetime.fromtimestamp(filled[-1], UTC) if filled else None
+    return SystemCard(system, readings.totals.energy_wh, last_reading_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,59 +338,39 @@ class OpenAlert:
 
 
 ALERT_TITLES = {
-    "system.offline": "Offline",
-    "system.zero_production": "No production in daylight",
-    "system.underperforming": "Underperforming",
+    AlertType.OFFLINE: "Offline",
+    AlertType.ZERO_PRODUCTION: "No production in daylight",
+    AlertType.UNDERPERFORMING: "Underperforming",
 }
 
 
 async def open_alerts(
-    session: AsyncSession, user: WebUser, environment: Environment, system_id: str | None = None
+    session: AsyncSession, scope: AccountScope, systems: Sequence[ReadableSystem]
 ) -> list[OpenAlert]:
-    """The account's open alerts of one environment (of one system when given), newest first,
-    with their system's name."""
+    """The open alerts of these systems of the scope, newest first, with their system's
+    name."""
+    names = {system.id: system.name for system in systems}
     alerts = await alerts_service.open_alerts_of_account(
-        session, user.account_id, environment.value
+        session, scope.account_id, scope.environment
     )
-    names = {
-        system.id: system.name
-        for system in await systems_repository.list_for_account(
-            session, user.account_id, environment
-        )
-    }
     return [
-        OpenAlert(alert, names.get(alert.system_id, alert.system_id))
-        for alert in alerts
-        if system_id is None or alert.system_id == system_id
+        OpenAlert(alert, names[alert.system_id]) for alert in alerts if alert.system_id in names
     ]
 
 
-async def _card(session: AsyncSession, system: ReadableSystem, now: datetime) -> SystemCard:
-    # Today's quarter-hours from the readings endpoint's own aggregation. Not the summary:
-    # for a simulated system that also simulates the year to date and the lifetime, which
-    # costs seconds on a cold cache, for numbers this page does not show.
-    tz = ZoneInfo(system.timezone)
-    today = now.astimezone(tz).date()
-    start = datetime.fromtimestamp(local_midnight(today, tz), UTC)
-    end = datetime.fromtimestamp(local_midnight(today + timedelta(days=1), tz), UTC)
-    readings = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
-    body = readings.to_api()
-    if system.data_source == "simulated":
-        known = [item["start"] for item in body["data"] if item["samples"]]
-        last_reading = known[-1] if known else None
-    else:
-        last_reading = format_optional(system.last_reading_at)
-    return SystemCard(system, body["meta"]["totals"]["energy_wh"], last_reading)
-
-
-async def own_system(session: AsyncSession, user: WebUser, system_id: str) -> SystemRecord:
-    """A system of the user's account, in either environment (a person sees both)."""
+async def own_system(session: AsyncSession, account_id: str, system_id: str) -> SystemRecord:
+    """A system of the account, in either environment (a person sees both)."""
     return tenant_system(
         await systems_repository.get_record(session, system_id),
         system_id,
-        account_id=user.account_id,
+        account_id=account_id,
         environment=None,
     )
+
+
+def scope_of(user: WebUser, system: ReadableSystem) -> AccountScope:
+    """The person acting on the system's environment of their account."""
+    return AccountScope(user.account_id, Environment(system.environment))
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +378,12 @@ class ProductionQuery:
     first_day: date  # local, inclusive
     last_day: date  # local, inclusive
     interval: Interval
+
+    def time_span(self, tz: ZoneInfo) -> tuple[datetime, datetime]:
+        """The instants of the first day's midnight and of the one after the last day."""
+        start = datetime.fromtimestamp(local_midnight(self.first_day, tz), UTC)
+        end = datetime.fromtimestamp(local_midnight(self.last_day + timedelta(days=1), tz), UTC)
+        return start, end
 
 
 def production_query(
@@ -409,31 +398,41 @@ def production_query(
     try:
         interval = parse_interval(interval_text or None, default=Interval.DAY)
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     try:
         last_day = parse_date(to_text) if to_text else today
         first_day = parse_date(from_text) if from_text else last_day - timedelta(days=6)
     except TimestampError as exc:
-        raise FormRejected(_sentence(str(exc))) from None
+        raise FormRejected(sentence(str(exc))) from None
     if first_day > last_day:
         raise FormRejected("The first day must not be after the last day.")
     return ProductionQuery(first_day, last_day, interval)
 
 
+@dataclass(frozen=True, slots=True)
+class Production:
+    """What `GET /systems/{id}/readings` answers for the chart's days, as values: each
+    bucket's figures as the body writes them, the totals, and the range widened to the
+    grid (the body's `meta.from` and `meta.to`)."""
+
+    buckets: tuple[BucketFigures, ...]
+    totals: Totals
+    start: str
+    end: str
+
+
 async def production(
     session: AsyncSession, system: ReadableSystem, query: ProductionQuery, now: datetime
-) -> dict[str, Any]:
-    """Exactly the body `GET /systems/{id}/readings` returns for these local days."""
-    tz = ZoneInfo(system.timezone)
-    start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
-    end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
+) -> Production:
+    start, end = query.time_span(ZoneInfo(system.timezone))
     try:
         readings = await readings_service.aggregate(
             session, system, start, end, query.interval, now
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
-    return readings.to_api()
+        raise FormRejected(sentence(exc.message)) from None
+    labels = iso_strings(readings.time_range.edges())
+    return Production(tuple(readings.each_bucket()), readings.totals, labels[0], labels[-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,8 +451,7 @@ async def expected_against_actual(
     session: AsyncSession, system: ReadableSystem, query: ProductionQuery, now: datetime
 ) -> ExpectedAgainstActual:
     tz = ZoneInfo(system.timezone)
-    start = datetime.fromtimestamp(local_midnight(query.first_day, tz), UTC)
-    end = datetime.fromtimestamp(local_midnight(query.last_day + timedelta(days=1), tz), UTC)
+    start, end = query.time_span(tz)
     first = query.last_day.replace(day=1)
     following = (first + timedelta(days=31)).replace(day=1)
     try:
@@ -469,7 +467,7 @@ async def expected_against_actual(
             now,
         )
     except ValidationFailed as exc:
-        raise FormRejected(_sentence(exc.message)) from None
+        raise FormRejected(sentence(exc.message)) from None
     starts = iso_strings(chart.time_range.edges())
     return ExpectedAgainstActual(
         buckets=dict(zip(starts, chart.figures(), strict=False)),

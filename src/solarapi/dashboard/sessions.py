@@ -89,7 +89,7 @@ async def resolve_session(
         email=user.email,
         account_id=account.id,
         account_name=account.name,
-        plan=Plan(account.plan),
+        plan=account.plan,
         last_form_nonce=web_session.last_form_nonce,
     )
 

@@ -14,10 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor
 from solarapi.auth.principal import AccountScope
+from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
 from solarapi.ingest.schemas import TokenCreate
-from solarapi.kit.plans import Environment
 from solarapi.models.systems import ReadableSystem
 from solarapi.readings.csvfile import CsvRowError, store_file
 from solarapi.readings.upload import UploadResult
@@ -40,15 +40,6 @@ TEXT_FIELDS = ("name", "timezone", "country", "market_zone", "installed_on", "st
 OPTIONAL = frozenset(
     {"inverter_capacity_kw", "country", "market_zone", "installed_on", "tilt_deg", "azimuth_deg"}
 )
-
-
-class SystemFormRejected(Exception):
-    """The API's message for the form's values; shown beside the form."""
-
-    def __init__(self, message: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,88 +124,74 @@ def _body(form: SystemForm, *, patch: bool) -> dict[str, object]:
     return body
 
 
-def _sentence(message: str) -> str:
-    message = message[:1].upper() + message[1:]
-    return message if message.endswith(".") else message + "."
-
-
 async def add_system(
-    session: AsyncSession,
-    account_id: str,
-    environment: Environment,
-    form: SystemForm,
-    now: datetime,
+    session: AsyncSession, scope: AccountScope, form: SystemForm, now: datetime
 ) -> SystemView:
     """`POST /systems` for a signed-in person of any plan."""
     try:
         body = SystemCreate.model_validate(_body(form, patch=False))
-        return await systems_service.create_system(
-            session, AccountScope(account_id, environment), body, now
-        )
+        return await systems_service.create_system(session, scope, body, now)
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 async def change_system(
-    session: AsyncSession, account_id: str, system: ReadableSystem, form: SystemForm, now: datetime
+    session: AsyncSession,
+    scope: AccountScope,
+    system: ReadableSystem,
+    form: SystemForm,
+    now: datetime,
 ) -> SystemView:
     """`PATCH /systems/{id}` with every field of the form."""
-    scope = AccountScope(account_id, Environment(system.environment))
     try:
         body = SystemPatch.model_validate(_body(form, patch=True))
         return await systems_service.update_system(session, scope, system.id, body, now)
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
-async def remove_system(session: AsyncSession, account_id: str, system: ReadableSystem) -> None:
+async def remove_system(session: AsyncSession, scope: AccountScope, system: ReadableSystem) -> None:
     """`DELETE /systems/{id}`: 409 while a declaration holds it."""
-    scope = AccountScope(account_id, Environment(system.environment))
     try:
         await systems_service.delete_system(session, scope, system.id)
     except ApiError as exc:
-        raise SystemFormRejected(_sentence(exc.message), exc.status_code) from None
+        raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
 async def upload_csv(
-    session: AsyncSession, account_id: str, system: ReadableSystem, data: bytes, now: datetime
+    session: AsyncSession, scope: AccountScope, system: ReadableSystem, data: bytes, now: datetime
 ) -> UploadResult:
     """A readings CSV (the `solarapi readings import` format) in the caller's transaction;
-    on SystemFormRejected the caller rolls back: all or nothing."""
-    scope = AccountScope(account_id, Environment(system.environment))
+    on FormRejected the caller rolls back: all or nothing."""
     target = await get_system(session, scope, system.id)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SystemFormRejected(
+        raise FormRejected(
             f"The file is not UTF-8 text (byte {exc.start + 1}); save it as CSV in UTF-8."
         ) from None
     try:
         return await store_file(session, target, io.StringIO(text, newline=""), now)
     except CsvRowError as exc:
-        raise SystemFormRejected(_sentence(str(exc))) from None
+        raise FormRejected(sentence(str(exc))) from None
 
 
 # --- ingest tokens ------------------------------------------------------------------------
 
 
-def _scope(account_id: str, system: ReadableSystem) -> AccountScope:
-    return AccountScope(account_id, Environment(system.environment))
-
-
 async def system_tokens(
-    session: AsyncSession, account_id: str, system: ReadableSystem
+    session: AsyncSession, scope: AccountScope, system: ReadableSystem
 ) -> list[ingest_service.TokenView]:
-    return await ingest_service.list_tokens(session, _scope(account_id, system), system.id)
+    return await ingest_service.list_tokens(session, scope, system.id)
 
 
 async def issue_token(
     session: AsyncSession,
-    account_id: str,
+    scope: AccountScope,
     system: ReadableSystem,
     name: str,
     secret: bytes,
@@ -228,7 +205,7 @@ async def issue_token(
         body = TokenCreate.model_validate({"name": name})
         return await ingest_service.create_token(
             session,
-            _scope(account_id, system),
+            scope,
             system.id,
             body.name,
             secret,
@@ -237,12 +214,12 @@ async def issue_token(
             ip=ip,
         )
     except ValidationError as exc:
-        raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
+        raise FormRejected(sentence(describe_validation_errors(exc.errors()))) from None
 
 
 async def revoke_token(
     session: AsyncSession,
-    account_id: str,
+    scope: AccountScope,
     system: ReadableSystem,
     token_id: str,
     now: datetime,
@@ -250,6 +227,4 @@ async def revoke_token(
     actor: Actor,
     ip: str,
 ) -> None:
-    await ingest_service.revoke_token(
-        session, _scope(account_id, system), system.id, token_id, now, actor=actor, ip=ip
-    )
+    await ingest_service.revoke_token(session, scope, system.id, token_id, now, actor=actor, ip=ip)

@@ -4,8 +4,7 @@ CSV upload. HTTP only; the rules are the API's (system_forms.py calls its servic
 from __future__ import annotations
 
 import secrets
-from datetime import date, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
@@ -14,12 +13,17 @@ from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
 from solarapi.audit.service import Actor
+from solarapi.auth.principal import AccountScope
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
+from solarapi.dashboard.dependencies import UserDep, client_ip
+from solarapi.dashboard.errors import DashboardRoute, FormRejected
+from solarapi.dashboard.forms import environment_of, read_form, read_upload
+from solarapi.dashboard.rendering import render
+from solarapi.dashboard.responses import redirect
 from solarapi.dashboard.sessions import claim_form_nonce
 from solarapi.dashboard.system_forms import (
     SystemForm,
-    SystemFormRejected,
     add_system,
     change_system,
     issue_token,
@@ -28,18 +32,8 @@ from solarapi.dashboard.system_forms import (
     system_tokens,
     upload_csv,
 )
-from solarapi.dashboard.web import (
-    DashboardRoute,
-    UserDep,
-    client_ip,
-    read_form,
-    read_upload,
-    redirect,
-    render,
-)
 from solarapi.db import SessionDep
 from solarapi.kit.grid import INTERVAL_LABELS, Interval
-from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import parse_timestamp, utcnow
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES
@@ -86,19 +80,15 @@ def _form_page(
     )
 
 
-def _environment_of(text: str | None) -> Environment:
-    return Environment.TEST if text == "test" else Environment.LIVE
-
-
 @router.get("/systems/new")
 async def new_system_page(request: Request, user: UserDep) -> Response:
-    environment = _environment_of(request.query_params.get("env"))
+    environment = environment_of(request.query_params.get("env"))
     return _form_page(
         request,
         user,
         SystemForm.blank(),
         action="/systems/new",
-        environment=environment.value,
+        environment=environment,
         system_id=None,
     )
 
@@ -106,17 +96,19 @@ async def new_system_page(request: Request, user: UserDep) -> Response:
 @router.post("/systems/new")
 async def create_system(request: Request, session: SessionDep, user: UserDep) -> Response:
     posted = await read_form(request, user)
-    environment = _environment_of(posted.get("environment"))
+    environment = environment_of(posted.get("environment"))
     form = SystemForm.posted(posted)
     try:
-        system = await add_system(session, user.account_id, environment, form, utcnow())
-    except SystemFormRejected as exc:
+        system = await add_system(
+            session, AccountScope(user.account_id, environment), form, utcnow()
+        )
+    except FormRejected as exc:
         return _form_page(
             request,
             user,
             form,
             action="/systems/new",
-            environment=environment.value,
+            environment=environment,
             system_id=None,
             error=exc.message,
             status_code=exc.status_code,
@@ -128,7 +120,7 @@ async def create_system(request: Request, session: SessionDep, user: UserDep) ->
 async def edit_system_page(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     return _form_page(
         request,
         user,
@@ -144,11 +136,11 @@ async def edit_system(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     posted = await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     form = SystemForm.posted(posted)
     try:
-        await change_system(session, user.account_id, system, form, utcnow())
-    except SystemFormRejected as exc:
+        await change_system(session, service.scope_of(user, system), system, form, utcnow())
+    except FormRejected as exc:
         await session.rollback()
         return _form_page(
             request,
@@ -167,7 +159,7 @@ async def edit_system(
 async def delete_system_page(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     return render(request, "system_delete.html", {"system": system, "error": None}, user=user)
 
 
@@ -176,10 +168,10 @@ async def delete_system(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     try:
-        await remove_system(session, user.account_id, system)
-    except SystemFormRejected as exc:
+        await remove_system(session, service.scope_of(user, system), system)
+    except FormRejected as exc:
         await session.rollback()
         return render(
             request,
@@ -196,10 +188,10 @@ async def upload_readings(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     _, data = await read_upload(request, user, "file")
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     try:
-        result = await upload_csv(session, user.account_id, system, data, utcnow())
-    except SystemFormRejected as exc:
+        result = await upload_csv(session, service.scope_of(user, system), system, data, utcnow())
+    except FormRejected as exc:
         # All or nothing: the batches stored before the bad line go with the transaction.
         await session.rollback()
         return await _system_view(request, session, user, system.id, upload_error=exc.message)
@@ -211,14 +203,14 @@ async def create_token(
     request: Request, system_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     posted = await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     nonce = posted.get("nonce", "")[:64]
     if nonce and not await claim_form_nonce(session, session_id=user.session_id, nonce=nonce):
         return redirect(f"/systems/{system.id}?notice=token-already-created#ingest-tokens")
     try:
         created = await issue_token(
             session,
-            user.account_id,
+            service.scope_of(user, system),
             system,
             posted.get("name", ""),
             settings_of(request).effective_secret_key,
@@ -226,7 +218,7 @@ async def create_token(
             actor=Actor.user(user.user_id),
             ip=client_ip(request),
         )
-    except SystemFormRejected as exc:
+    except FormRejected as exc:
         await session.rollback()
         return await _system_view(request, session, user, system.id, token_error=exc.message)
     return render(
@@ -242,10 +234,10 @@ async def revoke_ingest_token(
     request: Request, system_id: str, token_id: str, session: SessionDep, user: UserDep
 ) -> Response:
     await read_form(request, user)
-    system = await service.own_system(session, user, system_id)
+    system = await service.own_system(session, user.account_id, system_id)
     await revoke_token(
         session,
-        user.account_id,
+        service.scope_of(user, system),
         system,
         token_id,
         utcnow(),
@@ -309,37 +301,38 @@ async def _system_view(
     upload_error: str | None = None,
     token_error: str | None = None,
 ) -> Response:
-    system = await service.own_system(session, user, system_id)
-    tokens = await system_tokens(session, user.account_id, system)
+    system = await service.own_system(session, user.account_id, system_id)
+    scope = service.scope_of(user, system)
+    tokens = await system_tokens(session, scope, system)
     now = utcnow()
     tz = ZoneInfo(system.timezone)
     params = request.query_params
     error: str | None = None
-    body: dict[str, Any] | None = None
+    production: service.Production | None = None
     query: service.ProductionQuery | None = None
     expected: service.ExpectedAgainstActual | None = None
     try:
         query = service.production_query(
             system, params.get("from"), params.get("to"), params.get("interval"), now
         )
-        body = await service.production(session, system, query, now)
+        production = await service.production(session, system, query, now)
         expected = await service.expected_against_actual(session, system, query, now)
-    except service.FormRejected as exc:
+    except FormRejected as exc:
         error = exc.message
     today = now.astimezone(tz).date()
     chart = None
-    if body is not None and query is not None and expected is not None:
+    if production is not None and query is not None and expected is not None:
         points = [
             ChartPoint(
-                parse_timestamp(item["start"]),
-                item["energy_wh"],
-                _expected_wh(expected, item["start"]),
+                datetime.fromtimestamp(bucket.start_s, UTC),
+                bucket.energy_wh,
+                _expected_wh(expected, bucket.start),
             )
-            for item in body["data"]
+            for bucket in production.buckets
         ]
         chart = render_chart(
             points,
-            query.interval.value,
+            query.interval,
             tz,
             title=f"Energy per {query.interval.label} of {system.name}, measured and expected",
         )
@@ -352,9 +345,9 @@ async def _system_view(
             "form": {
                 "from": params.get("from") or (query.first_day.isoformat() if query else ""),
                 "to": params.get("to") or (query.last_day.isoformat() if query else ""),
-                "interval": params.get("interval") or (query.interval.value if query else "1d"),
+                "interval": params.get("interval") or (query.interval if query else "1d"),
             },
-            "body": body,
+            "production": production,
             "chart": chart,
             "expected": expected,
             "error": error,
@@ -371,9 +364,7 @@ async def _system_view(
             "tz": tz,
             "bucket_label": bucket_label,
             "parse": parse_timestamp,
-            "alerts": await service.open_alerts(
-                session, user, Environment(system.environment), system.id
-            ),
+            "alerts": await service.open_alerts(session, scope, [system]),
             "alert_titles": service.ALERT_TITLES,
         },
         status_code=400 if error or upload_error or token_error else 200,
