@@ -190,11 +190,12 @@ class ReadingStore(Protocol):
         ...
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
     ) -> None:
-        """Enter readings just written (`values`: starts, energies, powers) in the change
-        feed's log at a new position each, in the caller's transaction (after the readings'
-        own write): on PostgreSQL with the writer's transaction id."""
+        """Enter readings just written (their `starts`) in the change feed's log at a new
+        position each, in the caller's transaction (after the readings' own write): on
+        PostgreSQL with the writer's transaction id. The log holds positions only: the feed
+        reads the values from `readings`."""
         ...
 
 
