@@ -296,10 +296,11 @@ _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, no extens
 _COPY_TRAILER = b"\xff\xff"
 
 
-def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -> bytes:
+def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -> memoryview:
     """`count` rows in PostgreSQL's binary COPY format, built column by column with numpy
     (no Python object per value): a column is one value for every row (`bytes`: text, `int`:
-    int8) or an array (int64: int8; float64: float8, NaN written as NULL)."""
+    int8) or an array (int64: int8; float64: float8, NaN written as NULL). A memoryview:
+    asyncpg takes `bytes` for a file's path."""
     fields: list[tuple[str, str]] = [("n", ">i2")]
     for i, column in enumerate(columns):
         kind = (
@@ -328,13 +329,13 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
         payload = body[keep].tobytes()
     else:
         payload = body.tobytes()
-    return _COPY_HEADER + payload + _COPY_TRAILER
+    return memoryview(_COPY_HEADER + payload + _COPY_TRAILER)
 
 
 _LOG_COLUMNS = ("system_id", "start_s", "account_id", "environment", "txid")
 
 
-def _log_copy(change: ChangeOwner, txid: int, starts: IntArray) -> bytes:
+def _log_copy(change: ChangeOwner, txid: int, starts: IntArray) -> memoryview:
     return binary_copy(
         len(starts),
         [change.system_id.encode(), starts, change.account_id.encode(),
