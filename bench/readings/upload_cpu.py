@@ -263,7 +263,7 @@ def _bytes_per_quarter_hour(url: str) -> dict[str, float]:
     subprocess.run(["psql", url, "-qc", "VACUUM ANALYZE"], check=True)
     sizes = ",\n".join(
         # pg_partition_tree gives no row for a table that is not partitioned.
-        f"coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('{t}')),"
+        f"coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('{t}')),"  # noqa: S608
         f" pg_total_relation_size('{t}'))"
         for t in tables
     )

@@ -224,7 +224,7 @@ async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_va
     ((seq,),) = (
         await _execute(
             pg,
-            "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"
+            "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
             f" VALUES ('{system_id}', {int(this_month.timestamp()) + 86400 * 40}, 'a', 'live', 9)"
             " RETURNING seq",
         )

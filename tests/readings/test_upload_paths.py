@@ -134,9 +134,7 @@ async def test_a_large_batch_stores_what_a_small_one_stores(
         rows, _ = await follow(client)
         by_system: dict[str, list[tuple[str, float, float | None]]] = {large: [], small: []}
         for row in rows:
-            by_system[row["system_id"]].append(
-                (row["timestamp"], row["energy_wh"], row["power_w"])
-            )
+            by_system[row["system_id"]].append((row["timestamp"], row["energy_wh"], row["power_w"]))
         expected = [(i["timestamp"], 25.0, i.get("power_w")) for i in items]
         assert sorted(by_system[large]) == sorted(expected)
         assert sorted(by_system[small]) == sorted(expected)

@@ -318,7 +318,9 @@ class MonthlyPartitions:
         moved = int(getattr(result, "rowcount", 0) or 0)
         check = f"{table.month(start)}_range"
         await session.execute(
-            text(f"ALTER TABLE {name} ADD CONSTRAINT {check} CHECK (start_s >= {lo} AND start_s < {hi})")
+            text(
+                f"ALTER TABLE {name} ADD CONSTRAINT {check} CHECK (start_s >= {lo} AND start_s < {hi})"
+            )
         )
         await session.execute(
             text(

@@ -246,7 +246,9 @@ class PostgresReadingStore:
             return None
         return span[0], span[1]
 
-    async def log_changes(self, session: AsyncSession, change: ChangeOwner, starts: IntArray) -> None:
+    async def log_changes(
+        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
+    ) -> None:
         # A replaced reading's row moves to a new position: a new `seq` and this
         # transaction's id (the feed reads below its snapshot's xmin, docs/changes.md).
         if len(starts) >= _COPY_FROM:
@@ -319,7 +321,9 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
             missing = np.isnan(column)
             if missing.any():
                 rows[f"l{i}"][missing] = -1
-                nulls.append((record.fields[f"v{i}"][1], missing))
+                offsets = record.fields
+                assert offsets is not None  # a structured dtype
+                nulls.append((offsets[f"v{i}"][1], missing))
     body = rows.view(np.uint8).reshape(count, record.itemsize)
     if nulls:
         # A NULL is its length (-1) alone: drop its value's 8 bytes from those rows.
@@ -428,7 +432,7 @@ WITH present AS (
     SELECT $28, $29, $33, $30::json, 'queued', 0, $31, $32, $32 FROM sys
 )
 SELECT first_reading_at, last_reading_at, pg_current_xact_id()::text::bigint FROM sys
-"""
+"""  # noqa: S608 - table names and clauses are constants of this module
 _ROWS = """, batch AS (
     SELECT * FROM unnest($6::int8[], $7::float8[], $8::float8[]) AS u(s, e, p)
 ), ins AS (
@@ -439,9 +443,7 @@ _ROWS = """, batch AS (
     SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint FROM sys, batch
 )"""
 # The batch's rows in the statement (a small batch): exactly its quarter-hours must be absent.
-_STORE_NEW = _STORE_NEW_TEMPLATE.format(
-    present=" AND start_s = ANY($6::int8[])", rows=_ROWS
-)  # noqa: S608 - table names and clauses are constants of this module
+_STORE_NEW = _STORE_NEW_TEMPLATE.format(present=" AND start_s = ANY($6::int8[])", rows=_ROWS)
 # The rows by COPY after it (a large batch): nothing of the system in the batch's span may be
 # stored yet (else the general way), so the COPY finds no conflict. $6–$8 are sent empty:
 # typed in a CTE that is never run, so both statements take the same parameters.

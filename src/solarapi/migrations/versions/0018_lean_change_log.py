@@ -99,8 +99,7 @@ def _upgrade_postgresql() -> None:
     op.execute(f"ALTER TABLE reading_changes SET SCHEMA {SCHEMA}")
     op.execute(f"ALTER TABLE {SCHEMA}.reading_changes RENAME TO changes_before_cut_over")
     op.execute(
-        f"ALTER INDEX {SCHEMA}.uq_reading_changes_system_start"
-        " RENAME TO uq_changes_before_cut_over"
+        f"ALTER INDEX {SCHEMA}.uq_reading_changes_system_start RENAME TO uq_changes_before_cut_over"
     )
     op.execute(f"ALTER INDEX {SCHEMA}.ix_reading_changes_feed RENAME TO ix_changes_before_cut_over")
     op.execute(
