@@ -136,6 +136,9 @@ class NewBatch:
     last: datetime
     event: PreparedEvent
     alert_job: PreparedJob
+    # The system's last reading, as read, starts before the batch's first: the batch is new
+    # whole if that still holds under the lock (the statement checks), without looking.
+    after_last_reading: bool = False
 
 
 class ReadingStore(Protocol):

@@ -219,11 +219,12 @@ class PostgresReadingStore:
             # Before any transaction of the session: a connection of its own, committed
             # when it returns, all of it or nothing.
             async with pg_reader(session) as connection:
+                statement = _STORE_NEW[copied, batch.after_last_reading]
                 if not copied:  # one statement, its own transaction
-                    span = await connection.fetchrow(_STORE_NEW, *params)
+                    span = await connection.fetchrow(statement, *params)
                     return None if span is None else (span[0], span[1])
                 async with connection.transaction():
-                    span = await connection.fetchrow(_STORE_NEW_BESIDE_ROWS, *params)
+                    span = await connection.fetchrow(statement, *params)
                     if span is None:
                         return None  # nothing was written: rolled back on the way out
                     # The rows by binary COPY, built by numpy: a tenth of the CPU of
@@ -403,7 +404,7 @@ WITH present AS (
             THEN $20 ELSE last_reading_at END
     WHERE id = $1 AND account_id = $2 AND environment = $3 AND timezone = $4
         AND capacity_kwp = $5 AND data_source = 'metered'
-        AND (SELECT n FROM present) = 0
+        AND {{absent}}
         AND (SELECT count(*) FROM hooks) <= cardinality($25::text[])
     RETURNING id, first_reading_at, last_reading_at
 ){{rows}}, hrs AS (
@@ -442,11 +443,22 @@ _ROWS = """, batch AS (
     INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)
     SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint FROM sys, batch
 )"""
-# The batch's rows in the statement (a small batch): exactly its quarter-hours must be absent.
-_STORE_NEW = _STORE_NEW_TEMPLATE.format(present=" AND start_s = ANY($6::int8[])", rows=_ROWS)
-# The rows by COPY after it (a large batch): nothing of the system in the batch's span may be
-# stored yet (else the general way), so the COPY finds no conflict. $6–$8 are sent empty:
-# typed in a CTE that is never run, so both statements take the same parameters.
-_STORE_NEW_BESIDE_ROWS = _STORE_NEW_TEMPLATE.format(
-    present="", rows=", unused AS (SELECT $6::int8[], $7::float8[], $8::float8[])"
-)
+# The statements by (rows by COPY after it, the batch after the system's last reading):
+# - in the statement (a small batch) or by COPY after it (a large one; $6–$8 then sent empty
+#   and typed in a CTE that is never run, so every variant takes the same parameters);
+# - a batch after the system's last reading (the usual upload) is new whole when that still
+#   holds under the lock: the log is not read (an unreferenced CTE is not even planned, and a
+#   statement that reads the partitioned log would be planned anew on every execution);
+#   else none of its quarter-hours may be in the log yet (the COPY: nothing of the system in
+#   the batch's span, so it finds no conflict).
+_AFTER_LAST = "(last_reading_at IS NULL OR last_reading_at < $19)"
+_NONE_PRESENT = "(SELECT n FROM present) = 0"
+_UNUSED_ROWS = ", unused AS (SELECT $6::int8[], $7::float8[], $8::float8[])"
+_STORE_NEW = {
+    (False, True): _STORE_NEW_TEMPLATE.format(present="", absent=_AFTER_LAST, rows=_ROWS),
+    (False, False): _STORE_NEW_TEMPLATE.format(
+        present=" AND start_s = ANY($6::int8[])", absent=_NONE_PRESENT, rows=_ROWS
+    ),
+    (True, True): _STORE_NEW_TEMPLATE.format(present="", absent=_AFTER_LAST, rows=_UNUSED_ROWS),
+    (True, False): _STORE_NEW_TEMPLATE.format(present="", absent=_NONE_PRESENT, rows=_UNUSED_ROWS),
+}

@@ -235,6 +235,11 @@ class CheckedStarts:
     rules: list[tuple[str, npt.NDArray[np.bool_]]]
 
 
+# From this many items on, timestamps are parsed at once (numpy's fixed cost per operation
+# made a 4-item batch slower that way: ~0.7 instead of ~0.2 ms).
+_AT_ONCE_FROM = 64
+
+
 def check_starts(timestamps: list[str], now: datetime) -> CheckedStarts:
     """Parse in index order (an unparsable timestamp bounds the search for earlier faults)
     and mask the items that are not an aligned, ended, unique quarter-hour start."""
@@ -242,7 +247,7 @@ def check_starts(timestamps: list[str], now: datetime) -> CheckedStarts:
     unaligned = np.zeros(count, dtype=bool)
     unparsable: ReadingRejected | None = None
     # Nearly every client sends `YYYY-MM-DDTHH:MM:SSZ`: all of them at once when all are so.
-    fast = epoch_seconds_many(timestamps)
+    fast = epoch_seconds_many(timestamps) if count >= _AT_ONCE_FROM else None
     starts = np.zeros(count, dtype=np.int64) if fast is None else fast
     midnights: dict[str, int] = {}
     for i, text in enumerate(timestamps if fast is None else ()):
@@ -504,6 +509,7 @@ async def _stored_new(
                 event_type=UPLOADED, data=_event_data(system.id, result), now=utcnow(),
             ),
             alert_evaluation_job(system.id),
+            system.last_reading_at is None or system.last_reading_at < result.start,
         ),
     )  # fmt: skip
 
