@@ -169,7 +169,9 @@ class PostgresBackend(Backend):
 # The change feed's page (`read_change_log`), one statement, so one snapshot: the log's rows
 # after ($3, $4) whose writer's transaction id is below the snapshot's xmin (ordered by txid,
 # those are a prefix of the rows after the position), with their values from `readings` by
-# key (a reading and its log row are written and committed together), packed as one `bytea`
+# key (a reading and its log row are written and committed together: one primary-key probe
+# each, a LATERAL with LIMIT so the planner cannot turn it into a hash join over every
+# partition of `readings`), packed as one `bytea`
 # of fixed-size records (the system id NUL-padded to 40 bytes, big-endian numbers, a NULL
 # power as NaN); the position of the page's last log row; and whether the snapshot holds any
 # row after it.
@@ -192,7 +194,10 @@ SELECT
             || int8send(p.seq),
         ''::bytea) FROM (
             SELECT * FROM page ORDER BY txid, seq
-        ) AS p JOIN readings r ON r.system_id = p.system_id AND r.start_s = p.start_s),
+        ) AS p CROSS JOIN LATERAL (
+            SELECT energy_wh, power_w FROM readings
+            WHERE system_id = p.system_id AND start_s = p.start_s LIMIT 1
+        ) AS r),
     (SELECT txid FROM last),
     (SELECT seq FROM last),
     EXISTS (
