@@ -44,7 +44,8 @@ SELECT (SELECT count(*) FROM readings) AS quarter_hours,
        (SELECT heap FROM stored), (SELECT total FROM stored),
        pg_total_relation_size('reading_hours'), (SELECT count(*) FROM reading_hours),
        pg_total_relation_size('reading_days'), (SELECT count(*) FROM reading_days),
-       pg_total_relation_size('reading_changes')
+       (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)
+        FROM pg_partition_tree('reading_changes'))  -- partitioned since migration 0018
 """
 
 

@@ -21,7 +21,9 @@ batch, so every batch inserts), bodies serialised before timing, sent one at a t
 keep-alive connection; readings/s is the batch's readings over its wall time. The floor: the
 same rows `COPY`'d (asyncpg's `copy_records_to_table`, binary) into `readings` of the same database by a client
 process in one transaction per batch — no validation, no rollups, no change feed, no event.
-Reported as the ratio API ÷ floor.
+Reported as the ratio API ÷ floor. Then the bytes on disk per stored quarter-hour (after
+`VACUUM ANALYZE`; partitions included) of `readings` and, per uploaded quarter-hour (the
+floor's rows have none), of the change feed's log and the two rollups.
 """
 
 from __future__ import annotations
@@ -238,11 +240,43 @@ def bulk(batches: int) -> None:
                     answer.raise_for_status()
                     assert answer.json()["inserted"] == 10_000, answer.text
                     floor.append(_copy_floor(url, systems[3 + 2 * i][0], rows))
+            sizes = _bytes_per_quarter_hour(url)
         api_rate = 10_000 / statistics.median(api)
         floor_rate = 10_000 / statistics.median(floor)
         print(f"API: {api_rate:,.0f} readings/s (median of {batches}; target ≥ 150,000); "
               f"bare COPY: {floor_rate:,.0f} readings/s; API ÷ COPY {api_rate / floor_rate:.2f}; "
               f"load average {load_average()}")  # fmt: skip
+        print("bytes per stored quarter-hour (VACUUM ANALYZE first; tables + indexes): "
+              + ", ".join(f"{name} {value:.1f}" for name, value in sizes.items()))  # fmt: skip
+
+
+# Each table with its partitions (readings and, from migration 0018, the change log).
+_SIZES = """
+SELECT (SELECT count(*) FROM readings), (SELECT count(*) FROM reading_changes),
+{sizes}
+"""
+
+
+def _bytes_per_quarter_hour(url: str) -> dict[str, float]:
+    """Bytes on disk (heap + indexes + TOAST, partitions included) per stored reading of
+    `readings`, the change feed's log and the two rollups. The COPY floor's rows have no log
+    and no rollups: `readings` per its own rows, the others per uploaded (logged) reading."""
+    tables = ("readings", "reading_changes", "reading_hours", "reading_days")
+    subprocess.run(["psql", url, "-qc", "VACUUM ANALYZE"], check=True)
+    sizes = ",\n".join(
+        # pg_partition_tree gives no row for a table that is not partitioned.
+        f"coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('{t}')),"  # noqa: S608
+        f" pg_total_relation_size('{t}'))"
+        for t in tables
+    )
+    out = subprocess.run(
+        ["psql", url, "-Atc", _SIZES.format(sizes=sizes)], check=True, capture_output=True,
+        text=True,
+    ).stdout.strip().split("|")  # fmt: skip
+    stored, uploaded = int(out[0]), int(out[1])
+    per = {t: int(v) / (stored if t == "readings" else uploaded)
+           for t, v in zip(tables, out[2:], strict=True)}  # fmt: skip
+    return {**per, "all": sum(per.values())}
 
 
 def main() -> None:

@@ -161,6 +161,92 @@ async def test_the_migration_keeps_the_rows_of_a_table_that_holds_data(pg: Setti
     assert set((await _partitions(pg)).values()) == {0}
 
 
+LEAN_LOG = "0018_lean_change_log"
+
+
+async def _log_partitions(settings: Settings) -> dict[str, int]:
+    """The change log's partition name → rows it holds."""
+    (names,) = await _execute(
+        settings,
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+        " WHERE i.inhparent = 'public.reading_changes'::regclass ORDER BY 1",
+    )
+    counts = {}
+    for (name,) in names:
+        ((count,),) = (await _execute(settings, f"SELECT count(*) FROM {SCHEMA}.{name}"))[0]  # noqa: S608
+        counts[str(name)] = int(str(count))
+    return counts
+
+
+@pytest.mark.services
+async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_values(
+    pg: Settings,
+) -> None:
+    """`0018_lean_change_log` on a log that holds data: every row keeps its position (`txid`,
+    `seq`) in the partition of everything before the cut-over, the sequence goes on past
+    it, a deleted system's rows still go, and the way down restores the values from
+    `readings`."""
+    await _upgrade(pg, "0017_system_data_version")
+    system_id = await _system_at_head(pg)
+    year_ago = month_start(datetime.now(UTC), -12)
+    await _execute(
+        pg,
+        _quarter_hours(year_ago, 1500, system_id),
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid,"  # noqa: S608
+        " energy_wh, power_w) SELECT r.system_id, r.start_s, s.account_id, s.environment,"
+        f" 7, r.energy_wh, r.power_w FROM readings r JOIN systems s ON s.id = r.system_id"
+        f" WHERE r.system_id = '{system_id}' ORDER BY r.start_s",
+    )
+    (before,) = await _execute(
+        pg, "SELECT system_id, start_s, txid, seq FROM reading_changes ORDER BY seq"
+    )
+
+    await _upgrade(pg, LEAN_LOG)
+
+    parts = await _log_partitions(pg)
+    assert parts.pop("changes_before_cut_over") == 1500
+    assert parts.pop("changes_outside_every_month") == 0
+    this_month = month_start(datetime.now(UTC))
+    assert parts == {f"changes_{month_table(month_start(this_month, n))}": 0 for n in (1, 2, 3)}
+    (after,) = await _execute(
+        pg, "SELECT system_id, start_s, txid, seq FROM reading_changes ORDER BY seq"
+    )
+    assert after == before
+    (columns,) = await _execute(
+        pg,
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_schema = 'public' AND table_name = 'reading_changes' ORDER BY 1",
+    )
+    assert [c for (c,) in columns] == [
+        "account_id", "environment", "seq", "start_s", "system_id", "txid",
+    ]  # fmt: skip
+    # New rows take positions after every old one, whichever partition they land in.
+    ((seq,),) = (
+        await _execute(
+            pg,
+            "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
+            f" VALUES ('{system_id}', {int(this_month.timestamp()) + 86400 * 40}, 'a', 'live', 9)"
+            " RETURNING seq",
+        )
+    )[0]
+    assert seq > max(int(str(row[3])) for row in before)
+
+    # Down again: the values come back from the readings, the new row with no reading goes.
+    await asyncio.to_thread(downgrade, pg, "0017_system_data_version")
+    ((count, total, relkind),) = (
+        await _execute(
+            pg,
+            "SELECT count(*), sum(energy_wh), (SELECT relkind::text FROM pg_class"
+            " WHERE relname = 'reading_changes') FROM reading_changes",
+        )
+    )[0]
+    assert (count, total, relkind) == (1500, sum(i + 0.5 for i in range(1500)), "r")
+
+    await _upgrade(pg)
+    await _execute(pg, f"DELETE FROM systems WHERE id = '{system_id}'")  # noqa: S608
+    assert set((await _log_partitions(pg)).values()) == {0}
+
+
 @pytest.mark.services
 async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retention(
     pg: Settings,
@@ -174,8 +260,8 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         pg,
         _quarter_hours(this_month, 8, system_id),
         _quarter_hours(far, 3, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0 FROM readings"
         f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}",
     )
     assert (await _partitions(pg))["outside_every_month"] == 3
@@ -434,8 +520,8 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
         settings,
         _quarter_hours(old, 5, system_id),
         _quarter_hours(recent, 2, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0 FROM readings"
         f" WHERE system_id = '{system_id}'",
     )
     engine = create_oneshot_engine(settings)

@@ -108,3 +108,53 @@ async def test_every_subscribed_endpoint_gets_its_delivery(
             assert {(p["event_id"], p["attempt"]) for p in queued} == {(event["id"], 1)}
         evaluations = await _jobs(app, ALERTS_EVALUATE)
         assert evaluations.count({"system_id": system_id}) == 2
+
+
+async def test_a_large_batch_stores_what_a_small_one_stores(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A large batch of new quarter-hours goes by COPY on PostgreSQL (rows encoded by numpy,
+    a missing power as NULL), a small one in one statement: the readings, the rollups and
+    the change feed must come out the same, and both go with their system."""
+    from tests.changes.test_feed import follow
+
+    count = 700  # over the COPY's threshold
+    items = quarter_series(JUNE, count, 25.0)
+    for i, item in enumerate(items):
+        if i % 3:
+            item["power_w"] = float(i)
+    async with client_for(app, enterprise.live) as client:
+        large = (await create_system(client))["id"]
+        small = (await create_system(client))["id"]
+        response = await upload(client, large, items)
+        assert response.json() == {"received": count, "inserted": count, "updated": 0}
+        for lo in range(0, count, 100):
+            response = await upload(client, small, items[lo : lo + 100])
+            assert response.status_code == 200, response.text
+        rows, _ = await follow(client)
+        by_system: dict[str, list[tuple[str, float, float | None]]] = {large: [], small: []}
+        for row in rows:
+            by_system[row["system_id"]].append((row["timestamp"], row["energy_wh"], row["power_w"]))
+        expected = [(i["timestamp"], 25.0, i.get("power_w")) for i in items]
+        assert sorted(by_system[large]) == sorted(expected)
+        assert sorted(by_system[small]) == sorted(expected)
+        for resolution in ("15m", "1h", "1d"):
+            answers = [
+                (
+                    await client.get(
+                        f"/api/v1/systems/{system_id}/readings",
+                        params={
+                            "from": "2025-06-10T00:00:00Z",
+                            "to": "2025-06-18T00:00:00Z",
+                            "resolution": resolution,
+                        },
+                    )
+                ).json()["data"]
+                for system_id in (large, small)
+            ]
+            assert answers[0] == answers[1]
+            assert answers[0]
+        deleted = await client.delete(f"/api/v1/systems/{large}")
+        assert deleted.status_code == 204, deleted.text
+        rows, _ = await follow(client)
+        assert {row["system_id"] for row in rows} == {small}

@@ -66,28 +66,34 @@ class ReadingDay(Base):
 
 
 class ReadingChange(Base):
-    """The change feed's log (`GET /readings/changes`): one row per stored reading, rewritten
-    in the same transaction as the reading whenever it is inserted or replaced, with a new
-    `seq` (a sequence value, on SQLite the table's AUTOINCREMENT rowid) and, on PostgreSQL,
-    the writer's transaction id `txid` (`pg_current_xact_id()`; 0 on SQLite, whose writers
-    are serialised so that commit order is `seq` order). The feed reads in (`txid`, `seq`)
-    order and, on PostgreSQL, only rows below its snapshot's xmin horizon
-    (docs/changes.md explains why that never skips a change). Deleted with its system."""
+    """The change feed's log (`GET /readings/changes`): one row per stored reading, the
+    position at which it last changed, rewritten in the same transaction as the reading
+    whenever it is inserted or replaced, with a new `seq` (a sequence value, on SQLite the
+    table's AUTOINCREMENT rowid) and, on PostgreSQL, the writer's transaction id `txid`
+    (`pg_current_xact_id()`; 0 on SQLite, whose writers are serialised so that commit order
+    is `seq` order). The feed reads in (`txid`, `seq`) order and, on PostgreSQL, only rows
+    below its snapshot's xmin horizon (docs/changes.md explains why that never skips a
+    change), with the values from `readings` by key.
+
+    No foreign key: every writer holds the system's row lock and writes nothing when the
+    system is gone, and a trigger on `systems` deletes a deleted system's rows (migration
+    `0018_lean_change_log`); a foreign key's check per row cost more than the row. On
+    PostgreSQL partitioned by month of `start_s` like `readings` (`readings.partitions`),
+    where `seq` is not a key (a partitioned table's keys hold the partition key): the unique
+    (`system_id`, `start_s`) is."""
 
     __tablename__ = "reading_changes"
     __table_args__ = (
         UniqueConstraint("system_id", "start_s", name="uq_reading_changes_system_start"),
         Index("ix_reading_changes_feed", "account_id", "environment", "txid", "seq"),
-        {"sqlite_autoincrement": True},
+        {"sqlite_autoincrement": True, "postgresql_partition_by": "RANGE (start_s)"},
     )
 
     seq: Mapped[int] = mapped_column(
         BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
     )
-    system_id: Mapped[str] = mapped_column(String(40), ForeignKey("systems.id", ondelete="CASCADE"))
+    system_id: Mapped[str] = mapped_column(String(40))
     start_s: Mapped[int] = mapped_column(BigInteger)
     account_id: Mapped[str] = mapped_column(String(40))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     txid: Mapped[int] = mapped_column(BigInteger)
-    energy_wh: Mapped[float] = mapped_column(Float)
-    power_w: Mapped[float | None] = mapped_column(Float, nullable=True)

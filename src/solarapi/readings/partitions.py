@@ -3,10 +3,12 @@
 The migration (`0016_readings_partitions`) turns `readings` into a table partitioned by range
 of `start_s`, with one partition per UTC month in the schema `readings_partitions`, the table
 as it was before the cut-over as one partition, and a `DEFAULT` partition for anything no
-month holds. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months ahead
-and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months past it — a
-`DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table:
-retention deletes its rows past the horizon one by one.
+month holds. The change feed's log (`reading_changes`) is partitioned the same way since
+`0018_lean_change_log` (`changes_m2026_12`, …), so a month of readings and its log go
+together. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months of both ahead
+and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months of both past it — a
+`DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table each:
+retention deletes their rows past the horizon one by one.
 
 Retention covers raw quarter-hours only. Hourly and daily rollups (a quarter and a 96th of
 the rows) stay, so `1h`/`1d`/`1w`/`1M` answers stay whole past the horizon while `15m`/`30m`
@@ -78,11 +80,12 @@ class ReadingPartitions(Protocol):
     async def months(self, session: AsyncSession) -> list[datetime]: ...
 
 
-async def _forget_changes(session: AsyncSession, horizon: datetime) -> None:
+async def _forget_changes(session: AsyncSession, horizon: datetime, *, delete: bool) -> None:
     """The change feed's log past the horizon goes with the readings: a client that starts the
     feed afresh must not be handed readings that are no longer stored. The systems that had
     readings there (the log holds one row per stored reading) have changed data
-    (`System.data_version`)."""
+    (`System.data_version`). `delete`: remove the log's rows here (one table); partitioned,
+    the months of the log go with the readings' months."""
     horizon_s = int(horizon.timestamp())
     await session.execute(
         update(System)
@@ -94,9 +97,10 @@ async def _forget_changes(session: AsyncSession, horizon: datetime) -> None:
         .values(data_version=System.data_version + 1)
         .execution_options(synchronize_session=False)
     )
-    await session.execute(
-        text("DELETE FROM reading_changes WHERE start_s < :horizon"), {"horizon": horizon_s}
-    )
+    if delete:
+        await session.execute(
+            text("DELETE FROM reading_changes WHERE start_s < :horizon"), {"horizon": horizon_s}
+        )
 
 
 class SingleTable:
@@ -115,48 +119,79 @@ class SingleTable:
             text("DELETE FROM readings WHERE start_s < :horizon"),
             {"horizon": int(horizon.timestamp())},
         )
-        await _forget_changes(session, horizon)
+        await _forget_changes(session, horizon, delete=True)
         return Maintenance(purged_rows=int(getattr(result, "rowcount", 0) or 0))
 
     async def months(self, session: AsyncSession) -> list[datetime]:
         return []
 
 
+@dataclass(frozen=True, slots=True)
+class _Partitioned:
+    """A table partitioned by month of `start_s`: its partitions are named with `prefix`
+    (`m2026_12`, `before_cut_over`, `outside_every_month` for `readings`)."""
+
+    parent: str
+    prefix: str
+
+    def month(self, start: datetime) -> str:
+        return f"{self.prefix}{month_table(start)}"
+
+    @property
+    def cut_over(self) -> str:
+        return f"{self.prefix}before_cut_over"
+
+    @property
+    def default(self) -> str:
+        return f"{self.prefix}outside_every_month"
+
+
+# The readings and the change feed's log (migration 0018): the same months, so a month of
+# readings and its log go together. `Maintenance` names the readings' partitions.
+_READINGS = _Partitioned("readings", "")
+_LOG = _Partitioned("reading_changes", "changes_")
+
+
 class MonthlyPartitions:
-    """PostgreSQL: one partition per UTC month of `start_s`."""
+    """PostgreSQL: one partition per UTC month of `start_s`, of `readings` and of the change
+    feed's log alike."""
 
     async def months(self, session: AsyncSession) -> list[datetime]:
         return sorted(start for start in (await self._partitions(session)).values() if start)
 
-    async def _partitions(self, session: AsyncSession) -> dict[str, datetime | None]:
+    async def _partitions(
+        self, session: AsyncSession, table: _Partitioned = _READINGS
+    ) -> dict[str, datetime | None]:
         """Partition name → the first instant of its month (None: not a month's)."""
         rows = await session.execute(
             text(
                 "SELECT c.relname FROM pg_inherits i"
                 " JOIN pg_class c ON c.oid = i.inhrelid"
                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE i.inhparent = 'public.readings'::regclass AND n.nspname = :schema"
+                " WHERE i.inhparent = CAST(:parent AS regclass) AND n.nspname = :schema"
             ),
-            {"schema": SCHEMA},
+            {"schema": SCHEMA, "parent": f"public.{table.parent}"},
         )
         partitions: dict[str, datetime | None] = {}
         for (name,) in rows:
-            match = _MONTH_TABLE.match(name)
+            match = _MONTH_TABLE.match(name.removeprefix(table.prefix))
             partitions[name] = (
                 datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC) if match else None
             )
         return partitions
 
-    async def _cut_over(self, session: AsyncSession) -> datetime | None:
+    async def _cut_over(
+        self, session: AsyncSession, table: _Partitioned = _READINGS
+    ) -> datetime | None:
         """Where the table from before partitioning ends (None once it is gone)."""
         bound = (
             await session.execute(
                 text(
                     "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class c"
                     " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                    " WHERE n.nspname = :schema AND c.relname = 'before_cut_over'"
+                    " WHERE n.nspname = :schema AND c.relname = :name"
                 ),
-                {"schema": SCHEMA},
+                {"schema": SCHEMA, "name": table.cut_over},
             )
         ).scalar()
         if bound is None:
@@ -169,24 +204,32 @@ class MonthlyPartitions:
         """Drop the table from before the cut-over when it holds nothing (a fresh install):
         otherwise history uploaded later (a backfill) would land in it for ever, one table that
         retention can only delete from row by row, instead of in months of its own. Run in a
-        transaction of its own: dropping a partition locks `readings` whole until the commit.
+        transaction of its own: dropping a partition locks its table whole until the commit.
         Behind a long transaction the lock is not waited for (readers and writers would queue
-        behind it): the next day's run tries again. True when it was dropped."""
-        exists = text(f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.before_cut_over)")  # noqa: S608
-        if await self._cut_over(session) is None or (await session.execute(exists)).scalar():
+        behind it): the next day's run tries again. True when the readings' was dropped (the
+        log's goes the same way, `readings` first, the order every writer locks in)."""
+        retired = await self._retire(session, _READINGS)
+        await self._retire(session, _LOG)
+        return retired
+
+    async def _retire(self, session: AsyncSession, table: _Partitioned) -> bool:
+        exists = text(f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.{table.cut_over})")  # noqa: S608
+        if await self._cut_over(session, table) is None or (await session.execute(exists)).scalar():
             return False
         await session.execute(text("SET LOCAL lock_timeout = '2s'"))
         try:
             async with session.begin_nested():
                 # The parent first, the order every writer locks in; then look again.
-                await session.execute(text("LOCK TABLE public.readings IN ACCESS EXCLUSIVE MODE"))
+                await session.execute(
+                    text(f"LOCK TABLE public.{table.parent} IN ACCESS EXCLUSIVE MODE")
+                )
                 if (await session.execute(exists)).scalar():
                     return False
-                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
+                await session.execute(text(f"DROP TABLE {SCHEMA}.{table.cut_over}"))
         except DBAPIError as exc:
             if "lock timeout" not in str(exc):
                 raise
-            log.info("readings partitions: 'before_cut_over' is busy; retiring it next time")
+            log.info("partitions: '%s' is busy; retiring it next time", table.cut_over)
             return False
         return True
 
@@ -195,88 +238,101 @@ class MonthlyPartitions:
     ) -> Maintenance:
         # One maintainer at a time across workers: the lock ends with the transaction.
         await session.execute(text("SELECT pg_advisory_xact_lock(hashtext('readings.partitions'))"))
-        partitions = await self._partitions(session)
+        wanted = {month_start(now, ahead) for ahead in range(MONTHS_AHEAD + 1)}
+        horizon = None if retention_months is None else month_start(now, -retention_months)
+        if horizon is not None:
+            # Before anything is deleted: which systems' data that changes.
+            await _forget_changes(session, horizon, delete=False)
+        readings = await self._maintain(session, _READINGS, wanted, horizon)
+        await self._maintain(session, _LOG, wanted, horizon)
+        return readings
+
+    async def _maintain(
+        self,
+        session: AsyncSession,
+        table: _Partitioned,
+        wanted: set[datetime],
+        horizon: datetime | None,
+    ) -> Maintenance:
+        partitions = await self._partitions(session, table)
         existing = {start for start in partitions.values() if start}
-        cut_over = await self._cut_over(session)
+        cut_over = await self._cut_over(session, table)
         created: list[str] = []
         moved = 0
-        wanted = {month_start(now, ahead) for ahead in range(MONTHS_AHEAD + 1)}
         # Months the default partition holds rows of (a backfill of history) get theirs too.
-        wanted |= await self._stray_months(session)
-        for start in sorted(wanted):
+        for start in sorted(wanted | await self._stray_months(session, table)):
             if start in existing or (cut_over is not None and start < cut_over):
                 continue  # the month exists, or the table from before the cut-over holds it
-            moved += await self._create(session, start, month_start(start, 1))
-            created.append(month_table(start))
+            moved += await self._create(session, table, start, month_start(start, 1))
+            created.append(table.month(start))
             existing.add(start)
         dropped: list[str] = []
         purged = 0
-        if retention_months is not None:
-            horizon = month_start(now, -retention_months)
+        if horizon is not None:
             # Rows past the horizon that are not a whole month of their own go row by row.
-            tables = ["outside_every_month"]
+            tables = [table.default]
             if cut_over is not None and cut_over > horizon:
-                tables.append("before_cut_over")
-            for table in tables:
+                tables.append(table.cut_over)
+            for name in tables:
                 result = await session.execute(
-                    text(f"DELETE FROM {SCHEMA}.{table} WHERE start_s < :horizon"),  # noqa: S608
+                    text(f"DELETE FROM {SCHEMA}.{name} WHERE start_s < :horizon"),  # noqa: S608
                     {"horizon": int(horizon.timestamp())},
                 )
                 purged += int(getattr(result, "rowcount", 0) or 0)
-            await _forget_changes(session, horizon)
-            # Whole months last: a DROP locks `readings` whole until the commit, so nothing
+            # Whole months last: a DROP locks the table whole until the commit, so nothing
             # slow may follow it in this transaction.
             for start in sorted(existing):
                 if month_start(start, 1) <= horizon:
-                    await session.execute(text(f"DROP TABLE {SCHEMA}.{month_table(start)}"))
-                    dropped.append(month_table(start))
+                    await session.execute(text(f"DROP TABLE {SCHEMA}.{table.month(start)}"))
+                    dropped.append(table.month(start))
             if cut_over is not None and cut_over <= horizon:
-                await session.execute(text(f"DROP TABLE {SCHEMA}.before_cut_over"))
-                dropped.append("before_cut_over")
+                await session.execute(text(f"DROP TABLE {SCHEMA}.{table.cut_over}"))
+                dropped.append(table.cut_over)
         return Maintenance(tuple(created), tuple(dropped), moved, purged)
 
-    async def _stray_months(self, session: AsyncSession) -> set[datetime]:
+    async def _stray_months(self, session: AsyncSession, table: _Partitioned) -> set[datetime]:
         """The UTC months of the rows in the default partition (normally none)."""
         rows = await session.execute(
             text(
                 f"SELECT DISTINCT date_trunc('month', to_timestamp(start_s) AT TIME ZONE 'UTC')"  # noqa: S608
-                f" FROM {SCHEMA}.outside_every_month"
+                f" FROM {SCHEMA}.{table.default}"
             )
         )
         return {month.replace(tzinfo=UTC) for (month,) in rows}
 
-    async def _create(self, session: AsyncSession, start: datetime, end: datetime) -> int:
+    async def _create(
+        self, session: AsyncSession, table: _Partitioned, start: datetime, end: datetime
+    ) -> int:
         """Create the month [start, end); rows the default partition already holds for it
         move in first (attaching a range the default partition has rows of would fail)."""
-        name = f"{SCHEMA}.{month_table(start)}"
+        name = f"{SCHEMA}.{table.month(start)}"
         lo, hi = int(start.timestamp()), int(end.timestamp())
         await session.execute(
-            text(f"CREATE TABLE {name} (LIKE public.readings INCLUDING DEFAULTS)")
+            text(f"CREATE TABLE {name} (LIKE public.{table.parent} INCLUDING DEFAULTS)")
         )
         result = await session.execute(
             text(
-                f"WITH moved AS (DELETE FROM {SCHEMA}.outside_every_month"  # noqa: S608
+                f"WITH moved AS (DELETE FROM {SCHEMA}.{table.default}"  # noqa: S608
                 f" WHERE start_s >= {lo} AND start_s < {hi} RETURNING *)"
                 f" INSERT INTO {name} SELECT * FROM moved"
             )
         )
         moved = int(getattr(result, "rowcount", 0) or 0)
+        check = f"{table.month(start)}_range"
         await session.execute(
             text(
-                f"ALTER TABLE {name} ADD CONSTRAINT {month_table(start)}_range"
-                f" CHECK (start_s >= {lo} AND start_s < {hi})"
+                f"ALTER TABLE {name} ADD CONSTRAINT {check} CHECK (start_s >= {lo} AND start_s < {hi})"
             )
         )
         await session.execute(
             text(
-                f"ALTER TABLE public.readings ATTACH PARTITION {name} FOR VALUES FROM ({lo}) TO ({hi})"
+                f"ALTER TABLE public.{table.parent} ATTACH PARTITION {name}"
+                f" FOR VALUES FROM ({lo}) TO ({hi})"
             )
         )
-        await session.execute(
-            text(f"ALTER TABLE {name} DROP CONSTRAINT {month_table(start)}_range")
-        )
+        await session.execute(text(f"ALTER TABLE {name} DROP CONSTRAINT {check}"))
         if moved:
-            log.warning("moved %d reading(s) from the default partition into %s", moved, name)
+            log.warning("moved %d row(s) from the default partition into %s", moved, name)
         return moved
 
 

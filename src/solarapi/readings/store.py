@@ -136,6 +136,9 @@ class NewBatch:
     last: datetime
     event: PreparedEvent
     alert_job: PreparedJob
+    # The system's last reading, as read, starts before the batch's first: the batch is new
+    # whole if that still holds under the lock (the statement checks), without looking.
+    after_last_reading: bool = False
 
 
 class ReadingStore(Protocol):
@@ -190,11 +193,12 @@ class ReadingStore(Protocol):
         ...
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
     ) -> None:
-        """Enter readings just written (`values`: starts, energies, powers) in the change
-        feed's log at a new position each, in the caller's transaction (after the readings'
-        own write): on PostgreSQL with the writer's transaction id."""
+        """Enter readings just written (their `starts`) in the change feed's log at a new
+        position each, in the caller's transaction (after the readings' own write): on
+        PostgreSQL with the writer's transaction id. The log holds positions only: the feed
+        reads the values from `readings`."""
         ...
 
 

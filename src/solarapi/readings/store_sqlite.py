@@ -165,22 +165,20 @@ class SqliteReadingStore:
         return None
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, values: list[list[Any]]
+        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
     ) -> None:
         # REPLACE deletes a replaced reading's row and inserts it anew, so it takes the next
         # AUTOINCREMENT rowid (never reused): SQLite has one writer at a time, so `seq` order
         # is commit order.
-        if not values[0]:
+        if not len(starts):
             return
         connection = await session.connection()
         rows = list(
             zip(
                 itertools.repeat(change.system_id),
-                values[0],
+                starts.tolist(),
                 itertools.repeat(change.account_id),
                 itertools.repeat(change.environment),
-                values[1],
-                values[2],
                 strict=False,
             )
         )
@@ -188,7 +186,6 @@ class SqliteReadingStore:
 
 
 _LOG_CHANGES = (
-    "INSERT OR REPLACE INTO reading_changes "
-    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
-    "VALUES (?, ?, ?, ?, 0, ?, ?)"
+    "INSERT OR REPLACE INTO reading_changes (system_id, start_s, account_id, environment, txid) "
+    "VALUES (?, ?, ?, ?, 0)"
 )

@@ -4,6 +4,7 @@ upsert, and the hourly and local-daily rollups kept exact in the same transactio
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import (
     TimestampError,
     epoch_seconds,
+    epoch_seconds_many,
     format_timestamp,
     parse_timestamp,
     utcnow,
@@ -164,6 +166,9 @@ def batch_from_json(payload: object) -> ReadingBatch:
         raise ValidationFailed("readings: is required")
     if not isinstance(readings, list):
         raise ValidationFailed("readings: must be a list of readings")
+    fast = _batch_at_once(readings)
+    if fast is not None:
+        return fast
     batch = ReadingBatch()
     timestamps, energies, powers = batch.timestamps, batch.energy_wh, batch.power_w
     for i, item in enumerate(readings):
@@ -191,6 +196,34 @@ def batch_from_json(payload: object) -> ReadingBatch:
     return batch
 
 
+_NUMBERS = frozenset({int, float})
+
+
+def _batch_at_once(readings: list[object]) -> ReadingBatch | None:
+    """`batch_from_json`'s items when every one is well formed, checked over the whole list
+    by C-level passes (`map`, sets of types) instead of an `isinstance` chain per item; None
+    when any is not, and the item-by-item way finds and names the first."""
+    if set(map(type, readings)) != {dict}:
+        return None
+    items: list[dict[str, object]] = readings  # type: ignore[assignment] # checked above
+    if not _ITEM_FIELDS.issuperset(set().union(*items)):
+        return None
+    timestamps = list(map(dict.get, items, itertools.repeat("timestamp")))
+    energies = list(map(dict.get, items, itertools.repeat("energy_wh")))
+    powers = list(map(dict.get, items, itertools.repeat("power_w")))
+    # bool is not int here: `type(True) is bool`, refused as the item-by-item way refuses it.
+    energy_types, power_types = set(map(type, energies)), set(map(type, powers))
+    if set(map(type, timestamps)) != {str} or not _NUMBERS.issuperset(energy_types):
+        return None
+    if not (_NUMBERS | {type(None)}).issuperset(power_types):
+        return None
+    if int in energy_types:
+        energies = [float(value) for value in energies]  # type: ignore[arg-type]
+    if int in power_types:
+        powers = [None if value is None else float(value) for value in powers]  # type: ignore[arg-type]
+    return ReadingBatch(timestamps, energies, powers)  # type: ignore[arg-type] # checked above
+
+
 @dataclass(frozen=True, slots=True)
 class CheckedStarts:
     """A batch's timestamps as epoch seconds, with the rules every quarter-hour upload shares
@@ -202,15 +235,22 @@ class CheckedStarts:
     rules: list[tuple[str, npt.NDArray[np.bool_]]]
 
 
+# From this many items on, timestamps are parsed at once (numpy's fixed cost per operation
+# made a 4-item batch slower that way: ~0.7 instead of ~0.2 ms).
+_AT_ONCE_FROM = 64
+
+
 def check_starts(timestamps: list[str], now: datetime) -> CheckedStarts:
     """Parse in index order (an unparsable timestamp bounds the search for earlier faults)
     and mask the items that are not an aligned, ended, unique quarter-hour start."""
     count = len(timestamps)
-    starts = np.zeros(count, dtype=np.int64)
     unaligned = np.zeros(count, dtype=bool)
-    midnights: dict[str, int] = {}
     unparsable: ReadingRejected | None = None
-    for i, text in enumerate(timestamps):
+    # Nearly every client sends `YYYY-MM-DDTHH:MM:SSZ`: all of them at once when all are so.
+    fast = epoch_seconds_many(timestamps) if count >= _AT_ONCE_FROM else None
+    starts = np.zeros(count, dtype=np.int64) if fast is None else fast
+    midnights: dict[str, int] = {}
+    for i, text in enumerate(timestamps if fast is None else ()):
         seconds = epoch_seconds(text, midnights)
         if seconds is None:
             try:
@@ -469,6 +509,7 @@ async def _stored_new(
                 event_type=UPLOADED, data=_event_data(system.id, result), now=utcnow(),
             ),
             alert_evaluation_job(system.id),
+            system.last_reading_at is None or system.last_reading_at < result.start,
         ),
     )  # fmt: skip
 
