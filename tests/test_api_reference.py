@@ -9,8 +9,7 @@ from pathlib import Path
 from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.openapi import build_openapi
-from tests.conftest import TEST_SECRET
-from tests.support import ROOT
+from tests.support import ROOT, TEST_SECRET
 
 REFERENCE = (ROOT / "docs" / "api.md").read_text()
 

@@ -22,10 +22,11 @@ from solarapi.db import create_oneshot_engine
 from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
-from tests.conftest import TEST_SECRET, _admin
 from tests.support import (
     DATABASES,
     POSTGRES_ADMIN_URL,
+    TEST_SECRET,
+    admin,
     need_service,
     postgres_available,
     run_cli,
@@ -99,12 +100,12 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
         return
     need_service("PostgreSQL", postgres_available())
     name = f"solarapi_mig_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     url = make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
         yield Settings(data_dir=tmp_path, database_url=url, secret_key=TEST_SECRET)
     finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None:

@@ -18,8 +18,7 @@ from solarapi.auth.service import revoke_key
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.models import ApiKey
-from tests.foundation.conftest import LogCapture
-from tests.support import Tenant, TestClock, client_for
+from tests.support import LogCapture, Tenant, TestClock, client_for
 
 ACCOUNT = "/api/v1/account"
 

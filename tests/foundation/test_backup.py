@@ -13,21 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
 
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
-from tests.conftest import TEST_SECRET, _admin
-from tests.foundation.conftest import running_app
 from tests.reports.helpers import JUNE_1, make_system, upload_readings
 from tests.support import (
     DATABASES,
-    POSTGRES_ADMIN_URL,
+    TEST_SECRET,
+    admin,
     client_for,
+    database_url,
     make_tenant,
     need_service,
     postgres_available,
+    running_app,
 )
 
 pytestmark = pytest.mark.slow
@@ -43,15 +43,12 @@ def databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
     need_service("PostgreSQL", postgres_available())
     names = [f"solarapi_backup_{uuid.uuid4().hex[:10]}" for _ in range(2)]
     for name in names:
-        asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    admin = make_url(POSTGRES_ADMIN_URL)
+        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     try:
-        yield tuple(  # type: ignore[misc]
-            admin.set(database=name).render_as_string(hide_password=False) for name in names
-        )
+        yield tuple(database_url(name) for name in names)  # type: ignore[misc]
     finally:
         for name in names:
-            asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def _settings(url: str, data_dir: Path, secret: str = TEST_SECRET) -> Settings:

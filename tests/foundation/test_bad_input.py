@@ -20,8 +20,7 @@ from solarapi.kit.text import QUOTE_LIMIT, JsonNulScanner, excerpt, url_has_nul
 from solarapi.kit.timefmt import TimestampError, parse_timestamp
 from solarapi.kit.tznames import check_time_zone, tz_database_names
 from tests.dashboard.helpers import browser_for, csrf_of, log_in, new_email, text_of
-from tests.foundation.test_errors import assert_error
-from tests.support import Tenant, client_for
+from tests.support import Tenant, assert_error, client_for
 from tests.systems.factories import create_system, system_body
 
 NUL = "\x00"

@@ -10,20 +10,15 @@ import pytest
 from solarapi.auth.keys import KEY_PATTERN, parse_key
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment
-from tests.foundation.conftest import running_app
-from tests.support import client_for, run_cli
+from tests.support import client_for, run_cli, running_app, settings_env
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_DATABASE_URL": "",
-        "SOLARAPI_REDIS_URL": "",
-        "SOLARAPI_SECRET_KEY": "",
-    }
+    # A fresh install: no secret key configured (the first command makes one).
+    env = settings_env(Settings(data_dir=tmp_path, job_runner="external"))
     run_cli(env, "migrate")
     return env
 

@@ -15,8 +15,7 @@ import pytest
 from solarapi.config import Settings
 from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import downgrade, upgrade
-from tests.conftest import TEST_SECRET
-from tests.support import run_cli
+from tests.support import TEST_SECRET, run_cli
 
 PASSWORD = "hunter2-sekrit"
 UNREACHABLE = f"postgresql://solar:{PASSWORD}@127.0.0.1:9/solar"

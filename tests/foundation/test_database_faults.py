@@ -33,17 +33,19 @@ from solarapi.db import create_oneshot_engine, is_outage, schema_revision
 from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
-from tests.conftest import TEST_SECRET
-from tests.faults import admin, admin_connection, scratch_database
-from tests.foundation.conftest import running_app
 from tests.support import (
     POSTGRES_ADMIN_URL,
+    TEST_SECRET,
     Tenant,
+    admin,
+    admin_connection,
     client_for,
     free_port,
     make_tenant,
     need_service,
     postgres_available,
+    running_app,
+    scratch_database,
 )
 from tests.systems.factories import system_body
 

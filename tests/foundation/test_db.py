@@ -21,7 +21,6 @@ from fastapi import FastAPI, Request
 from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.db import (
     REQUEST_SESSION,
@@ -39,7 +38,7 @@ from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.ids import new_id
 from solarapi.models.systems import System, SystemRecord
 from solarapi.systems import repository
-from tests.support import client_for, make_tenant
+from tests.support import client_for, make_tenant, running_app
 
 
 def _new_system(account_id: str, **changes: Any) -> System:
@@ -113,8 +112,7 @@ def _plan(name: str) -> Any:
 
 async def _started(settings: Settings) -> AsyncIterator[FastAPI]:
     """An app on one database (the shared `app` fixture runs each test on both)."""
-    application = create_app(settings, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async with running_app(settings) as application:
         yield application
 
 

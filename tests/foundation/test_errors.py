@@ -13,16 +13,20 @@ import pytest
 from fastapi import FastAPI
 
 from solarapi.config import Settings
-from tests.conftest import TEST_SECRET
-from tests.foundation.conftest import (
+from tests.support import (
     PROBE_BODY_LIMIT,
     PROBE_BOOM,
     PROBE_ECHO,
+    TEST_SECRET,
     LogCapture,
+    Tenant,
+    client_for,
+    free_port,
+    need_service,
+    postgres_available,
     running_app,
     settings_like,
 )
-from tests.support import Tenant, client_for, free_port, need_service, postgres_available
 
 _GENERATED_ID = re.compile(r"req_[0-9A-HJKMNP-TV-Z]{26}")
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,19 +43,16 @@ from solarapi.config import Settings
 from solarapi.jobs.runner import run_pending
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
-from solarapi.migrate import upgrade
 from solarapi.reports.service import JOB_KIND as REPORT_JOB
-from tests.conftest import TEST_SECRET
-from tests.faults import admin, database_url
-from tests.foundation.conftest import running_app
 from tests.support import (
     DATABASES,
     Server,
     client_for,
     make_tenant,
-    need_service,
-    postgres_available,
+    migrated_settings,
+    running_app,
     served,
+    settings_env,
 )
 
 pytestmark = pytest.mark.slow
@@ -218,34 +214,30 @@ async def seed(settings: Settings) -> dict[Environment, tuple[str, dict[str, str
 
 
 @pytest.fixture(params=DATABASES)
-def fuzz_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """The environment of a server on a new, migrated database of this test's own."""
-    base = {
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
+def fuzz_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    """A new, migrated database of this test's own."""
+    with migrated_settings(request.param, tmp_path, prefix="fuzz") as settings:
+        yield settings
+
+
+def fuzz_env(settings: Settings) -> dict[str, str]:
+    """The environment of the fuzzed server."""
+    return settings_env(
+        settings,
         # Hundreds of requests a minute from one key and one address (the checks resend
         # requests without a key): the limits are tested elsewhere.
-        "SOLARAPI_RATE_LIMIT_SCALE": "100",
-        "SOLARAPI_ANONYMOUS_PER_MINUTE": "100000",
+        SOLARAPI_RATE_LIMIT_SCALE="100",
+        SOLARAPI_ANONYMOUS_PER_MINUTE="100000",
         # The server runs no jobs, so every report asked for stays queued: the per-account
         # quota (tested in tests/jobs/test_fairness.py) would refuse the fuzzer's after ten.
-        "SOLARAPI_REPORTS_PENDING_PER_ACCOUNT": "100000",
-        "SOLARAPI_REPORTS_KEPT_PER_ACCOUNT": "100000",
+        SOLARAPI_REPORTS_PENDING_PER_ACCOUNT="100000",
+        SOLARAPI_REPORTS_KEPT_PER_ACCOUNT="100000",
         # As shipped: the first sandbox request does not wait seconds for the model's imports.
-        "SOLARAPI_WARM_START": "true",
-    }
-    if request.param == "sqlite":
-        yield {**base, "SOLARAPI_DATABASE_URL": ""}
-        return
-    need_service("PostgreSQL", postgres_available())
-    name = f"solarapi_fuzz_{uuid.uuid4().hex[:10]}"
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield {**base, "SOLARAPI_DATABASE_URL": database_url(name), "SOLARAPI_DB_POOL_SIZE": "4"}
-    finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        SOLARAPI_WARM_START="true",
+        **(
+            {"SOLARAPI_DB_POOL_SIZE": "4"} if settings.database_url.startswith("postgresql") else {}
+        ),
+    )
 
 
 @dataclass
@@ -421,17 +413,10 @@ def _lines_of_requests(errors: list[str], lines: list[dict[str, Any]]) -> list[s
     return [orjson.dumps(line).decode() for line in lines if line.get("request_id") in ids]
 
 
-def test_schemathesis_finds_nothing(fuzz_env: dict[str, str], tmp_path: Path) -> None:
-    settings_ = Settings(
-        data_dir=Path(fuzz_env["SOLARAPI_DATA_DIR"]),
-        database_url=fuzz_env["SOLARAPI_DATABASE_URL"],
-        secret_key=TEST_SECRET,
-        job_runner="external",
-    )
-    upgrade(settings_)
-    worlds = asyncio.run(seed(settings_))
+def test_schemathesis_finds_nothing(fuzz_settings: Settings, tmp_path: Path) -> None:
+    worlds = asyncio.run(seed(fuzz_settings))
     outcome = Outcome()
-    with served(fuzz_env) as server:
+    with served(fuzz_env(fuzz_settings)) as server:
         # The contract ignores unknown query parameters, so requests that add some are not
         # schema-violating ones (schemathesis would expect them refused).
         config = SchemathesisConfig.from_dict({"generation": {"allow-extra-parameters": False}})

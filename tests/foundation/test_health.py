@@ -9,12 +9,10 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.health.service import HealthProbe
 from solarapi.ratelimit.base import Decision, Window
-from tests.conftest import TEST_SECRET
-from tests.support import client_for, free_port
+from tests.support import TEST_SECRET, client_for, free_port, running_app
 
 
 class _GatedLimiter:
@@ -99,8 +97,8 @@ async def test_live_answers_while_the_database_and_the_limiter_do_not(tmp_path: 
         database_url=f"postgresql://postgres@127.0.0.1:{free_port()}/nothing",
         secret_key=TEST_SECRET,
     )
-    app = create_app(settings, limiter=_DeadLimiter(), run_jobs=False)  # type: ignore[arg-type]
-    async with app.router.lifespan_context(app), client_for(app) as client:
+    dead = _DeadLimiter()
+    async with running_app(settings, limiter=dead) as app, client_for(app) as client:  # type: ignore[arg-type]
         for method in ("GET", "HEAD"):
             live = await client.request(method, "/api/v1/health/live")
             assert live.status_code == 200

@@ -17,9 +17,7 @@ import pytest
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
-from tests.conftest import TEST_SECRET
-from tests.foundation.conftest import running_app
-from tests.support import Server, make_tenant, served
+from tests.support import TEST_SECRET, Server, make_tenant, running_app, served
 from tests.systems.factories import system_body
 
 pytestmark = pytest.mark.skipif(

@@ -15,8 +15,7 @@ from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_date, parse_timestamp
 from solarapi.logs import redact_keys
-from tests.foundation.conftest import PROBE_ITEM_COUNT, PROBE_ITEMS
-from tests.support import Tenant, client_for
+from tests.support import PROBE_ITEM_COUNT, PROBE_ITEMS, Tenant, client_for
 
 # --- keys -------------------------------------------------------------------------------
 

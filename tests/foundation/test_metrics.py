@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -23,7 +20,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import REGISTRY
 from sqlalchemy import delete
 
-from solarapi.app import create_app
 from solarapi.auth.keys import generate_key
 from solarapi.config import Settings
 from solarapi.jobs.queue import enqueue
@@ -34,11 +30,11 @@ from solarapi.kit.version import package_version
 from solarapi.metrics import recorder_for
 from solarapi.models.jobs import Job
 from solarapi.ratelimit.policy import key_windows
-from tests.conftest import TEST_SECRET
 from tests.reports.helpers import JUNE_1, make_system, run_report_jobs, upload_readings
 from tests.support import (
     REDIS_URL,
     SERVER_START_SECONDS,
+    TEST_SECRET,
     Tenant,
     TestClock,
     client_for,
@@ -47,8 +43,10 @@ from tests.support import (
     need_service,
     redis_available,
     run_cli,
+    running_app,
     served,
     settings_env,
+    started_worker,
 )
 from tests.webhooks.receiver import running_receiver
 from tests.webhooks.test_delivery import create_endpoint, drain, emit
@@ -64,8 +62,7 @@ async def metrics_app(
 ) -> AsyncIterator[FastAPI]:
     """The app with metrics on (they record into this process's default registry)."""
     changed = settings.model_copy(update={"metrics_port": free_port(), **overrides})
-    application = create_app(changed, clock=clock, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async with running_app(changed, clock) as application:
         yield application
 
 
@@ -422,20 +419,12 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
         )  # fmt: skip
         assert created.status_code == 202, created.text
         metrics_port = free_port()
-        log = Path(tempfile.mkstemp(prefix="worker-", suffix=".log")[1])
-        env = {
-            **os.environ,
-            # The metrics port belongs to `serve`: the worker must not take it (only
-            # --metrics-port counts).
-            **settings_env(settings, SOLARAPI_METRICS_PORT=str(free_port())),
-        }
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "solarapi", "worker", "--poll", "0.2",
-                 "--metrics-port", str(metrics_port)],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        try:
+        # The metrics port belongs to `serve`: the worker must not take it (only
+        # --metrics-port counts).
+        env = settings_env(settings, SOLARAPI_METRICS_PORT=str(free_port()))
+        with started_worker(
+            env, "--poll", "0.2", "--metrics-port", str(metrics_port), stop_seconds=60
+        ) as proc:
             # A hang guard, not a speed check: a fresh worker imports the report handlers, then
             # its render process imports them again (matplotlib, reportlab) — 30-55 s each on a
             # machine at load average 10-20, where the start-up allowance alone failed once.
@@ -447,18 +436,6 @@ async def test_a_worker_serves_its_job_metrics_on_its_own_port(
                 await asyncio.sleep(0.2)
                 report = (await client.get(created.headers["location"])).json()
             samples = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
-        except BaseException:
-            print(f"--- worker log ---\n{log.read_text(errors='replace')}")
-            raise
-        finally:
-            # Never left running: it would claim the next tests' jobs from the same database.
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-            log.unlink(missing_ok=True)
     assert report["status"] == "completed", report
     count = ("solarapi_report_generation_seconds_count", (("format", "csv"), ("type", "production")))  # fmt: skip
     assert samples[count] == 1

@@ -21,10 +21,9 @@ from sqlalchemy.engine import make_url
 
 from solarapi.config import Settings
 from solarapi.kit.plans import Environment, Plan
-from tests.faults import server_env
-from tests.foundation.conftest import LogCapture, running_app, settings_like
 from tests.support import (
     REDIS_URL,
+    LogCapture,
     Server,
     Tenant,
     TestClock,
@@ -34,7 +33,10 @@ from tests.support import (
     need_service,
     redis_available,
     run_cli,
+    running_app,
     served,
+    settings_env,
+    settings_like,
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -42,7 +44,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 @pytest.fixture
 def pg_env(postgres_settings: Settings, tmp_path: Path) -> dict[str, str]:
-    return server_env(postgres_settings.model_copy(update={"data_dir": tmp_path}))
+    return settings_env(postgres_settings.model_copy(update={"data_dir": tmp_path}))
 
 
 async def _tenant(settings: Settings, plan: Plan) -> Tenant:

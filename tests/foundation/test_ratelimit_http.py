@@ -10,9 +10,16 @@ from fastapi import FastAPI
 
 from solarapi.kit.plans import Environment, Plan
 from solarapi.ratelimit.policy import key_windows
-from tests.foundation.conftest import running_app, settings_like
-from tests.foundation.test_errors import assert_common_headers, assert_error
-from tests.support import Tenant, TestClock, client_for, make_tenant
+from tests.support import (
+    Tenant,
+    TestClock,
+    assert_common_headers,
+    assert_error,
+    client_for,
+    make_tenant,
+    running_app,
+    settings_like,
+)
 
 ACCOUNT = "/api/v1/account"
 DAY = 86_400

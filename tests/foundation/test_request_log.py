@@ -7,8 +7,7 @@ import orjson
 from fastapi import FastAPI
 
 from tests.dashboard.helpers import browser_for, log_in
-from tests.foundation.conftest import LogCapture
-from tests.support import Tenant, client_for
+from tests.support import LogCapture, Tenant, client_for
 
 
 async def test_dashboard_lines_carry_the_account_and_the_user(

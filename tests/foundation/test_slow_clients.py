@@ -21,31 +21,23 @@ import pytest
 
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
-from tests.conftest import TEST_SECRET
-from tests.foundation.conftest import running_app
-from tests.support import Server, make_tenant, served
+from tests.support import Server, make_tenant, running_app, served, settings_env
 
 DEADLINE_S = 60
 HEAD = b"GET /api/v1/health HTTP/1.1\r\nHost: test\r\n"
 
 
-def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_KEEP_ALIVE_SECONDS": "120",
-        **extra,
-    }
+# Idle keep-alive connections outlive every test's pauses.
+KEEP_ALIVE = "120"
 
 
 @pytest.fixture(scope="module")
 def quick(sqlite_settings: Settings) -> Iterator[Server]:
     """Short read limits: a head must be complete 1 s after its first byte, a body must
     arrive at 1,000 bytes/s over each second."""
-    env = _env(
+    env = settings_env(
         sqlite_settings,
+        SOLARAPI_KEEP_ALIVE_SECONDS=KEEP_ALIVE,
         SOLARAPI_HEADER_TIMEOUT_SECONDS="1",
         SOLARAPI_BODY_MIN_RATE="1000",
         SOLARAPI_BODY_RATE_WINDOW_SECONDS="1",
@@ -57,8 +49,9 @@ def quick(sqlite_settings: Settings) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def patient(sqlite_settings: Settings) -> Iterator[Server]:
     """Long read limits (nothing times out during a test) and small connection caps."""
-    env = _env(
+    env = settings_env(
         sqlite_settings,
+        SOLARAPI_KEEP_ALIVE_SECONDS=KEEP_ALIVE,
         SOLARAPI_HEADER_TIMEOUT_SECONDS="600",
         SOLARAPI_BODY_RATE_WINDOW_SECONDS="600",
         SOLARAPI_MAX_CONNECTIONS="6",
@@ -283,7 +276,11 @@ def _status_or_none(server: Server, source: str) -> int | None:
 def test_sigterm_answers_a_stalled_body_503_json(
     sqlite_settings: Settings, key: str, tmp_path: Path
 ) -> None:
-    env = _env(sqlite_settings, SOLARAPI_BODY_RATE_WINDOW_SECONDS="600")
+    env = settings_env(
+        sqlite_settings,
+        SOLARAPI_KEEP_ALIVE_SECONDS=KEEP_ALIVE,
+        SOLARAPI_BODY_RATE_WINDOW_SECONDS="600",
+    )
     with served(env) as server, _connect(server) as sock:
         sock.sendall(
             b"POST /api/v1/systems HTTP/1.1\r\nHost: test\r\n"

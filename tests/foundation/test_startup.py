@@ -11,29 +11,24 @@ import httpx
 import pytest
 
 from solarapi.config import Settings
-from tests.conftest import TEST_SECRET
 from tests.support import (
     REDIS_URL,
     SERVER_START_SECONDS,
+    TEST_SECRET,
     free_port,
     need_service,
     redis_available,
     run_cli,
     served,
+    settings_env,
 )
 
 pytestmark = pytest.mark.slow
 
 
-def _env(settings: Settings, tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-        "SOLARAPI_REDIS_URL": "",
-        **extra,
-    }
+def _env(settings: Settings, data_dir: Path, **extra: str) -> dict[str, str]:
+    """The process's environment: the database of `settings`, a data directory of its own."""
+    return settings_env(settings.model_copy(update={"data_dir": data_dir}), **extra)
 
 
 def test_serve_states_its_configuration_and_warns_of_an_unreachable_redis(

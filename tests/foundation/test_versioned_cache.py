@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,23 +37,23 @@ from solarapi.db import postgres as db_postgres
 from solarapi.db import sqlite as db_sqlite
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.versioned import VersionedCache
-from solarapi.migrate import upgrade
 from solarapi.readings import service as readings_service
-from tests.conftest import TEST_SECRET
-from tests.faults import admin_connection, database_url, scratch_database, server_env
-from tests.foundation.conftest import running_app
 from tests.support import (
     DATABASES,
     REDIS_URL,
+    TEST_SECRET,
     Server,
     Tenant,
+    admin_connection,
     client_for,
     make_tenant,
+    migrated_settings,
     need_service,
-    postgres_available,
     redis_available,
     run_cli,
+    running_app,
     served,
+    settings_env,
 )
 from tests.systems.factories import create_system, quarter_series, system_body, upload
 
@@ -62,30 +62,16 @@ QUERY = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z", "interval
 
 
 @pytest.fixture
-def sqlite_file(tmp_path: Path) -> Settings:
+def sqlite_file(tmp_path: Path) -> Iterator[Settings]:
     """A fresh migrated SQLite database file of this test's own."""
-    settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, job_runner="external")
-    upgrade(settings)
-    return settings
+    with migrated_settings("sqlite", tmp_path) as settings:
+        yield settings
 
 
 @pytest.fixture(params=DATABASES)
-async def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
+def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
     """A fresh migrated database of this test's own, of each kind."""
-    if request.param == "sqlite":
-        settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, job_runner="external")
-        await asyncio.to_thread(upgrade, settings)
-        yield settings
-        return
-    need_service("PostgreSQL", postgres_available())
-    async with scratch_database() as name:
-        settings = Settings(
-            database_url=database_url(name),
-            data_dir=tmp_path,
-            secret_key=TEST_SECRET,
-            job_runner="external",
-        )
-        await asyncio.to_thread(upgrade, settings)
+    with migrated_settings(request.param, tmp_path) as settings:
         yield settings
 
 
@@ -346,7 +332,7 @@ async def test_a_revoked_key_fails_at_once_in_the_other_worker(
 
             attempts = await _asked_until_kept(account, lookups)
             assert settings.is_postgres or attempts == 1
-            run_cli(server_env(settings), "keys", "revoke", _live_id(tenant))
+            run_cli(settings_env(settings), "keys", "revoke", _live_id(tenant))
             refused = await client.get("/api/v1/account")
         assert refused.status_code == 401, refused.text
         assert refused.json()["code"] == "unauthorized"
@@ -363,7 +349,7 @@ async def test_a_plan_change_applies_at_once_in_the_other_worker(
                 before = await client.get("/api/v1/account")
                 assert before.headers["x-ratelimit-limit-minute"] == "300"
             run_cli(
-                server_env(settings),
+                settings_env(settings),
                 "accounts", "set-plan", tenant.account_id, "pro",
             )  # fmt: skip
             after = await client.get("/api/v1/account")
@@ -455,7 +441,7 @@ def test_two_serving_workers_see_a_revocation_and_new_readings_at_once(
             return await make_tenant(app, Plan.ENTERPRISE)
 
     tenant = asyncio.run(make())
-    env = server_env(
+    env = settings_env(
         settings,
         SOLARAPI_REDIS_URL=REDIS_URL,
         SOLARAPI_RATE_LIMIT_SCALE="100",

@@ -13,17 +13,20 @@ import pytest
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
-from tests.conftest import TEST_SECRET
-from tests.faults import admin, database_url, scratch_database, server_env
-from tests.foundation.conftest import running_app
 from tests.support import (
     REDIS_URL,
+    TEST_SECRET,
     Server,
+    admin,
+    database_url,
     make_tenant,
     need_service,
     postgres_available,
     redis_available,
+    running_app,
+    scratch_database,
     served,
+    settings_env,
 )
 from tests.systems.factories import system_body
 
@@ -44,13 +47,15 @@ async def test_every_worker_logs_json_requests_and_errors(tmp_path: Path) -> Non
     need_service("Redis", redis_available())
     async with scratch_database() as name:
         url = database_url(name)
-        settings = Settings(database_url=url, secret_key=TEST_SECRET, data_dir=tmp_path)
+        settings = Settings(
+            database_url=url, secret_key=TEST_SECRET, data_dir=tmp_path, job_runner="external"
+        )
         await asyncio.to_thread(upgrade, settings)
         async with running_app(settings) as app:
             tenant = await make_tenant(app, Plan.ENTERPRISE)
         # Limits scaled up: on a loaded machine one worker can take every new connection for
         # many rounds, and the rounds would otherwise spend the key's 300 a minute (a 429 once).
-        env = server_env(settings, SOLARAPI_REDIS_URL=REDIS_URL, SOLARAPI_RATE_LIMIT_SCALE="100")
+        env = settings_env(settings, SOLARAPI_REDIS_URL=REDIS_URL, SOLARAPI_RATE_LIMIT_SCALE="100")
         with served(env, "--workers", "2") as server:
             headers = {"Authorization": f"Bearer {tenant.live}"}
             pids: set[object] = set()

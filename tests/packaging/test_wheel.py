@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support import ROOT, SERVER_START_SECONDS, free_port
+from tests.support import ROOT, served
 
 pytestmark = pytest.mark.slow
 UV = ROOT / ".tools" / "bin" / "uv"
@@ -67,26 +66,11 @@ def test_the_wheel_installs_offline_migrates_and_serves(tmp_path: Path) -> None:
     version = subprocess.run([solarapi, "--version"], env=env, capture_output=True, text=True)
     assert version.stdout.startswith("solarapi 1.")
     subprocess.run([solarapi, "migrate"], env=env, check=True, capture_output=True, cwd=tmp_path)
-    port = free_port()
-    with (tmp_path / "serve.log").open("w+b") as log:
-        server = subprocess.Popen(
-            [solarapi, "serve", "--port", str(port)], env=env, stdout=log, stderr=log, cwd=tmp_path
-        )
-        try:
-            deadline = time.monotonic() + SERVER_START_SECONDS
-            while True:
-                assert server.poll() is None, log.read()
-                try:
-                    health = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
-                    break
-                except httpx.HTTPError:
-                    assert time.monotonic() < deadline, "serve did not answer"
-                    time.sleep(0.2)
-            assert health.status_code == 200
-            assert health.json()["status"] == "ok"
-            login = httpx.get(f"http://127.0.0.1:{port}/login", timeout=10)
-            assert login.status_code == 200  # templates and static files came with the wheel
-            assert "/static/dashboard" in login.text
-        finally:
-            server.terminate()
-            server.wait(30)
+    # The installed script, with none of this process's SOLARAPI_ settings.
+    with served(env, program=[solarapi], inherit_environment=False, cwd=tmp_path) as server:
+        health = httpx.get(f"{server.base}/api/v1/health", timeout=5)
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok"
+        login = httpx.get(f"{server.base}/login", timeout=10)
+        assert login.status_code == 200  # templates and static files came with the wheel
+        assert "/static/dashboard" in login.text

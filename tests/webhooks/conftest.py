@@ -9,17 +9,15 @@ import pytest
 from fastapi import FastAPI
 
 import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
-from tests.support import Tenant, TestClock, make_tenant
+from tests.support import Tenant, TestClock, make_tenant, running_app
 
 
 @pytest.fixture(scope="session")
 async def loopback_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
     loopback = settings.model_copy(update={"webhooks_allow_loopback": True})
-    application = create_app(loopback, clock=clock, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async with running_app(loopback, clock) as application:
         yield application
 
 
