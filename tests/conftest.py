@@ -16,6 +16,7 @@ from argon2 import profiles
 from fastapi import FastAPI
 from hypothesis import settings as hypothesis_settings
 
+import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
 from solarapi.accounts import passwords
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
@@ -104,6 +105,20 @@ async def pro(app: FastAPI) -> Tenant:
 @pytest.fixture
 async def starter(app: FastAPI) -> Tenant:
     return await make_tenant(app, Plan.STARTER)
+
+
+@pytest.fixture(scope="session")
+async def loopback_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
+    """The app of an operator who allows loopback webhook receivers (the delivery tests'
+    receiver runs on 127.0.0.1), on the same databases as `app`."""
+    loopback = settings.model_copy(update={"webhooks_allow_loopback": True})
+    async with running_app(loopback, clock) as application:
+        yield application
+
+
+@pytest.fixture
+async def loopback_tenant(loopback_app: FastAPI) -> Tenant:
+    return await make_tenant(loopback_app, Plan.ENTERPRISE)
 
 
 @pytest.fixture
