@@ -11,7 +11,7 @@ they are given, a fresh resource made for each request, so no operation starves 
 The test fails on any check failure, on any error line in the server's log, and when an
 operation never got a successful answer (an operation reached only with 404s tests nothing).
 
-Run it alone: `.venv/bin/pytest tests/foundation/test_fuzz.py` (add `-k sqlite` or
+Run it alone: `.venv/bin/pytest tests/contract/test_fuzz.py` (add `-k sqlite` or
 `-k postgres` for one database)."""
 
 from __future__ import annotations
