@@ -15,7 +15,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from fastapi import FastAPI
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection
 
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
@@ -24,9 +24,9 @@ from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
 from tests.support import (
     DATABASES,
-    POSTGRES_ADMIN_URL,
     TEST_SECRET,
     admin,
+    database_url,
     need_service,
     postgres_available,
     run_cli,
@@ -101,9 +101,8 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
     need_service("PostgreSQL", postgres_available())
     name = f"solarapi_mig_{uuid.uuid4().hex[:10]}"
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
-        yield Settings(data_dir=tmp_path, database_url=url, secret_key=TEST_SECRET)
+        yield Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)
     finally:
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
@@ -173,12 +172,7 @@ def test_migrate_says_what_it_did(empty_database: Settings) -> None:
 
 def test_migrate_check_and_sql_change_nothing(empty_database: Settings) -> None:
     settings = empty_database
-    env = {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_REDIS_URL": "",
-    }
+    env = settings_env(settings)
     pending = run_cli(env, "migrate", "--check", check=False)
     assert pending.returncode == 1
     assert f"migration(s) pending for {settings.database_url.split('://')[0]}" in pending.stderr

@@ -40,6 +40,7 @@ from tests.support import (
     admin,
     admin_connection,
     client_for,
+    database_url,
     free_port,
     make_tenant,
     need_service,
@@ -323,10 +324,9 @@ async def _current_schema(kind: str, tmp_path: Path) -> AsyncIterator[Settings]:
         return
     need_service("PostgreSQL", postgres_available())
     async with scratch_database() as name:
-        url = make_url(POSTGRES_ADMIN_URL).set(database=name)
         settings = Settings(
             data_dir=tmp_path,
-            database_url=url.render_as_string(hide_password=False),
+            database_url=database_url(name),
             secret_key=TEST_SECRET,
             job_runner="external",
         )

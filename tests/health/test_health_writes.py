@@ -17,7 +17,7 @@ import pytest
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.migrate import upgrade
-from tests.support import TEST_SECRET, Server, make_tenant, running_app, served
+from tests.support import TEST_SECRET, Server, make_tenant, running_app, served, settings_env
 from tests.systems.factories import system_body
 
 pytestmark = pytest.mark.skipif(
@@ -36,12 +36,7 @@ def server(tmp_path: Path) -> Iterator[tuple[Server, str]]:
             return (await make_tenant(app, Plan.ENTERPRISE)).live
 
     live = asyncio.run(key())
-    env = {
-        "SOLARAPI_DATA_DIR": str(tmp_path),
-        "SOLARAPI_SECRET_KEY": TEST_SECRET,
-        "SOLARAPI_JOB_RUNNER": "external",
-    }
-    with served(env) as started:
+    with served(settings_env(settings)) as started:
         yield started, live
 
 

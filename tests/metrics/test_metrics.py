@@ -382,11 +382,7 @@ def test_serve_refuses_a_metrics_port_in_use(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = run_cli(
-            {
-                "SOLARAPI_DATA_DIR": str(tmp_path),
-                "SOLARAPI_METRICS_PORT": str(port),
-                "SOLARAPI_REDIS_URL": "",
-            },
+            settings_env(Settings(data_dir=tmp_path), SOLARAPI_METRICS_PORT=str(port)),
             "serve",
             "--port",
             str(free_port()),
