@@ -488,10 +488,8 @@ def served(
         **env,
     }
     command = [*program, "serve", "--port", str(port), *args]
-    with _logged_process(f"solarapi serve on port {port}", command, environment, log, cwd=cwd) as (
-        process,
-        out,
-    ):
+    label = f"solarapi serve on port {port}"
+    with _logged_process(label, command, environment, log, cwd=cwd) as (process, out):
         server = Server(f"http://127.0.0.1:{port}", process, out)
         try:
             # Generous: the inline job runner imports every handler (matplotlib for reports)
