@@ -6,9 +6,8 @@ creates its own accounts and keys (and so its own rate-limit windows), from its 
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,25 +15,29 @@ import pytest
 from argon2 import profiles
 from fastapi import FastAPI
 from hypothesis import settings as hypothesis_settings
-from sqlalchemy.engine import make_url
 
+import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
 from solarapi.accounts import passwords
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
-from solarapi.migrate import upgrade
 from tests.support import (
     DATABASES,
-    POSTGRES_ADMIN_URL,
+    PROBE_BODY_LIMIT,
+    TEST_SECRET,
+    LogCapture,
     Tenant,
     TestClock,
+    add_probe_routes,
+    log_marks,
+    logs_since,
     make_tenant,
-    need_service,
-    postgres_available,
+    migrated_settings,
+    running_app,
     server_logs,
+    settings_like,
 )
 
-TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
+__all__ = ["TEST_SECRET"]  # where tests imported it from before tests/support.py held it
 
 # Argon2 at its production cost is ~0.1–0.25 s of CPU per hash, and most of the ~1,300 tests
 # make an account (one hash) first. In the test process, new hashes use argon2-cffi's CHEAPEST
@@ -53,44 +56,18 @@ hypothesis_settings.load_profile(
 )
 
 
-async def _admin(sql: str) -> None:
-    import asyncpg
-
-    url = make_url(POSTGRES_ADMIN_URL)
-    conn = await asyncpg.connect(
-        host=url.host, port=url.port or 5432, user=url.username, database=url.database
-    )
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(scope="session")
-def sqlite_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    data_dir = tmp_path_factory.mktemp("sqlite-data")
-    settings = Settings(data_dir=data_dir, secret_key=TEST_SECRET, job_runner="external")
-    upgrade(settings)
-    return settings
+def sqlite_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    with migrated_settings("sqlite", tmp_path_factory.mktemp("sqlite-data")) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="session")
 def postgres_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     if "postgres" not in DATABASES:
         pytest.skip("SOLARAPI_TEST_DATABASES leaves PostgreSQL out")
-    need_service("PostgreSQL", postgres_available())
-    name = f"solarapi_test_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(POSTGRES_ADMIN_URL).set(database=name)
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("pg-data"),
-        database_url=url.render_as_string(hide_password=False),
-        secret_key=TEST_SECRET,
-        job_runner="external",
-    )
-    upgrade(settings)
-    yield settings
-    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with migrated_settings("postgres", tmp_path_factory.mktemp("pg-data")) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="session", params=DATABASES)
@@ -111,8 +88,7 @@ def _unpin_clock(clock: TestClock) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 async def app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
-    application = create_app(settings, clock=clock, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async with running_app(settings, clock) as application:
         yield application
 
 
@@ -131,21 +107,74 @@ async def starter(app: FastAPI) -> Tenant:
     return await make_tenant(app, Plan.STARTER)
 
 
+@pytest.fixture(scope="session")
+async def loopback_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
+    """The app of an operator who allows loopback webhook receivers (the delivery tests'
+    receiver runs on 127.0.0.1), on the same databases as `app`."""
+    loopback = settings.model_copy(update={"webhooks_allow_loopback": True})
+    async with running_app(loopback, clock) as application:
+        yield application
+
+
+@pytest.fixture
+async def loopback_tenant(loopback_app: FastAPI) -> Tenant:
+    return await make_tenant(loopback_app, Plan.ENTERPRISE)
+
+
 @pytest.fixture
 def data_dir(settings: Settings) -> Path:
     return settings.data_dir
 
 
+@pytest.fixture(scope="session")
+async def probe_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
+    """The product app plus test-only probe routes (`add_probe_routes`), on the same database
+    as `app`, with a small body limit."""
+    probed = settings_like(settings, max_body_bytes=PROBE_BODY_LIMIT)
+    async with running_app(probed, clock, routes=add_probe_routes) as application:
+        yield application
+
+
+@pytest.fixture
+def log_lines() -> Iterator[LogCapture]:
+    """Every log line the service writes during the test, formatted as in production."""
+    handler = LogCapture()
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+
+
+_LOG_MARKS = pytest.StashKey[dict[str, int]]()
+_FAILED = pytest.StashKey[bool]()
+_SHOWN = pytest.StashKey[set[str]]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     server_logs.clear()
+    item.stash[_LOG_MARKS] = log_marks()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A failing test that ran servers shows their logs (kept by `keep_log`)."""
+    """The one log-on-failure hook: a failing test shows the logs of the processes it ran
+    (`served`, `started_worker`, anything kept by `keep_log`) and what a server that outlives
+    it (a session's) wrote during it. A test that failed shows, at teardown, the logs of
+    processes its fixtures stopped."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    if report.failed:
-        for label, text in server_logs:
+    failed = report.failed or item.stash.get(_FAILED, False)
+    item.stash[_FAILED] = failed
+    if not failed:
+        return
+    shown = item.stash.setdefault(_SHOWN, set())
+    for label, text in logs_since(item.stash.get(_LOG_MARKS, {})):
+        if label not in shown:
+            shown.add(label)
             report.sections.append((f"log of {label}", text or "(empty)"))

@@ -1,10 +1,16 @@
-"""Test support: service discovery, tenants and clients. Factories are plain functions."""
+"""Test support, one of each: the databases and services, the in-process app (`running_app`),
+the real `solarapi serve` and `solarapi worker` processes (`served`, `started_worker`), the
+environment that hands a test's settings to a process (`settings_env`), tenants, clients, and
+the process logs the one log-on-failure hook (tests/conftest.py) shows. Factories are plain
+functions."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -12,23 +18,34 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import asyncpg
 import httpx
 import orjson
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.engine import make_url
+from starlette.responses import Response
 
 from solarapi.accounts.service import create_account
+from solarapi.app import create_app
+from solarapi.auth.scopes import API_PREFIX
 from solarapi.auth.service import create_key
 from solarapi.config import Settings
+from solarapi.errors import ApiError, Conflict, Forbidden, NotFound, ValidationFailed
+from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.logs import JsonFormatter
+from solarapi.migrate import upgrade
+from solarapi.ratelimit.base import RateLimiter
 
 REQUIRE_SERVICES = os.environ.get("SOLARAPI_TEST_REQUIRE_SERVICES") == "1"
 # The databases the suite runs on; `make quick` sets SOLARAPI_TEST_DATABASES=sqlite.
@@ -38,19 +55,53 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("SOLARAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROOT = Path(__file__).resolve().parent.parent
+TEST_SECRET = "test-secret-key-that-is-long-enough-0123456789"
 SERVER_START_SECONDS = 90
-# The last lines of each server or worker log a test kept; the conftest hook attaches them to
-# the report of a test that fails, so a failure shows what the server said.
+
+
+# --- process logs, shown by the log-on-failure hook -------------------------------------------
+
+# The last lines of each server or worker log kept; the conftest hook attaches them to the
+# report of a test that fails, so a failure shows what the process said.
 SERVER_LOG_LINES = 300
+# Logs of processes that ended during the current test (its tail, kept by `keep_log`).
 server_logs: list[tuple[str, str]] = []
+# Processes running now, by label (a server that outlives the test, such as a session fixture's):
+# the hook shows the part of their log written during the failing test.
+running_logs: dict[str, IO[bytes]] = {}
+
+
+def _read_from(log: IO[bytes], start: int = 0) -> str:
+    """The log from byte `start`, read without moving the file position the process shares."""
+    log.flush()
+    chunks = []
+    while chunk := os.pread(log.fileno(), 1 << 20, start):
+        chunks.append(chunk)
+        start += len(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def keep_log(label: str, log: IO[bytes]) -> None:
     """Keep the tail of a process's log for the report, should the test fail."""
-    log.flush()
-    log.seek(0)
-    lines = log.read().decode(errors="replace").splitlines()
+    lines = _read_from(log).splitlines()
     server_logs.append((label, "\n".join(lines[-SERVER_LOG_LINES:])))
+
+
+def log_marks() -> dict[str, int]:
+    """Where the log of every running process stands (taken as a test starts)."""
+    return {label: os.fstat(log.fileno()).st_size for label, log in running_logs.items()}
+
+
+def logs_since(marks: dict[str, int]) -> list[tuple[str, str]]:
+    """For a failing test: the kept logs of processes that ended during it, and what running
+    processes wrote since `marks` (all of it for one started during the test)."""
+    found = list(server_logs)
+    for label, log in list(running_logs.items()):
+        text = _read_from(log, marks.get(label, 0))
+        if text or label not in marks:
+            lines = text.splitlines()
+            found.append((f"{label} during this test", "\n".join(lines[-SERVER_LOG_LINES:])))
+    return found
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -76,6 +127,76 @@ def need_service(name: str, available: bool) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{name} is required (SOLARAPI_TEST_REQUIRE_SERVICES=1) but not reachable")
     pytest.skip(f"{name} not reachable on this machine")
+
+
+# --- databases ------------------------------------------------------------------------------
+
+
+async def admin_connection(database: str | None = None) -> asyncpg.Connection:
+    """A connection to the PostgreSQL admin database, or to `database` on the same server."""
+    url = make_url(POSTGRES_ADMIN_URL)
+    return await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, database=database or url.database
+    )
+
+
+async def admin(sql: str, database: str | None = None) -> None:
+    """Run `sql` on the PostgreSQL admin database (or on `database`)."""
+    conn = await admin_connection(database)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def database_url(name: str) -> str:
+    """The URL of database `name` on the test PostgreSQL server."""
+    return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+@asynccontextmanager
+async def scratch_database() -> AsyncIterator[str]:
+    """A new, empty PostgreSQL database (unmigrated) of a test's own, to drop, rename or break
+    without touching anyone else's; yields its name. Dropped afterwards under either of the
+    names a test may have given it."""
+    name = f"solarapi_fault_{uuid.uuid4().hex[:10]}"
+    await admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        for candidate in (name, f"{name}_moved"):
+            await admin(f'DROP DATABASE IF EXISTS "{candidate}" WITH (FORCE)')
+
+
+@contextmanager
+def migrated_settings(database: str, data_dir: Path, prefix: str = "test") -> Iterator[Settings]:
+    """Settings on a migrated database of their own: SQLite in `data_dir`, or a new PostgreSQL
+    database (named after `prefix`, dropped afterwards). Jobs are left to the tests."""
+    if database == "sqlite":
+        settings = Settings(data_dir=data_dir, secret_key=TEST_SECRET, job_runner="external")
+        upgrade(settings)
+        yield settings
+        return
+    need_service("PostgreSQL", postgres_available())
+    name = f"solarapi_{prefix}_{uuid.uuid4().hex[:10]}"
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        settings = Settings(
+            data_dir=data_dir,
+            database_url=database_url(name),
+            secret_key=TEST_SECRET,
+            job_runner="external",
+        )
+        upgrade(settings)
+        yield settings
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def settings_like(settings: Settings, **changes: Any) -> Settings:
+    """A fresh Settings with the same database and secret, and some values changed (validated,
+    unlike `model_copy`)."""
+    return Settings(**{**settings.model_dump(), **changes})
 
 
 class TestClock:
@@ -155,6 +276,127 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# --- the in-process app ----------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def running_app(
+    settings: Settings,
+    clock: TestClock | None = None,
+    *,
+    limiter: RateLimiter | None = None,
+    routes: Callable[[FastAPI], None] | None = None,
+) -> AsyncIterator[FastAPI]:
+    """The one way tests build the product app in this process: on `settings`, with `clock`
+    (real time unless pinned) and optionally another `limiter`, `routes` added (test-only
+    endpoints), its lifespan running. Jobs are never run by it: tests run them."""
+    app = create_app(settings, clock=clock or TestClock(), limiter=limiter, run_jobs=False)
+    if routes is not None:
+        routes(app)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+PROBE_BOOM = f"{API_PREFIX}/_probe/boom"
+PROBE_ECHO = f"{API_PREFIX}/_probe/echo"
+PROBE_RAISE = f"{API_PREFIX}/_probe/raise/{{code}}"
+PROBE_ITEMS = f"{API_PREFIX}/_probe/items"
+PROBE_BODY_LIMIT = 4096
+PROBE_ITEM_COUNT = 137
+
+
+class EchoBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    count: int = 0
+
+
+def add_probe_routes(app: FastAPI) -> None:
+    """Test-only routes (never in the product): an unhandled exception, a JSON body, each
+    error class, and a paginated list."""
+
+    @app.get(PROBE_BOOM)
+    async def boom() -> None:
+        raise RuntimeError("secret internal detail: SELECT * FROM api_keys")
+
+    @app.post(PROBE_ECHO)
+    async def echo(body: EchoBody) -> dict[str, Any]:
+        return body.model_dump()
+
+    @app.get(PROBE_RAISE)
+    async def raise_api_error(code: str) -> None:
+        errors: dict[str, type[ApiError]] = {
+            "validation": ValidationFailed,
+            "not_found": NotFound,
+            "conflict": Conflict,
+            "forbidden": Forbidden,
+        }
+        raise errors[code](f"probe {code}")
+
+    @app.get(PROBE_ITEMS)
+    async def items(request: Request, page: PageDep) -> Response:
+        every = [{"id": f"item_{n:03d}"} for n in range(PROBE_ITEM_COUNT)]
+        return page_response(
+            request, every[page.offset : page.offset + page.limit], len(every), page
+        )
+
+
+class LogCapture(logging.Handler):
+    """Every log line the service writes, formatted as in production (the `log_lines` fixture)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.setFormatter(JsonFormatter())
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+# --- the error shape -------------------------------------------------------------------------
+
+_GENERATED_ID = re.compile(r"req_[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def assert_common_headers(response: httpx.Response) -> None:
+    """The headers every API response carries."""
+    headers = response.headers
+    assert headers["api-version"] == "1.0"
+    assert _GENERATED_ID.fullmatch(headers["x-request-id"]) or headers["x-request-id"]
+    for name in (
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+        "x-ratelimit-limit-minute",
+        "x-ratelimit-remaining-minute",
+        "ratelimit-policy",
+        "ratelimit",
+    ):
+        assert name in headers, f"{name} missing on {response.status_code}"
+    assert int(headers["x-ratelimit-remaining"]) >= 0
+    assert int(headers["x-ratelimit-reset"]) % 60 == 0
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, str]:
+    """`response` is the `{error, code}` shape with `status` and `code`; returns the body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error", "code"}, body
+    assert body["code"] == code
+    assert isinstance(body["error"], str)
+    assert body["error"]
+    assert_common_headers(response)
+    return body  # type: ignore[no-any-return]
+
+
+# --- real processes --------------------------------------------------------------------------
+
+
 @dataclass
 class Server:
     """A running `solarapi serve` process: its base URL and its log (stdout and stderr)."""
@@ -164,9 +406,7 @@ class Server:
     log: IO[bytes]
 
     def text(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+        return _read_from(self.log)
 
     def lines(self) -> list[dict[str, Any]]:
         """The JSON lines of the log, parsed (anything else a process printed is left out)."""
@@ -185,65 +425,122 @@ class Server:
         return found
 
 
+SOLARAPI = (sys.executable, "-m", "solarapi")
+
+
+def _stop(process: subprocess.Popen[bytes], seconds: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited in `seconds`: never left running."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+@contextmanager
+def _logged_process(
+    label: str, command: Sequence[str | Path], env: dict[str, str], log: Path | None, **popen: Any
+) -> Iterator[tuple[subprocess.Popen[bytes], IO[bytes]]]:
+    """A process whose stdout and stderr go to `log` (appended to) or a temporary file, shown by
+    the log-on-failure hook while it runs and kept (its tail) once it has ended."""
+    # A file, not a pipe: nobody reads the pipe while the process runs, and a server that
+    # logs one JSON line per request would block once the pipe's 64 KiB buffer is full.
+    out = log.open("a+b") if log else tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+    try:
+        process = subprocess.Popen(
+            [str(part) for part in command], env=env, stdout=out, stderr=subprocess.STDOUT, **popen
+        )
+        label = f"{label} (pid {process.pid})"
+        running_logs[label] = out
+        try:
+            yield process, out
+        finally:
+            running_logs.pop(label, None)
+            keep_log(label, out)
+    finally:
+        out.close()
+
+
 @contextmanager
 def served(
-    env: dict[str, str], *args: str, log: Path | None = None, ready: tuple[str, ...] = ()
+    env: dict[str, str],
+    *args: str,
+    log: Path | None = None,
+    ready: tuple[str, ...] = (),
+    program: Sequence[str | Path] = SOLARAPI,
+    inherit_environment: bool = True,
+    cwd: Path | None = None,
 ) -> Iterator[Server]:
     """The one way tests start a real `solarapi serve` process (with `args`, on a free port).
 
+    `env` is added to this process's environment (or is the whole of it, without
+    `inherit_environment`); `program` is how `solarapi` is run (an installed wheel's script).
     Readiness is polled, with a deadline, on /api/v1/health and on every URL in `ready`. The
-    log is kept: in `log` (a file a long-lived fixture can show part of), else in a temporary
-    file; its tail is attached to the report of a test that fails (see `keep_log`)."""
+    log is kept in `log` (a file a long-lived fixture can show part of), else in a temporary
+    file; the log-on-failure hook shows it when a test fails while or after it runs."""
     port = free_port()
-    # A file, not a pipe: nobody reads the pipe while the server runs, and a server that
-    # logs one JSON line per request would block once the pipe's 64 KiB buffer is full.
-    out = log.open("w+b") if log else tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, "-m", "solarapi", "serve", "--port", str(port), *args],
+    environment = {
         # Warm start off unless a test asks for it: the sandbox model and the report renderer
         # then load on first use, saving each server ~1.7 s of CPU (the suite starts dozens).
-        env={**os.environ, "SOLARAPI_WARM_START": "false", **env},
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    server = Server(f"http://127.0.0.1:{port}", process, out)
-    try:
-        # Generous: the inline job runner imports every handler (matplotlib for reports) at
-        # start-up, and the test machine is shared and often loaded.
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        for url in (f"{server.base}/api/v1/health", *ready):
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"solarapi serve exited:\n{server.text()}")
-                try:
-                    httpx.get(url, timeout=5)
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"solarapi serve did not answer {url} in {SERVER_START_SECONDS} s"
-                        ) from None
-                    time.sleep(0.1)
-        yield server
-    finally:
-        process.terminate()
+        **({**os.environ, "SOLARAPI_WARM_START": "false"} if inherit_environment else {}),
+        **env,
+    }
+    command = [*program, "serve", "--port", str(port), *args]
+    label = f"solarapi serve on port {port}"
+    with _logged_process(label, command, environment, log, cwd=cwd) as (process, out):
+        server = Server(f"http://127.0.0.1:{port}", process, out)
         try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        keep_log(f"solarapi serve on port {port}", out)
-        out.close()
+            # Generous: the inline job runner imports every handler (matplotlib for reports)
+            # at start-up, and the test machine is shared and often loaded.
+            deadline = time.monotonic() + SERVER_START_SECONDS
+            for url in (f"{server.base}/api/v1/health", *ready):
+                while True:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"solarapi serve exited:\n{server.text()}")
+                    try:
+                        httpx.get(url, timeout=5)
+                        break
+                    except httpx.HTTPError:
+                        if time.monotonic() > deadline:
+                            raise RuntimeError(
+                                f"solarapi serve did not answer {url} in {SERVER_START_SECONDS} s"
+                            ) from None
+                        time.sleep(0.1)
+            yield server
+        finally:
+            _stop(process, 30)
+
+
+@contextmanager
+def started_worker(
+    env: dict[str, str], *args: str, log: Path | None = None, stop_seconds: float = 15
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The one way tests start a real `solarapi worker` (with `args`), `env` added to this
+    process's environment, run from the repository root (so `--handlers tests.…` imports).
+    Its log goes to `log` (appended to) or a temporary file, shown as a server's is; it is
+    stopped (SIGTERM, then SIGKILL after `stop_seconds`) on the way out, never left running
+    to claim the next tests' jobs."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    command = [*SOLARAPI, "worker", *args]
+    with _logged_process("solarapi worker", command, environment, log, cwd=ROOT) as (process, _):
+        try:
+            yield process
+        finally:
+            _stop(process, stop_seconds)
 
 
 def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
     """The environment that gives a `solarapi` process (a command, `serve`, a worker) the
-    database, data directory and secret key of `settings`, plus the variables in `extra`: the
-    one way a test hands its settings to a process."""
+    database, data directory, secret key, job runner and Redis of `settings`, plus the
+    variables in `extra`: the one way a test hands its settings to a process."""
     return {
         "SOLARAPI_DATABASE_URL": settings.database_url,
         "SOLARAPI_DATA_DIR": str(settings.data_dir),
         "SOLARAPI_SECRET_KEY": settings.secret_key,
+        "SOLARAPI_JOB_RUNNER": settings.job_runner,
+        "SOLARAPI_REDIS_URL": settings.redis_url or "",
         **extra,
     }
 
@@ -292,11 +589,3 @@ def _run_cli_here(env: dict[str, str], args: tuple[str, ...]) -> subprocess.Comp
 
     with ThreadPoolExecutor(1, thread_name_prefix="solarapi-cli") as pool:
         return pool.submit(invoke).result(timeout=300)
-
-
-def json_of(response: httpx.Response) -> Any:
-    return response.json()
-
-
-def run(coro: Any) -> Any:
-    return asyncio.get_event_loop().run_until_complete(coro)

@@ -33,7 +33,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 # Revision ids are "NNNN_name", one file each, applied in order: the newest file names the
-# schema this release needs (tests/test_migrations.py checks it against Alembic's head).
+# schema this release needs (tests/contract/test_migrations.py checks it against Alembic's head).
 # Read from the directory, not Alembic: importing Alembic costs ~0.5-1.2 s at start-up.
 SCHEMA_REVISION = max(
     path.stem

@@ -9,7 +9,6 @@ import orjson
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from solarapi.config import Settings
 from solarapi.jobs.queue import enqueue
 from solarapi.kit.plans import Plan
 from solarapi.models import Base
@@ -22,19 +21,9 @@ from tests.reports.helpers import (
     make_system,
     upload_readings,
 )
-from tests.support import Tenant, client_for, make_tenant, run_cli
+from tests.support import Tenant, client_for, make_tenant, run_cli, settings_env
 
 NEW_PASSWORD = "a brand new passphrase"
-
-
-def cli_env(app: FastAPI) -> dict[str, str]:
-    settings: Settings = app.state.settings
-    return {
-        "SOLARAPI_DATA_DIR": str(settings.data_dir),
-        "SOLARAPI_DATABASE_URL": settings.database_url,
-        "SOLARAPI_SECRET_KEY": settings.secret_key,
-        "SOLARAPI_REDIS_URL": "",
-    }
 
 
 async def _logged_in(app: FastAPI, tenant: Tenant) -> Any:
@@ -49,7 +38,12 @@ async def test_set_password_replaces_the_old_one_and_ends_every_session(
 ) -> None:
     first, second = await _logged_in(app, pro), await _logged_in(app, pro)
     result = run_cli(
-        cli_env(app), "accounts", "set-password", pro.email, "--password", NEW_PASSWORD
+        settings_env(app.state.settings),
+        "accounts",
+        "set-password",
+        pro.email,
+        "--password",
+        NEW_PASSWORD,
     )
     assert "2 dashboard session(s) ended" in result.stdout
     for browser in (first, second):
@@ -69,12 +63,18 @@ async def test_set_password_refuses_a_short_one_and_an_unknown_user(
     app: FastAPI, pro: Tenant
 ) -> None:
     short = run_cli(
-        cli_env(app), "accounts", "set-password", pro.email, "--password", "short", check=False
+        settings_env(app.state.settings),
+        "accounts",
+        "set-password",
+        pro.email,
+        "--password",
+        "short",
+        check=False,
     )
     assert short.returncode == 1
     assert short.stderr.strip() == "error: Password must be at least 10 characters long"
     unknown = run_cli(
-        cli_env(app), "accounts", "set-password", "nobody@example.com", "--password", NEW_PASSWORD,
+        settings_env(app.state.settings), "accounts", "set-password", "nobody@example.com", "--password", NEW_PASSWORD,
         check=False,
     )  # fmt: skip
     assert unknown.returncode == 1
@@ -85,7 +85,7 @@ async def test_disable_refuses_keys_and_log_ins_and_enable_restores_both(
     app: FastAPI, pro: Tenant
 ) -> None:
     browser = await _logged_in(app, pro)
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     assert "1 dashboard session(s) ended" in run_cli(env, "accounts", "disable", pro.email).stdout
     async with client_for(app, pro.live) as client:
         refused = await client.get("/api/v1/account")
@@ -176,7 +176,9 @@ async def test_delete_erases_the_account_and_everything_tied_to_it(app: FastAPI)
     }
     assert await _rows_naming(app, needles)  # the scan sees what is there
 
-    result = run_cli(cli_env(app), "accounts", "delete", doomed.email, "--yes", "--json")
+    result = run_cli(
+        settings_env(app.state.settings), "accounts", "delete", doomed.email, "--yes", "--json"
+    )
     erased = orjson.loads(result.stdout)
     assert erased["id"] == doomed.account_id
     assert erased["rows"]["readings"] == 96
@@ -196,23 +198,29 @@ async def test_delete_erases_the_account_and_everything_tied_to_it(app: FastAPI)
         assert (await client.get("/api/v1/account")).status_code == 401
     async with client_for(app, bystander.live) as client:
         assert (await client.get(f"/api/v1/systems/{kept['id']}")).status_code == 200
-    again = run_cli(cli_env(app), "accounts", "delete", doomed.email, "--yes", check=False)
+    again = run_cli(
+        settings_env(app.state.settings), "accounts", "delete", doomed.email, "--yes", check=False
+    )
     assert again.returncode == 1
     assert "No account with e-mail or id" in again.stderr
 
 
 async def test_delete_asks_first_and_does_nothing_unless_confirmed(app: FastAPI) -> None:
     tenant = await make_tenant(app, Plan.PRO)
-    refused = run_cli(cli_env(app), "accounts", "delete", tenant.email, check=False)
+    refused = run_cli(
+        settings_env(app.state.settings), "accounts", "delete", tenant.email, check=False
+    )
     assert refused.returncode == 1
     assert "Erase" in refused.stderr
     assert "Aborted" in refused.stderr
-    listed = orjson.loads(run_cli(cli_env(app), "accounts", "list", "--json").stdout)
+    listed = orjson.loads(
+        run_cli(settings_env(app.state.settings), "accounts", "list", "--json").stdout
+    )
     assert tenant.account_id in {a["id"] for a in listed}
 
 
 async def test_demo_refuses_a_database_that_is_not_the_embedded_sqlite(app: FastAPI) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     if app.state.settings.is_sqlite:
         assert run_cli(env, "demo", "--no-data", "--json").returncode == 0
         return
@@ -236,7 +244,7 @@ async def test_a_disabled_accounts_ingest_tokens_are_refused(
         )
         assert created.status_code == 201, created.text
     body = {"readings": [{"timestamp": "2025-06-01T10:00:00Z", "energy_wh": 1.0}]}
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     run_cli(env, "accounts", "disable", enterprise.email)
     async with client_for(app, created.json()["token"]) as logger:
         refused = await logger.post("/api/v1/ingest/readings", json=body)
@@ -247,7 +255,7 @@ async def test_a_disabled_accounts_ingest_tokens_are_refused(
 
 
 async def test_systems_create_and_list_for_an_account(app: FastAPI, pro: Tenant) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     created = orjson.loads(
         run_cli(
             env, "systems", "create", "--account", pro.email, "--name", "Barn roof",

@@ -12,13 +12,14 @@ from fastapi import FastAPI
 
 from solarapi.kit.plans import Environment
 from solarapi.logs import JsonFormatter
-from tests.admin.test_accounts import cli_env
 from tests.dashboard.helpers import browser_for, create_key, csrf_of, log_in, new_email, sign_up
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 
 
 def _trail(app: FastAPI, account: str, *extra: str) -> list[dict[str, Any]]:
-    result = run_cli(cli_env(app), "audit", "list", "--account", account, "--json", *extra)
+    result = run_cli(
+        settings_env(app.state.settings), "audit", "list", "--account", account, "--json", *extra
+    )
     return orjson.loads(result.stdout)  # type: ignore[no-any-return]
 
 
@@ -50,7 +51,9 @@ async def test_dashboard_actions_are_recorded_with_who_and_from_where(
     assert trail[2]["details"] == {"plan": "starter", "via": "dashboard sign-up"}
 
     # A failed log-in for an address nobody has: no account, the address as typed.
-    everything = orjson.loads(run_cli(cli_env(app), "audit", "list", "--json").stdout)
+    everything = orjson.loads(
+        run_cli(settings_env(app.state.settings), "audit", "list", "--json").stdout
+    )
     unknown = [e for e in everything if e["subject"] == "nobody-" + email]
     assert len(unknown) == 1
     assert unknown[0] | {"id": None, "occurred_at": None} == {
@@ -81,7 +84,9 @@ async def test_keys_created_and_revoked_in_the_dashboard(app: FastAPI, pro: Tena
         assert (await log_in(browser, pro.email, pro.password)).status_code == 303
         assert (await create_key(browser, "Grafana")).status_code == 200
         listed = orjson.loads(
-            run_cli(cli_env(app), "keys", "list", "--account", pro.email, "--json").stdout
+            run_cli(
+                settings_env(app.state.settings), "keys", "list", "--account", pro.email, "--json"
+            ).stdout
         )
         grafana = next(k for k in listed if k["name"] == "Grafana")
         confirm = await browser.get(f"/settings/api/keys/{grafana['id']}/revoke")
@@ -131,7 +136,7 @@ async def test_ingest_tokens_created_and_revoked_through_the_api(
 
 
 async def test_operator_commands_are_recorded_as_the_operator(app: FastAPI, pro: Tenant) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     run_cli(env, "accounts", "set-plan", pro.email, "enterprise")
     run_cli(env, "accounts", "set-plan", pro.email, "enterprise")  # no change, no entry
     key = orjson.loads(run_cli(env, "keys", "create", "--account", pro.email, "--json").stdout)
@@ -165,7 +170,7 @@ async def test_operator_commands_are_recorded_as_the_operator(app: FastAPI, pro:
 async def test_the_trail_of_a_deleted_account_keeps_only_its_deletion(
     app: FastAPI, pro: Tenant
 ) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     run_cli(env, "accounts", "set-plan", pro.email, "enterprise")
     run_cli(env, "accounts", "delete", pro.email, "--yes")
     trail = _trail(app, pro.account_id)

@@ -22,7 +22,8 @@ import httpx
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
-from tests.support import ROOT, need_service, run_cli, served
+from solarapi.config import Settings
+from tests.support import ROOT, need_service, run_cli, served, settings_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,18 +48,16 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     need_service("Chromium", Path(CHROMIUM).exists())
     data_dir = tmp_path_factory.mktemp("browser-data")
-    env = {
-        "SOLARAPI_DATA_DIR": str(data_dir),
-        "SOLARAPI_DATABASE_URL": f"sqlite:///{data_dir / 'solar.db'}",
-        "SOLARAPI_REDIS_URL": "",
-        "SOLARAPI_SIGNUP_PLAN": "pro",
-        "SOLARAPI_JOB_RUNNER": "inline",
+    # An operator's install (the secret key is made by `migrate`), running its jobs.
+    env = settings_env(
+        Settings(data_dir=data_dir, job_runner="inline"),
+        SOLARAPI_SIGNUP_PLAN="pro",
         # Every browser context is another client behind this trusted proxy (`client_headers`):
         # the tests sign up more accounts than one address may in an hour (10).
-        "SOLARAPI_TRUSTED_PROXIES": "127.0.0.1",
+        SOLARAPI_TRUSTED_PROXIES="127.0.0.1",
         # Request logs go to a pipe nobody reads; keep them from filling it.
-        "SOLARAPI_LOG_LEVEL": "WARNING",
-    }
+        SOLARAPI_LOG_LEVEL="WARNING",
+    )
     run_cli(env, "migrate")
     with served(env) as server:
         yield Server(server.base, env)

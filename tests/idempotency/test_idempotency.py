@@ -16,13 +16,12 @@ from sqlalchemy import func, select, update
 from starlette.background import BackgroundTask
 from starlette.types import Message
 
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.webhooks import IdempotencyRecord, WebhookEndpoint
-from tests.support import Tenant, TestClock, client_for, make_tenant
+from tests.support import Tenant, TestClock, client_for, make_tenant, running_app
 
 BODY = {"url": "https://1.1.1.1/hooks", "events": ["system.created"]}
 
@@ -233,28 +232,28 @@ async def test_rejected_before_the_endpoint_is_not_remembered(
 @pytest.fixture
 async def flaky_app(settings: Settings, clock: TestClock) -> AsyncIterator[FastAPI]:
     """The real app with one extra POST route that fails (500) on its first call only."""
-    application = create_app(settings, clock=clock, run_jobs=False)
     calls = {"n": 0}
 
-    @application.post("/api/v1/flaky")
-    async def flaky() -> OrjsonResponse:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("first call fails")
-        return OrjsonResponse({"call": calls["n"]}, status_code=201)
+    def routes(application: FastAPI) -> None:
+        @application.post("/api/v1/flaky")
+        async def flaky() -> OrjsonResponse:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError("first call fails")
+            return OrjsonResponse({"call": calls["n"]}, status_code=201)
 
-    @application.post("/api/v1/fails-after-answering")
-    async def fails_after_answering() -> OrjsonResponse:
-        calls["n"] += 1
+        @application.post("/api/v1/fails-after-answering")
+        async def fails_after_answering() -> OrjsonResponse:
+            calls["n"] += 1
 
-        def explode() -> None:
-            raise RuntimeError("a background task fails after the response was sent")
+            def explode() -> None:
+                raise RuntimeError("a background task fails after the response was sent")
 
-        return OrjsonResponse(
-            {"call": calls["n"]}, status_code=201, background=BackgroundTask(explode)
-        )
+            return OrjsonResponse(
+                {"call": calls["n"]}, status_code=201, background=BackgroundTask(explode)
+            )
 
-    async with application.router.lifespan_context(application):
+    async with running_app(settings, clock, routes=routes) as application:
         yield application
 
 

@@ -16,10 +16,15 @@ import pytest
 
 from solarapi.config import Settings
 from solarapi.migrate import upgrade
-from tests.conftest import TEST_SECRET
-from tests.faults import admin, database_url
 from tests.jobs.test_workers import worker
-from tests.support import DATABASES, need_service, postgres_available
+from tests.support import (
+    DATABASES,
+    TEST_SECRET,
+    admin,
+    database_url,
+    need_service,
+    postgres_available,
+)
 
 pytestmark = pytest.mark.slow
 

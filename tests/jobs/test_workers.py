@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,54 +18,23 @@ from solarapi.config import Settings
 from solarapi.jobs import repository
 from solarapi.jobs.queue import enqueue
 from solarapi.models.jobs import Job
-from tests.support import ROOT, keep_log, settings_env
+from tests.support import settings_env, started_worker
 
 pytestmark = pytest.mark.slow
-
-
-def worker_env(settings: Settings) -> dict[str, str]:
-    return {
-        **os.environ,
-        **settings_env(settings, SOLARAPI_LOG_LEVEL="WARNING"),
-        "PYTHONPATH": str(ROOT),
-    }
 
 
 @contextmanager
 def worker(
     settings: Settings, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    # Worker logs go next to the database, for whoever debugs a failure.
-    stderr = (settings.data_dir / "worker-stderr.log").open("a+b")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "solarapi",
-            "worker",
-            "--handlers",
-            "tests.jobs.handlers",
-            "--poll",
-            "0.1",
-            *args,
-        ],
-        env={**worker_env(settings), **(env or {})},
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-    )
-    try:
+    """A `solarapi worker` with the test handlers, polling often, on the database of
+    `settings`. Its log goes next to the database, for whoever debugs a failure."""
+    with started_worker(
+        {**settings_env(settings, SOLARAPI_LOG_LEVEL="WARNING"), **(env or {})},
+        *("--handlers", "tests.jobs.handlers", "--poll", "0.1", *args),
+        log=settings.data_dir / "worker-stderr.log",
+    ) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        keep_log(f"solarapi worker {proc.pid}", stderr)
-        stderr.close()
 
 
 async def load(app: FastAPI, job_id: str) -> Job:

@@ -11,8 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from tests.performance.camsfiles import write_cams
-from tests.readings.test_cli import _env
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 from tests.systems.factories import create_system, quarter_series, upload
 
 NOON = datetime(2025, 6, 15, 11, tzinfo=UTC)
@@ -29,8 +28,24 @@ async def test_import_stores_quarter_hours_the_model_uses(
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
         await upload(client, system_id, quarter_series(NOON, 3, 1200.0))
-        result = run_cli(_env(app), "weather", "import", str(path), "--system", system_id, "--json")
-        again = run_cli(_env(app), "weather", "import", str(path), "--system", system_id, "--json")
+        result = run_cli(
+            settings_env(app.state.settings),
+            "weather",
+            "import",
+            str(path),
+            "--system",
+            system_id,
+            "--json",
+        )
+        again = run_cli(
+            settings_env(app.state.settings),
+            "weather",
+            "import",
+            str(path),
+            "--system",
+            system_id,
+            "--json",
+        )
         stored = await client.get(
             f"/api/v1/systems/{system_id}/irradiance",
             params={"from": "2025-06-15T11:00:00Z", "to": "2025-06-15T12:00:00Z"},
@@ -72,7 +87,9 @@ async def test_one_minute_files_are_averaged_to_quarter_hours(
     )
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
-        run_cli(_env(app), "weather", "import", str(path), "--system", system_id)
+        run_cli(
+            settings_env(app.state.settings), "weather", "import", str(path), "--system", system_id
+        )
         stored = await client.get(
             f"/api/v1/systems/{system_id}/irradiance",
             params={"from": "2025-06-15T11:00:00Z", "to": "2025-06-15T12:00:00Z"},
@@ -109,7 +126,13 @@ async def test_bad_files_are_refused_and_nothing_is_stored(
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
         result = run_cli(
-            _env(app), "weather", "import", str(path), "--system", system_id, check=False
+            settings_env(app.state.settings),
+            "weather",
+            "import",
+            str(path),
+            "--system",
+            system_id,
+            check=False,
         )
         stored = await client.get(
             f"/api/v1/systems/{system_id}/irradiance",
@@ -130,10 +153,22 @@ async def test_not_a_cams_file_and_unknown_system(
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
         not_cams = run_cli(
-            _env(app), "weather", "import", str(junk), "--system", system_id, check=False
+            settings_env(app.state.settings),
+            "weather",
+            "import",
+            str(junk),
+            "--system",
+            system_id,
+            check=False,
         )
     unknown = run_cli(
-        _env(app), "weather", "import", str(junk), "--system", "sys_nope", check=False
+        settings_env(app.state.settings),
+        "weather",
+        "import",
+        str(junk),
+        "--system",
+        "sys_nope",
+        check=False,
     )
     assert not_cams.returncode == 1
     assert "is not a CAMS radiation-service CSV file" in not_cams.stderr

@@ -7,15 +7,8 @@ import json
 import pytest
 from fastapi import FastAPI
 
-from solarapi.config import Settings
 from tests.prices.helpers import DATA, stored_rows, utc
 from tests.support import Tenant, client_for, run_cli, settings_env
-
-
-def cli_env(app: FastAPI) -> dict[str, str]:
-    settings: Settings = app.state.settings
-    return settings_env(settings)
-
 
 # Every refusal's message is checked in test_parsers; here, that the command exits 1 with
 # it, without a traceback, and that the database is unchanged. Each run is a process start,
@@ -31,7 +24,7 @@ REFUSED = [
 async def test_cli_imports_csv_and_refuses_bad_files_storing_nothing(
     app: FastAPI, pro: Tenant
 ) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     result = run_cli(
         env, "prices", "import", str(DATA / "prices_be_2024-03-02.csv"), "--zone", "BE", "--json"
     )
@@ -70,7 +63,7 @@ async def test_cli_imports_csv_and_refuses_bad_files_storing_nothing(
 @pytest.mark.slow
 async def test_cli_rejects_a_bad_resolution_option(app: FastAPI) -> None:
     refused = run_cli(
-        cli_env(app), "prices", "import", str(DATA / "prices_be_2024-03-02.csv"),
+        settings_env(app.state.settings), "prices", "import", str(DATA / "prices_be_2024-03-02.csv"),
         "--zone", "BE", "--resolution", "20m", check=False,
     )  # fmt: skip
     assert refused.returncode == 2

@@ -17,9 +17,8 @@ from solarapi.prices.entsoe import NoPricesAnswer, parse_entsoe_xml
 from solarapi.prices.price_files import read_price_file
 from solarapi.prices.price_rows import PriceFileError, PriceRow, resolution_spans
 from tests.prices.helpers import DATA, import_file, stored_rows, utc
-from tests.prices.test_cli import cli_env
 from tests.prices.test_parsers import epoch
-from tests.support import Tenant, client_for, run_cli
+from tests.support import Tenant, client_for, run_cli, settings_env
 
 # DE-LU day-ahead (SDAC, sequence 1) prices of 2024-06-01 and 2024-06-02, hourly: real
 # published market values (the document in data/ mirrors the platform's answer).
@@ -213,7 +212,7 @@ async def test_import_stores_sequence_one_only(app: FastAPI, pro: Tenant) -> Non
 @pytest.mark.slow
 @pytest.mark.usefixtures("restore_de_lu")
 async def test_cli_reports_per_zone_and_sequence(app: FastAPI, pro: Tenant) -> None:
-    env = cli_env(app)
+    env = settings_env(app.state.settings)
     result = run_cli(env, "prices", "import", str(TWO_SEQUENCES), "--zone", "DE-LU", "--json")
     report = json.loads(result.stdout)
     assert (report["zone"], report["sequence"], report["stored"]) == ("DE-LU", 1, 48)

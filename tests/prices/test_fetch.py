@@ -12,8 +12,7 @@ import pytest
 from fastapi import FastAPI
 
 from tests.prices.helpers import stored_rows, utc
-from tests.prices.test_cli import cli_env
-from tests.support import run_cli
+from tests.support import run_cli, settings_env
 
 TOKEN = "fake-entsoe-token-3f9a1c"
 CH_EIC = "10YCH-SWISSGRIDZ"
@@ -97,7 +96,7 @@ def fake_entsoe() -> Iterator[str]:
 async def test_fetch_imports_the_local_days_and_keeps_the_token_secret(
     app: FastAPI, fake_entsoe: str
 ) -> None:
-    env = {**cli_env(app), "SOLARAPI_ENTSOE_TOKEN": TOKEN}
+    env = {**settings_env(app.state.settings), "SOLARAPI_ENTSOE_TOKEN": TOKEN}
     result = run_cli(
         env, "prices", "fetch", "--zone", "CH", "--from", "2025-06-15", "--to", "2025-06-16",
         "--url", fake_entsoe, "--json",

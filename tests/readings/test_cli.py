@@ -8,14 +8,8 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from solarapi.config import Settings
 from tests.support import Tenant, client_for, run_cli, settings_env
 from tests.systems.factories import create_system, iso
-
-
-def _env(app: FastAPI) -> dict[str, str]:
-    settings: Settings = app.state.settings
-    return settings_env(settings)
 
 
 def _csv(path: Path, rows: list[str], header: str = "timestamp,energy_wh,power_w") -> Path:
@@ -43,8 +37,12 @@ async def test_import_streams_batches_and_summarises(
     path = _csv(tmp_path / "year.csv", rows)
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client, capacity_kwp=50))["id"]
-        result = run_cli(_env(app), "readings", "import", system_id, str(path), "--json")
-        again = run_cli(_env(app), "readings", "import", system_id, str(path), "--json")
+        result = run_cli(
+            settings_env(app.state.settings), "readings", "import", system_id, str(path), "--json"
+        )
+        again = run_cli(
+            settings_env(app.state.settings), "readings", "import", system_id, str(path), "--json"
+        )
         totals = await _day(client, system_id, start, 300)
     summary = json.loads(result.stdout)
     assert summary["received"] == 25_000
@@ -68,10 +66,38 @@ async def test_bad_row_names_its_line_and_keeps_earlier_batches(
     bad_header = _csv(tmp_path / "header.csv", [f"{iso(start)},1"], header="time,wh")
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
-        failed = run_cli(_env(app), "readings", "import", system_id, str(path), check=False)
-        text = run_cli(_env(app), "readings", "import", system_id, str(text_row), check=False)
-        header = run_cli(_env(app), "readings", "import", system_id, str(bad_header), check=False)
-        unknown = run_cli(_env(app), "readings", "import", "sys_nope", str(text_row), check=False)
+        failed = run_cli(
+            settings_env(app.state.settings),
+            "readings",
+            "import",
+            system_id,
+            str(path),
+            check=False,
+        )
+        text = run_cli(
+            settings_env(app.state.settings),
+            "readings",
+            "import",
+            system_id,
+            str(text_row),
+            check=False,
+        )
+        header = run_cli(
+            settings_env(app.state.settings),
+            "readings",
+            "import",
+            system_id,
+            str(bad_header),
+            check=False,
+        )
+        unknown = run_cli(
+            settings_env(app.state.settings),
+            "readings",
+            "import",
+            "sys_nope",
+            str(text_row),
+            check=False,
+        )
         totals = await _day(client, system_id, start, 200)
     assert failed.returncode == 1
     # Line 1 is the header, so item 10,500 is on line 10,502.

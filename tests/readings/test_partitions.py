@@ -19,7 +19,6 @@ from sqlalchemy import Select, bindparam, select, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, sessionmaker_for
 from solarapi.kit.plans import Plan
@@ -30,15 +29,17 @@ from solarapi.readings.jobs import maintain_partitions
 from solarapi.readings.partitions import SCHEMA, month_start, month_table, reading_partitions
 from solarapi.readings.store import RAW
 from solarapi.readings.store_postgres import _packed
-from tests.conftest import TEST_SECRET
-from tests.faults import database_url, scratch_database
 from tests.support import (
+    TEST_SECRET,
     TestClock,
     client_for,
+    database_url,
     make_tenant,
     need_service,
     postgres_available,
     run_cli,
+    running_app,
+    scratch_database,
     settings_env,
 )
 
@@ -102,8 +103,7 @@ _SYSTEM_0008 = (
 async def _system_at_head(settings: Settings) -> str:
     """A system made through the API, on the database migrated to head (whatever columns
     systems have by now); returns its id."""
-    app = create_app(settings, clock=TestClock(), run_jobs=False)
-    async with app.router.lifespan_context(app):
+    async with running_app(settings) as app:
         tenant = await make_tenant(app, Plan.ENTERPRISE)
         async with client_for(app, tenant.live) as client:
             response = await client.post(
@@ -471,8 +471,7 @@ async def test_an_upload_before_the_retention_horizon_is_refused_and_stores_noth
     clock = TestClock()
     now = datetime(2026, 11, 25, 12, tzinfo=UTC)
     clock.pinned = now.timestamp()
-    app = create_app(settings, clock=clock, run_jobs=False)
-    async with app.router.lifespan_context(app):
+    async with running_app(settings, clock) as app:
         tenant = await make_tenant(app, Plan.ENTERPRISE)
         async with client_for(app, tenant.live) as client:
             created = await client.post(

@@ -23,7 +23,6 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import update
 
-from solarapi.app import create_app
 from solarapi.config import Settings
 from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import utcnow
@@ -31,7 +30,7 @@ from solarapi.models.reports import Report
 from solarapi.reports import jobs as report_jobs
 from solarapi.reports.storage import CHUNK_BYTES, S3ReportStorage, storage_for
 from tests.reports.helpers import JUNE_1, completed, create_report, make_system, upload_readings
-from tests.support import client_for, free_port, make_tenant
+from tests.support import client_for, free_port, make_tenant, running_app
 
 PERIOD = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z"}
 AWS_ENV = {
@@ -116,8 +115,7 @@ async def s3_app(
             "reports_dir": Path(tempfile.mkdtemp(prefix="s3-staging-")),
         }
     )
-    application = create_app(s3_settings, run_jobs=False)
-    async with application.router.lifespan_context(application):
+    async with running_app(s3_settings) as application:
         yield application, bucket
 
 

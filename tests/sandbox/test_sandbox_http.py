@@ -17,8 +17,7 @@ from solarapi.kit.plans import Plan
 from solarapi.kit.timefmt import utcnow
 from solarapi.sandbox import model
 from solarapi.sandbox.provision import ensure_sandbox
-from tests.faults import server_env
-from tests.support import Tenant, client_for, make_tenant, served
+from tests.support import Tenant, client_for, make_tenant, served, settings_env
 
 # The last whole calendar year: inside every sandbox's simulated history.
 YEAR = utcnow().year - 1
@@ -404,7 +403,7 @@ async def test_two_server_processes_return_the_same_numbers(
     params = {"from": f"{YEAR}-06-01T00:00:00Z", "to": f"{YEAR}-06-08T00:00:00Z", "interval": "15m"}
     async with client_for(app, enterprise.test) as client:
         in_process = await client.get(path, params=params)
-    env = server_env(settings)
+    env = settings_env(settings)
     headers = {"Authorization": f"Bearer {enterprise.test}"}
     bodies = []
     with served(env) as first, served(env) as second:

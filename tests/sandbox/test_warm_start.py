@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TEST_SECRET
+from solarapi.config import Settings
+from tests.support import TEST_SECRET, settings_env
+
+
+def _settings(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir, secret_key=TEST_SECRET, job_runner="external")
+
 
 _PROBE = """
 import sys
@@ -27,13 +33,7 @@ print(len(model._months))
 def test_serve_app_warms_the_sandbox_model_unless_told_not_to(tmp_path: Path, warm: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", _PROBE],
-        env={
-            "SOLARAPI_DATA_DIR": str(tmp_path),
-            "SOLARAPI_SECRET_KEY": TEST_SECRET,
-            "SOLARAPI_JOB_RUNNER": "external",
-            "SOLARAPI_WARM_START": warm,
-            "PATH": "/usr/bin:/bin",
-        },
+        env=settings_env(_settings(tmp_path), SOLARAPI_WARM_START=warm, PATH="/usr/bin:/bin"),
         capture_output=True,
         text=True,
         timeout=300,
@@ -59,13 +59,7 @@ def test_serve_app_freezes_what_start_up_left_alive(tmp_path: Path) -> None:
     requests wait (the p99 of uncached reads was the collector)."""
     result = subprocess.run(
         [sys.executable, "-c", _FREEZE_PROBE],
-        env={
-            "SOLARAPI_DATA_DIR": str(tmp_path),
-            "SOLARAPI_SECRET_KEY": TEST_SECRET,
-            "SOLARAPI_JOB_RUNNER": "external",
-            "SOLARAPI_WARM_START": "false",
-            "PATH": "/usr/bin:/bin",
-        },
+        env=settings_env(_settings(tmp_path), SOLARAPI_WARM_START="false", PATH="/usr/bin:/bin"),
         capture_output=True,
         text=True,
         timeout=300,

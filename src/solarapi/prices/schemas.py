@@ -1,5 +1,5 @@
 """Response shapes of the prices area, for the OpenAPI document (the answers are rendered by
-`prices.rendering` and `prices.market_value.render`; tests/foundation/test_documented_responses.py
+`prices.rendering` and `prices.market_value.render`; tests/contract/test_documented_responses.py
 checks the bytes against these)."""
 
 from __future__ import annotations

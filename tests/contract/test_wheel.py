@@ -1,0 +1,76 @@
+"""`make dist`'s wheel installed as an operator would, into a clean virtual environment with
+the locked runtime dependencies only (from uv's cache, no network), then `solarapi migrate`,
+`solarapi serve` and requests against it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support import ROOT, served
+
+pytestmark = pytest.mark.slow
+UV = ROOT / ".tools" / "bin" / "uv"
+
+
+def _run(*args: str | Path, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [str(a) for a in args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": "", **(env or {})},
+    )
+    assert result.returncode == 0, f"{args}: {result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_the_wheel_installs_offline_migrates_and_serves(tmp_path: Path) -> None:
+    if not UV.exists():
+        pytest.skip("uv is bootstrapped by `make install`")
+    dist = tmp_path / "dist"
+    _run(UV, "build", "--wheel", "--out-dir", dist, ".")
+    (wheel,) = dist.glob("solarapi-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "solarapi/migrations/script.py.mako" in names
+    assert any(n.startswith("solarapi/migrations/versions/0001_") for n in names)
+    assert "solarapi/dashboard/templates/base.html" in names
+    assert "solarapi/dashboard/static/dashboard.css" in names
+    assert not [n for n in names if n.startswith("tests/")]
+
+    # The lock's runtime set (no dev group) from uv's cache, then the wheel itself.
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    _run(
+        UV, "sync", "--frozen", "--no-dev", "--no-install-project", "--offline",
+        "--python", sys.executable, env={"UV_PROJECT_ENVIRONMENT": str(venv)},
+    )  # fmt: skip
+    _run(UV, "pip", "install", "--offline", "--no-deps", "--python", python, wheel)
+    installed = _run(UV, "pip", "list", "--python", python).lower()
+    for tool in ("pytest", "mypy", "playwright", "moto", "schemathesis", "ruff"):
+        assert f"\n{tool} " not in installed, tool
+
+    solarapi = venv / "bin" / "solarapi"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SOLARAPI_")},
+        "SOLARAPI_DATA_DIR": str(tmp_path / "data"),
+        "SOLARAPI_WARM_START": "false",
+    }
+    version = subprocess.run([solarapi, "--version"], env=env, capture_output=True, text=True)
+    assert version.stdout.startswith("solarapi 1.")
+    subprocess.run([solarapi, "migrate"], env=env, check=True, capture_output=True, cwd=tmp_path)
+    # The installed script, with none of this process's SOLARAPI_ settings.
+    with served(env, program=[solarapi], inherit_environment=False, cwd=tmp_path) as server:
+        health = httpx.get(f"{server.base}/api/v1/health", timeout=5)
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok"
+        login = httpx.get(f"{server.base}/login", timeout=10)
+        assert login.status_code == 200  # templates and static files came with the wheel
+        assert "/static/dashboard" in login.text

@@ -1,0 +1,378 @@
+"""The database layer's fast paths: DriverQuery, SQLite reads on the event loop, and the
+SQLite dialect that skips empty commits. Each must give exactly what SQLAlchemy's own path
+gives; only the cost differs."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite.core
+import asyncpg
+import pytest
+from fastapi import FastAPI, Request
+from sqlalchemy import bindparam, event, select, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+
+from solarapi.config import Settings
+from solarapi.db import (
+    REQUEST_SESSION,
+    DriverQuery,
+    create_engine,
+    create_oneshot_engine,
+    dispose_engine,
+    fetch_rows,
+    get_session,
+    sessionmaker_for,
+    sqlite_fetchall,
+    untouched,
+)
+from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
+from solarapi.kit.ids import new_id
+from solarapi.models.systems import System, SystemRecord
+from solarapi.systems import repository
+from tests.support import client_for, make_tenant, running_app
+
+
+def _new_system(account_id: str, **changes: Any) -> System:
+    now = datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+    values: dict[str, Any] = {
+        "id": new_id("sys"), "account_id": account_id, "environment": "live", "name": "Driver query",
+        "status": "active", "data_source": "metered", "capacity_kwp": 7.25, "inverter_capacity_kw": None,
+        "latitude": -34.93, "longitude": 138.6, "timezone": "Australia/Adelaide", "country": "AU",
+        "tilt_deg": 20.0, "azimuth_deg": 0.0, "market_zone": None, "installed_on": date(2024, 2, 29),
+        "first_reading_at": datetime(2025, 1, 1, 13, 30, tzinfo=UTC), "last_reading_at": None,
+        "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    values.update(changes)
+    return System(**values)
+
+
+def _columns(system: System | SystemRecord) -> dict[str, Any]:
+    return {column.key: getattr(system, column.key) for column in System.__table__.columns}
+
+
+async def test_record_equals_the_orm_row_and_refuses_writes(app: FastAPI) -> None:
+    tenant = await make_tenant(app, _plan("enterprise"))
+    system = _new_system(tenant.account_id)
+    async with app.state.sessionmaker() as session, session.begin():
+        session.add(system)
+    async with app.state.sessionmaker() as session:
+        orm = await session.get(System, system.id)
+        assert orm is not None
+        record = await repository.get_record(session, system.id)
+        assert record is not None
+        assert _columns(record) == _columns(orm)
+        # Types as the ORM gives them, not as the driver stores them (SQLite: text).
+        assert record.created_at == datetime(2025, 3, 30, 1, 2, 3, 456789, tzinfo=UTC)
+        assert record.created_at.tzinfo is UTC
+        assert record.installed_on == date(2024, 2, 29)
+        assert record.last_reading_at is None
+        # Frozen: a write fails at once instead of vanishing.
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.name = "renamed"  # type: ignore[misc]
+        assert await repository.get_record(session, "sys_missing") is None
+
+
+async def test_api_request_uses_one_session_closed_after_the_response(app: FastAPI) -> None:
+    tenant = await make_tenant(app, _plan("pro"))
+    seen: list[AsyncSession] = []
+
+    original = app.state.sessionmaker
+
+    def counting_maker(*args: Any, **kwargs: Any) -> AsyncSession:
+        session: AsyncSession = original(*args, **kwargs)
+        seen.append(session)
+        return session
+
+    app.state.sessionmaker = counting_maker
+    try:
+        async with client_for(app, tenant.live) as client:
+            response = await client.get("/api/v1/systems")
+    finally:
+        app.state.sessionmaker = original
+    assert response.status_code == 200, response.text
+    # The gateway's session is the endpoint's; none is left holding a connection.
+    assert len(seen) == 1
+    assert seen[0].get_transaction() is None
+
+
+def _plan(name: str) -> Any:
+    from solarapi.kit.plans import Plan
+
+    return Plan(name)
+
+
+async def _started(settings: Settings) -> AsyncIterator[FastAPI]:
+    """An app on one database (the shared `app` fixture runs each test on both)."""
+    async with running_app(settings) as application:
+        yield application
+
+
+@pytest.fixture(scope="module")
+async def sqlite_app(sqlite_settings: Settings) -> AsyncIterator[FastAPI]:
+    async for application in _started(sqlite_settings):
+        yield application
+
+
+async def test_sqlite_read_inside_a_write_sees_the_write_and_others_do_not(
+    sqlite_app: FastAPI,
+) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    maker = sqlite_app.state.sessionmaker
+    system = _new_system(tenant.account_id)
+    async with maker() as writer, maker() as other:
+        writer.add(system)
+        await writer.flush()  # SQLite has begun the write transaction
+        assert (await repository.get_record(writer, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is None
+        await writer.commit()
+        assert (await repository.get_record(other, system.id)) is not None
+
+
+async def test_sqlite_read_hands_nothing_to_aiosqlite_outside_a_write(
+    sqlite_app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    async with client_for(sqlite_app, tenant.live) as client:
+        created = await client.post(
+            "/api/v1/systems",
+            json={"name": "Hops", "capacity_kwp": 5,
+                  "location": {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"}},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        path = f"/api/v1/systems/{created.json()['id']}/readings"
+        await client.get(path)  # the key's last_used_at write happens on its first use
+        calls: list[str] = []
+        original = aiosqlite.core.Connection._execute
+
+        async def counting(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(getattr(fn, "__name__", repr(fn)))
+            return await original(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+
+        monkeypatch.setattr(aiosqlite.core.Connection, "_execute", counting)
+        response = await client.get(path, params={"interval": "1h"})
+    assert response.status_code == 200, response.text
+    assert len(response.json()["data"]) >= 24
+    # Key, system and rollup rows read on the loop; no empty commit or rollback either.
+    assert calls == []
+
+
+async def test_sqlite_busy_database_reads_through_aiosqlite_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    # A rollback-journal database (not WAL): an exclusive transaction shuts readers out, which
+    # in WAL mode only WAL recovery does.
+    path = tmp_path / "busy.db"
+    setup = sqlite3.connect(path)
+    setup.execute("CREATE TABLE t (x INTEGER)")
+    setup.execute("INSERT INTO t VALUES (42)")
+    setup.commit()
+    setup.close()
+    engine = create_async_engine(f"sqlite+solarapi:///{path}")
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    released: list[float] = []
+
+    def release() -> None:
+        blocker.execute("ROLLBACK")
+        released.append(time.monotonic())
+
+    try:
+        asyncio.get_running_loop().call_later(0.3, release)
+        async with async_sessionmaker(engine)() as session:
+            rows = await sqlite_fetchall(session, "SELECT x FROM t", ())
+        finished = time.monotonic()
+        # The loop stayed free to run `release`, and the read waited for it in aiosqlite.
+        assert rows == [(42,)]
+        assert released
+        assert finished >= released[0]
+    finally:
+        blocker.close()
+        await dispose_engine(engine)
+
+
+async def test_sqlite_dialect_still_commits_real_writes(sqlite_app: FastAPI) -> None:
+    tenant = await make_tenant(sqlite_app, _plan("enterprise"))
+    system = _new_system(tenant.account_id)
+    async with sqlite_app.state.sessionmaker() as session:
+        session.add(system)
+        await session.commit()
+    async with sqlite_app.state.sessionmaker() as session:
+        assert await session.get(System, system.id) is not None
+    async with sqlite_app.state.sessionmaker() as session:
+        loaded = await session.get(System, system.id)
+        assert loaded is not None
+        loaded.name = "Renamed"
+        await session.flush()
+        await session.rollback()  # a real rollback of a real transaction
+    async with sqlite_app.state.sessionmaker() as session:
+        loaded = await session.get(System, system.id)
+        assert loaded is not None
+        assert loaded.name == "Driver query"
+
+
+# --- PostgreSQL: lone reads on a connection of their own -------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def pg_app(postgres_settings: Settings) -> AsyncIterator[FastAPI]:
+    async for application in _started(postgres_settings):
+        yield application
+
+
+async def test_pg_lone_reads_leave_the_session_alone_and_writes_see_their_own(
+    pg_app: FastAPI,
+) -> None:
+    tenant = await make_tenant(pg_app, _plan("enterprise"))
+    maker = pg_app.state.sessionmaker
+    system = _new_system(tenant.account_id)
+    async with maker() as writer, maker() as other:
+        assert (await repository.get_record(other, "sys_missing")) is None
+        assert untouched(other)  # the read borrowed a pooled connection, not the session's
+        writer.add(system)
+        await writer.flush()  # inserted in the writer's open transaction
+        assert (await repository.get_record(writer, system.id)) is not None
+        assert (await repository.get_record(other, system.id)) is None
+        await writer.commit()
+        assert (await repository.get_record(other, system.id)) is not None
+        assert untouched(other)
+
+
+async def test_pg_driver_query_compiles_on_a_connection_closed_when_returned(
+    postgres_settings: Settings,
+) -> None:
+    # Without pooling every connection is closed when it goes back: a DriverQuery must read
+    # the statement's column types before that (a first request under load, with the pool's
+    # overflow connections closing on return, failed this way).
+    engine = create_oneshot_engine(postgres_settings)
+    try:
+        query = DriverQuery(
+            select(System.id, System.created_at).where(System.id == bindparam("id"))
+        )
+        async with sessionmaker_for(engine)() as session:
+            assert await query.first(session, {"id": "sys_missing"}) is None
+            assert await fetch_rows(session, "SELECT 1", ()) == [(1,)]
+    finally:
+        await dispose_engine(engine)
+
+
+async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
+    postgres_settings: Settings,
+) -> None:
+    settings = postgres_settings.model_copy(update={"db_pool_size": 1})
+    engine = create_engine(settings)
+    maker = sessionmaker_for(engine, settings)
+    try:
+        async with maker() as session:
+            ((first_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert await fetch_rows(session, "SELECT pg_backend_pid()", ()) == [(first_pid,)]
+            admin = create_oneshot_engine(postgres_settings)  # not from the pool under test
+            async with admin.begin() as connection:
+                await connection.execute(
+                    text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
+                )
+                # Gone on the server before the read. (A transaction sees one record of
+                # the statistics unless it is cleared.)
+                deadline = time.monotonic() + 60
+                while await connection.scalar(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
+                    {"pid": first_pid},
+                ):
+                    assert time.monotonic() < deadline, "the backend was not terminated"
+                    await asyncio.sleep(0.02)
+                    await connection.execute(text("SELECT pg_stat_clear_snapshot()"))
+            await admin.dispose()
+            # Whether our side has read the server's goodbye yet (InterfaceError: connection
+            # is closed), finds out mid-read (ConnectionDoesNotExistError) or reads it while
+            # starting the statement (InternalClientError "cannot switch to state 12", seen
+            # once in ten runs) is a race that depends on the machine's speed; all are the
+            # same outage.
+            with pytest.raises(DatabaseUnreachable) as failed:
+                await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert isinstance(
+                failed.value.__cause__,
+                asyncpg.InterfaceError
+                | asyncpg.ConnectionDoesNotExistError
+                | asyncpg.InternalClientError,
+            )
+            assert is_database_unavailable(failed.value)
+            # The very next read gets a working connection, not the dead one back.
+            ((second_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            assert second_pid != first_pid
+    finally:
+        await dispose_engine(engine)
+
+
+async def test_pg_readings_get_is_two_statements_and_begins_no_transaction(
+    pg_app: FastAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(pg_app, _plan("pro"))
+    system = _new_system(tenant.account_id, latitude=52.0, longitude=5.0, timezone="UTC")
+    async with pg_app.state.sessionmaker() as session, session.begin():
+        session.add(system)
+    async with client_for(pg_app, tenant.live) as client:
+        path = f"/api/v1/systems/{system.id}/readings"
+        assert (await client.get(path)).status_code == 200  # the key's last_used_at write
+        driver: list[str] = []
+        adapter: list[str] = []
+        original = asyncpg.Connection.fetch
+
+        async def counting(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+            driver.append(query)
+            return await original(self, query, *args, **kwargs)
+
+        def on_execute(*args: Any) -> None:
+            adapter.append(str(args[2]))
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", counting)
+        engine = pg_app.state.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", on_execute)
+        try:
+            response = await client.get(path, params={"interval": "1h"})
+        finally:
+            event.remove(engine, "before_cursor_execute", on_execute)
+    assert response.status_code == 200, response.text
+    assert len(response.json()["data"]) >= 24
+    # The key, then the system with its hourly rows; nothing through the session (no BEGIN).
+    assert len(driver) == 2, driver
+    assert "api_keys" in driver[0]
+    assert "FROM systems" in driver[1]
+    assert "reading_hours" in driver[1]
+    assert adapter == []
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["request-session", "own-session"])
+async def test_an_endpoint_error_rolls_back_before_it_leaves_the_session_dependency(
+    app: FastAPI, own: bool
+) -> None:
+    """FastAPI throws an endpoint's exception into `get_session` at its `yield`: the
+    transaction must be rolled back right there, before the error response is made and the
+    gateway closes the session — not later, in a task of its own, when an abandoned inner
+    generator is collected (which raced the gateway's close: IllegalStateChangeError)."""
+    session = app.state.sessionmaker()
+    state = {} if own else {REQUEST_SESSION: session}
+    request = Request({"type": "http", "state": state, "app": app, "headers": []})
+    units: list[AsyncSession] = []
+
+    async def failing_endpoint() -> None:
+        async with asynccontextmanager(get_session)(request) as unit:
+            units.append(unit)
+            await unit.execute(text("SELECT 1"))  # begins the unit's transaction
+            assert unit.in_transaction()
+            raise RuntimeError("the endpoint failed")
+
+    try:
+        with pytest.raises(RuntimeError, match="the endpoint failed"):
+            await failing_endpoint()
+        assert not units[0].in_transaction()
+        assert (units[0] is session) is not own
+    finally:
+        await session.close()

@@ -1,0 +1,504 @@
+"""What is kept while the database is unchanged (`kit.versioned`): rendered readings bodies
+and the callers' Principals. Every commit, by any connection of any process, must
+be seen by the very next request of every other process: a revoked key, a plan change, a
+deleted system, a new reading — on SQLite (`PRAGMA data_version`) and on PostgreSQL (the
+server's snapshot, read after the request arrived).
+
+"Another process" is modelled two ways: a second app in this process on the same database
+file (its own engine, reader and caches, exactly as a worker has), and a real
+`solarapi serve --workers 2` whose workers both answered before the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.engine import make_url
+
+from solarapi.auth import repository as auth_repository
+from solarapi.config import Settings
+from solarapi.db import (
+    committed_version,
+    create_engine,
+    create_oneshot_engine,
+    dispose_engine,
+)
+from solarapi.db import postgres as db_postgres
+from solarapi.db import sqlite as db_sqlite
+from solarapi.kit.plans import Environment, Plan
+from solarapi.kit.versioned import VersionedCache
+from solarapi.readings import service as readings_service
+from tests.support import (
+    DATABASES,
+    REDIS_URL,
+    TEST_SECRET,
+    Server,
+    Tenant,
+    admin_connection,
+    client_for,
+    make_tenant,
+    migrated_settings,
+    need_service,
+    redis_available,
+    run_cli,
+    running_app,
+    served,
+    settings_env,
+)
+from tests.systems.factories import create_system, quarter_series, system_body, upload
+
+DAY = datetime(2025, 6, 1, tzinfo=UTC)
+QUERY = {"from": "2025-06-01T00:00:00Z", "to": "2025-06-02T00:00:00Z", "interval": "1h"}
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Iterator[Settings]:
+    """A fresh migrated SQLite database file of this test's own."""
+    with migrated_settings("sqlite", tmp_path) as settings:
+        yield settings
+
+
+@pytest.fixture(params=DATABASES)
+def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    """A fresh migrated database of this test's own, of each kind."""
+    with migrated_settings(request.param, tmp_path) as settings:
+        yield settings
+
+
+@asynccontextmanager
+async def _two_workers(settings: Settings) -> AsyncIterator[tuple[FastAPI, FastAPI]]:
+    async with running_app(settings) as first, running_app(settings) as second:
+        yield first, second
+
+
+class _Calls:
+    """Counts calls of a function of ours that still runs (not a mock): whether a request
+    read the key or the readings, or was answered from what was kept."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> None:
+        self.count = 0
+        real = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:  # a coroutine function's coroutine
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+async def _energy(client: httpx.AsyncClient, system_id: str) -> Any:
+    response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+    assert response.status_code == 200, response.text
+    return response.json()["meta"]["totals"]["energy_wh"]
+
+
+def test_the_version_changes_with_every_commit_of_any_connection(
+    sqlite_file: Settings, tmp_path: Path
+) -> None:
+    settings = sqlite_file
+
+    async def check() -> None:
+        engine = create_engine(settings)
+        try:
+            before = await committed_version(engine)
+            assert before is not None
+            assert await committed_version(engine) == before  # nothing committed: the same
+            other = sqlite3.connect(tmp_path / "solar.db", isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("UPDATE accounts SET name = name || '' WHERE 0")
+            assert await committed_version(engine) == before  # not committed yet
+            other.execute("INSERT INTO alembic_version VALUES ('x')")
+            other.execute("ROLLBACK")
+            assert await committed_version(engine) == before  # rolled back
+            other.execute("INSERT INTO alembic_version VALUES ('x')")
+            other.close()
+            after = await committed_version(engine)
+            assert after is not None
+            assert after != before
+        finally:
+            await dispose_engine(engine)
+
+    asyncio.run(check())
+
+
+def test_on_sqlite_callers_who_ask_together_share_one_read(
+    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = _Calls(monkeypatch, db_sqlite, "loop_reader")
+
+    async def check() -> None:
+        engine = create_engine(sqlite_file)
+        try:
+            together = await asyncio.gather(*(committed_version(engine) for _ in range(5)))
+            assert together[0] is not None
+            assert together == [together[0]] * 5
+            assert reads.count == 1
+            assert await committed_version(engine) == together[0]  # asked later: read again
+            assert reads.count == 2
+        finally:
+            await dispose_engine(engine)
+
+    asyncio.run(check())
+
+
+async def test_no_version_for_an_in_memory_database() -> None:
+    memory = create_oneshot_engine(
+        Settings(database_url="sqlite:///:memory:", secret_key=TEST_SECRET)
+    )
+    try:
+        assert await committed_version(memory) is None
+    finally:
+        await dispose_engine(memory)
+
+
+async def test_on_postgresql_the_version_is_the_servers_snapshot(
+    postgres_settings: Settings,
+) -> None:
+    """The snapshot is the whole server's: other tests' commits (in their own databases)
+    change it too, so "unchanged" is shown as "unchanged at least once, within a deadline";
+    a commit of ours changes it every time."""
+    engine = create_engine(postgres_settings)
+
+    async def unchanged_by(action: Callable[[], Awaitable[object]]) -> None:
+        deadline = time.monotonic() + 60
+        while True:
+            before = await committed_version(engine)
+            await action()
+            if await committed_version(engine) == before:
+                return
+            assert time.monotonic() < deadline, "the version never held"
+
+    conn = await admin_connection(make_url(postgres_settings.database_url).database)
+    await conn.execute("CREATE TEMP TABLE written (n int)")
+    try:
+        await unchanged_by(lambda: asyncio.sleep(0))  # nothing committed
+        await unchanged_by(lambda: conn.execute("SELECT count(*) FROM systems"))  # a read
+        await unchanged_by(  # an UPDATE that changes no row
+            lambda: conn.execute("UPDATE accounts SET name = name WHERE id = 'none'")
+        )
+        first = await committed_version(engine)
+        async with conn.transaction():
+            await conn.execute("INSERT INTO written VALUES (1)")
+            during = await committed_version(engine)  # in progress: the same or not
+        assert await committed_version(engine) not in (first, during)  # ended: never the same
+    finally:
+        await conn.close()
+        await dispose_engine(engine)
+
+
+async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked(
+    postgres_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Callers share snapshot reads, but one that asks while a read is out waits for the
+    next: the read out may predate a commit the caller has already seen end. Here the read
+    out is held (it waits for an advisory lock the test holds) across such a commit."""
+    held = "SELECT pg_current_snapshot()::text FROM pg_advisory_xact_lock_shared(1717)"
+    monkeypatch.setattr(db_postgres, "SNAPSHOT_SQL", held)
+    engine = create_engine(postgres_settings)
+    name = make_url(postgres_settings.database_url).database
+    conn, writer = await admin_connection(name), await admin_connection(name)
+    await writer.execute("CREATE TEMP TABLE written (n int)")
+    reads = _Calls(monkeypatch, db_postgres, "pooled_connection")
+    try:
+        await conn.execute("SELECT pg_advisory_lock(1717)")
+        first = asyncio.ensure_future(committed_version(engine))
+        deadline = time.monotonic() + 60
+        while not await conn.fetchval(  # the first read is out, its snapshot taken
+            "SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND wait_event_type = 'Lock'",
+            held,
+        ):
+            assert time.monotonic() < deadline, "the snapshot read never started"
+            await asyncio.sleep(0.01)
+        await writer.execute("INSERT INTO written VALUES (1)")  # committed
+        later = [asyncio.ensure_future(committed_version(engine)) for _ in range(3)]
+        await asyncio.sleep(0)  # they ask
+        await conn.execute("SELECT pg_advisory_unlock(1717)")
+        before, *after = [await first] + [await one for one in later]
+        assert before is not None
+        assert after[0] != before  # read after the commit
+        assert after.count(after[0]) == 3  # the three share one read
+        assert reads.count == 2
+    finally:
+        await conn.close()
+        await writer.close()
+        await dispose_engine(engine)
+
+
+def test_a_value_is_given_back_only_at_its_version() -> None:
+    cache = VersionedCache[bytes](maxsize=10, getsizeof=len)
+    cache.put("k", (1, 7), b"abc")
+    assert cache.get("k", (1, 7)) == b"abc"
+    assert cache.get("k", (1, 8)) is None  # a commit since
+    assert cache.get("k", (2, 7)) is None  # another reader's count
+    assert cache.get("k", None) is None
+    cache.put("n", None, b"x")  # no version: nothing kept
+    assert cache.get("n", None) is None
+    cache.put("big", (1, 7), b"x" * 11)  # larger than the whole cache: not kept
+    assert cache.get("big", (1, 7)) is None
+
+
+class _Maker:
+    """An async maker the test lets finish, counting its calls."""
+
+    def __init__(self, value: bytes, keep: bool = True, fail: bool = False) -> None:
+        self.calls = 0
+        self.release = asyncio.Event()
+        self.value, self.keep, self.fail = value, keep, fail
+
+    async def __call__(self) -> tuple[bytes, bool]:
+        self.calls += 1
+        await self.release.wait()
+        if self.fail:
+            raise LookupError("no such system")
+        return self.value, self.keep
+
+
+async def _started(maker: _Maker, calls: int) -> None:
+    while maker.calls < calls:  # the callers run up to their first wait
+        await asyncio.sleep(0)
+
+
+async def test_callers_asking_at_once_wait_for_the_one_that_makes_it() -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"body")
+    asking = [asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker)) for _ in range(5)]
+    await _started(maker, 1)
+    maker.release.set()
+    assert await asyncio.gather(*asking) == [b"body"] * 5
+    assert maker.calls == 1
+    assert cache.get("k", (1, 1)) == b"body"
+    # At another version, it is made again.
+    assert await cache.get_or_make("k", (1, 2), maker) == b"body"
+    assert maker.calls == 2
+
+
+@pytest.mark.parametrize("fail", [True, False])
+async def test_when_the_maker_fails_or_may_not_keep_it_each_waiter_makes_its_own(
+    fail: bool,
+) -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"live", keep=False, fail=fail)
+    asking = [asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker)) for _ in range(3)]
+    await _started(maker, 1)
+    maker.release.set()
+    answers = await asyncio.gather(*asking, return_exceptions=True)
+    assert maker.calls == 3
+    if fail:
+        assert all(isinstance(answer, LookupError) for answer in answers)
+    else:
+        assert answers == [b"live"] * 3
+    assert cache.get("k", (1, 1)) is None
+
+
+async def test_a_waiter_that_goes_away_does_not_stop_the_others() -> None:
+    cache = VersionedCache[bytes](maxsize=10)
+    maker = _Maker(b"body")
+    making = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    leaving = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    staying = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    await _started(maker, 1)
+    await asyncio.sleep(0)
+    leaving.cancel()
+    maker.release.set()
+    assert (await making, await staying) == (b"body", b"body")
+    assert leaving.cancelled()
+    assert maker.calls == 1
+
+
+async def test_a_revoked_key_fails_at_once_in_the_other_worker(
+    fresh: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = fresh
+    lookups = _Calls(monkeypatch, auth_repository, "find_key_by_hash")
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with client_for(second, tenant.live) as client:
+            # The first use writes `last_used_at` (a commit: the second reads the key again).
+            for _ in range(2):
+                assert (await client.get("/api/v1/account")).status_code == 200
+
+            async def account() -> None:
+                assert (await client.get("/api/v1/account")).status_code == 200
+
+            attempts = await _asked_until_kept(account, lookups)
+            assert settings.is_postgres or attempts == 1
+            run_cli(settings_env(settings), "keys", "revoke", _live_id(tenant))
+            refused = await client.get("/api/v1/account")
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["code"] == "unauthorized"
+
+
+async def test_a_plan_change_applies_at_once_in_the_other_worker(
+    fresh: Settings, tmp_path: Path
+) -> None:
+    settings = fresh
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with client_for(second, tenant.live) as client:
+            for _ in range(2):  # the first use writes `last_used_at`; the second is kept
+                before = await client.get("/api/v1/account")
+                assert before.headers["x-ratelimit-limit-minute"] == "300"
+            run_cli(
+                settings_env(settings),
+                "accounts", "set-plan", tenant.account_id, "pro",
+            )  # fmt: skip
+            after = await client.get("/api/v1/account")
+            assert after.headers["x-ratelimit-limit-minute"] == "60"
+            assert after.json()["plan"] == "pro"
+            # Pro is read-only: a write the key could make a moment ago is refused now.
+            assert (await client.post("/api/v1/systems", json={})).status_code == 403
+
+
+async def test_new_readings_and_a_deleted_system_are_seen_at_once_by_the_other_worker(
+    fresh: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = fresh
+    reads = _Calls(monkeypatch, readings_service, "read_readings")
+    async with _two_workers(settings) as (first, second):
+        tenant = await make_tenant(first, Plan.ENTERPRISE)
+        async with (
+            client_for(first, tenant.live) as writer,
+            client_for(second, tenant.live) as reader,
+        ):
+            system_id = (await create_system(writer))["id"]
+            assert (await upload(writer, system_id, quarter_series(DAY, 4, 100.0))).is_success
+            assert await _energy(reader, system_id) == 400.0
+
+            async def energy() -> None:
+                assert await _energy(reader, system_id) == 400.0
+
+            attempts = await _asked_until_kept(energy, reads)
+            assert settings.is_postgres or attempts == 1
+
+            assert (await upload(writer, system_id, quarter_series(DAY, 8, 60.0))).is_success
+            counted = reads.count
+            assert await _energy(reader, system_id) == 8 * 60.0
+            assert reads.count == counted + 1  # read afresh
+
+            assert (await writer.delete(f"/api/v1/systems/{system_id}")).status_code == 204
+            gone = await reader.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+            assert gone.status_code == 404, gone.text
+
+
+async def test_a_kept_body_is_never_given_to_another_tenant(
+    fresh: Settings, tmp_path: Path
+) -> None:
+    settings = fresh
+    async with running_app(settings) as app:
+        owner, other = await make_tenant(app, Plan.ENTERPRISE), await make_tenant(app, Plan.PRO)
+        async with client_for(app, owner.live) as client:
+            system_id = (await create_system(client))["id"]
+            assert await _energy(client, system_id) is None
+        async with client_for(app, other.live) as client:
+            response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+        assert response.status_code == 404
+        async with client_for(app, owner.test) as client:  # the owner's sandbox: not there
+            response = await client.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
+        assert response.status_code == 404
+
+
+async def _asked_until_kept(ask: Callable[[], Awaitable[None]], reads: _Calls) -> int:
+    """`ask()` again until an answer comes without the read `reads` counts (the key, the
+    readings), from what was kept; returns how many asks it took. On SQLite the first
+    (nothing else writes to the test's database); on PostgreSQL the version is the snapshot
+    of the whole server, which the suite's other tests keep changing, so an ask may read
+    afresh. Never kept is a failure."""
+    deadline = time.monotonic() + 60
+    attempts = 0
+    while True:
+        attempts += 1
+        counted = reads.count
+        await ask()
+        if reads.count == counted:
+            return attempts
+        assert time.monotonic() < deadline, "never answered from what was kept"
+
+
+def _live_id(tenant: Tenant) -> str:
+    return tenant.key_ids[Environment.LIVE]
+
+
+def test_two_serving_workers_see_a_revocation_and_new_readings_at_once(
+    fresh: Settings, tmp_path: Path
+) -> None:
+    """The real thing: `serve --workers 2` (with Redis for the limits), both workers having
+    answered the key and the readings before the changes."""
+    need_service("Redis", redis_available())
+    settings = fresh
+
+    async def make() -> Tenant:
+        async with running_app(settings) as app:
+            return await make_tenant(app, Plan.ENTERPRISE)
+
+    tenant = asyncio.run(make())
+    env = settings_env(
+        settings,
+        SOLARAPI_REDIS_URL=REDIS_URL,
+        SOLARAPI_RATE_LIMIT_SCALE="100",
+        # The refusals below count in 127.0.0.1's window, shared on Redis with other tests.
+        SOLARAPI_ANONYMOUS_PER_MINUTE="100000",
+        SOLARAPI_LOG_LEVEL="INFO",
+    )
+    headers = {"Authorization": f"Bearer {tenant.live}"}
+    # New connections each time, so the kernel hands them to either worker.
+    no_reuse = httpx.Limits(max_keepalive_connections=0)
+    with (
+        served(env, "--workers", "2") as server,
+        httpx.Client(base_url=server.base, headers=headers, limits=no_reuse, timeout=30) as client,
+    ):
+        created = client.post("/api/v1/systems", json=system_body())
+        assert created.status_code == 201, created.text
+        system_id = created.json()["id"]
+        path = f"/api/v1/systems/{system_id}/readings"
+        first = client.post(path, json={"readings": quarter_series(DAY, 4, 100.0)})
+        assert first.is_success, first.text
+
+        def both_answered(n: int, energy_wh: float) -> None:
+            """Read until both workers answered the readings at least twice since the
+            last change (so each has kept the body), every answer `energy_wh`."""
+            pids: dict[object, int] = {}
+            while min(pids.values(), default=0) < 2 or len(pids) < 2:
+                assert sum(pids.values()) < 400, f"one worker took every connection: {pids}"
+                marker = f"both-{n}-{sum(pids.values())}"
+                answer = client.get(path, params=QUERY, headers={"X-Request-Id": marker})
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["meta"]["totals"]["energy_wh"] == energy_wh
+                pid = _logged_pid(server, marker)
+                pids[pid] = pids.get(pid, 0) + 1
+
+        both_answered(1, 4 * 100.0)
+        again = client.post(path, json={"readings": quarter_series(DAY, 8, 60.0)})
+        assert again.is_success, again.text
+        both_answered(2, 8 * 60.0)
+        run_cli(env, "keys", "revoke", _live_id(tenant))
+        refused: set[object] = set()
+        sent = 0
+        while len(refused) < 2:  # until both workers have refused it
+            assert sent < 400, "one worker took every connection"
+            marker = f"revoked-{sent}"
+            answer = client.get(path, params=QUERY, headers={"X-Request-Id": marker})
+            assert answer.status_code == 401, answer.text
+            refused.add(_logged_pid(server, marker))
+            sent += 1
+
+
+def _logged_pid(server: Server, request_id: str) -> object:
+    """The process that answered `request_id`, from its request line (written just after
+    the response is sent; the deadline only bounds a broken run)."""
+    deadline = time.monotonic() + 30
+    while True:
+        for line in server.lines():
+            if line.get("request_id") == request_id and line.get("msg") == "request":
+                return line["pid"]
+        assert time.monotonic() < deadline, f"no request line for {request_id}"
+        time.sleep(0.02)
