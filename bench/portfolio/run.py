@@ -128,8 +128,9 @@ SELECT h.system_id, extract(epoch FROM (date_trunc('day', to_timestamp(h.hour_s)
     sum(h.samples), max(h.power_max_w)
 FROM reading_hours h JOIN systems s ON s.id = h.system_id WHERE h.system_id = ANY({chunk})
 GROUP BY 1, 2;
-INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)
-SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint
+INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
+SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint,
+    energy_wh, energy_wh * 4
 FROM fresh WHERE start_s >= {hi - 86400 * log_days} ORDER BY system_id, start_s;
 UPDATE systems SET first_reading_at = to_timestamp({lo}), last_reading_at = to_timestamp({hi - 900})
 WHERE id = ANY({chunk});
