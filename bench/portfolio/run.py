@@ -19,7 +19,9 @@ worker; PostgreSQL's backends separately), and the load average beside them:
    Bodies are asked for uncompressed (`Accept-Encoding: identity`, as wrk asks); one round
    with gzip is printed too.
 2. The change feed, NDJSON, `limit` 100,000, from the start of the log: rows per second of wall
-   time and per CPU-second of the worker, over `--feed-pages` pages.
+   time and per CPU-second of the worker, over `--feed-pages` pages; the worker's and
+   PostgreSQL's backends' CPU per 100,000 rows, and each page's median. `--feed-only`
+   measures this part alone (no portfolio requests, no upload: the database stays as built).
 3. One day of the whole fleet (96 quarter-hours per system, uploaded through the API after the
    fleet's last day) followed from a cursor at the end of the log: how many requests it takes.
 """
