@@ -22,7 +22,9 @@ worker; PostgreSQL's backends separately), and the load average beside them:
    days, `market_zone=NL`: the systems with a zone; NL prices are imported for the window
    first) against the per-system requests for the same systems, the answers compared once.
 2. The change feed, NDJSON, `limit` 100,000, from the start of the log: rows per second of wall
-   time and per CPU-second of the worker, over `--feed-pages` pages.
+   time and per CPU-second of the worker, over `--feed-pages` pages; the worker's and
+   PostgreSQL's backends' CPU per 100,000 rows, and each page's median. `--feed-only`
+   measures this part alone (no portfolio requests, no upload: the database stays as built).
 3. One day of the whole fleet (96 quarter-hours per system, uploaded through the API after the
    fleet's last day) followed from a cursor at the end of the log: how many requests it takes.
 """
@@ -131,8 +133,9 @@ SELECT h.system_id, extract(epoch FROM (date_trunc('day', to_timestamp(h.hour_s)
     sum(h.samples), max(h.power_max_w)
 FROM reading_hours h JOIN systems s ON s.id = h.system_id WHERE h.system_id = ANY({chunk})
 GROUP BY 1, 2;
-INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)
-SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint
+INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
+SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint,
+    energy_wh, energy_wh * 4
 FROM fresh WHERE start_s >= {hi - 86400 * log_days} ORDER BY system_id, start_s;
 UPDATE systems SET first_reading_at = to_timestamp({lo}), last_reading_at = to_timestamp({hi - 900})
 WHERE id = ANY({chunk});
@@ -283,82 +286,104 @@ def measure(
             assert response.status_code == 200, response.text
             return response
 
-        portfolio()  # warm: imports, the frames of the ranges, the database's caches
-        for system_id in ids[:20]:
-            client.get(f"/systems/{system_id}/readings", params=window)
-        # 1. The portfolio request against one request per system, same numbers.
-        latencies, fleet_cpu, pg_fleet = [], [], []
-        for _ in range(args.rounds):
+        if not args.feed_only:
+            portfolio()  # warm: imports, the frames of the ranges, the database's caches
+            for system_id in ids[:20]:
+                client.get(f"/systems/{system_id}/readings", params=window)
+            # 1. The portfolio request against one request per system, same numbers.
+            latencies, fleet_cpu, pg_fleet = [], [], []
+            for _ in range(args.rounds):
+                touch()
+                backends = pg_backends(env)
+                cpu, pg, began = cpu_seconds([pid]), cpu_seconds(backends), time.perf_counter()
+                body = portfolio()
+                latencies.append(time.perf_counter() - began)
+                fleet_cpu.append(cpu_seconds([pid]) - cpu)
+                pg_fleet.append(cpu_seconds(backends) - pg)
+            fleet = body.json()
+            assert len(fleet["data"]) == len(ids)
+            single_cpu, pg_single = [], []
+            for round_ in range(args.single_rounds):
+                touch()
+                backends = pg_backends(env)
+                cpu, pg = cpu_seconds([pid]), cpu_seconds(backends)
+                singles = [client.get(f"/systems/{i}/readings", params=window) for i in ids]
+                single_cpu.append(cpu_seconds([pid]) - cpu)
+                pg_single.append(cpu_seconds(backends) - pg)
+                if round_ == 0:
+                    for item, single in zip(fleet["data"], singles, strict=True):
+                        one = single.json()
+                        assert item["data"] == one["data"], item["system_id"]
+                        assert item["totals"] == one["meta"]["totals"], item["system_id"]
             touch()
-            backends = pg_backends(env)
-            cpu, pg, began = cpu_seconds([pid]), cpu_seconds(backends), time.perf_counter()
-            body = portfolio()
-            latencies.append(time.perf_counter() - began)
-            fleet_cpu.append(cpu_seconds([pid]) - cpu)
-            pg_fleet.append(cpu_seconds(backends) - pg)
-        fleet = body.json()
-        assert len(fleet["data"]) == len(ids)
-        single_cpu, pg_single = [], []
-        for round_ in range(args.single_rounds):
-            touch()
-            backends = pg_backends(env)
-            cpu, pg = cpu_seconds([pid]), cpu_seconds(backends)
-            singles = [client.get(f"/systems/{i}/readings", params=window) for i in ids]
-            single_cpu.append(cpu_seconds([pid]) - cpu)
-            pg_single.append(cpu_seconds(backends) - pg)
-            if round_ == 0:
-                for item, single in zip(fleet["data"], singles, strict=True):
-                    one = single.json()
-                    assert item["data"] == one["data"], item["system_id"]
-                    assert item["totals"] == one["meta"]["totals"], item["system_id"]
-        touch()
-        cpu = cpu_seconds([pid])
-        gzipped = portfolio(**{"Accept-Encoding": "gzip"})
-        gzip_cpu = cpu_seconds([pid]) - cpu
-        latencies.sort()
-        p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
-        # The kernel counts CPU time in ticks of 10 ms: the mean over the rounds, not a median.
-        fleet_median, single_median = statistics.mean(fleet_cpu), statistics.median(single_cpu)
-        print(f"portfolio 1d × 31 days, {len(ids):,} systems, {len(body.content):,} bytes: "
-              f"wall median {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms "
-              f"({args.rounds} rounds); worker CPU {fleet_median * 1000:.0f} ms "
-              f"(PostgreSQL backends {statistics.mean(pg_fleet) * 1000:.0f} ms), mean of the rounds")  # fmt: skip
-        print(f"{len(ids):,} per-system requests, same numbers (checked): worker CPU "
-              f"{single_median:.2f} s (PostgreSQL backends {statistics.median(pg_single):.2f} s) "
-              f"= {single_median / fleet_median:.1f}× the portfolio request's "
-              f"(rounds: {[round(x, 2) for x in single_cpu]} s vs "
-              f"{[round(x * 1000) for x in fleet_cpu]} ms)")  # fmt: skip
-        print(f"portfolio with gzip: {gzipped.num_bytes_downloaded:,} bytes compressed, worker CPU "
-              f"{gzip_cpu * 1000:.0f} ms")  # fmt: skip
-        print(f"load average: {load()}")
+            cpu = cpu_seconds([pid])
+            gzipped = portfolio(**{"Accept-Encoding": "gzip"})
+            gzip_cpu = cpu_seconds([pid]) - cpu
+            latencies.sort()
+            p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+            # The kernel counts CPU time in ticks of 10 ms: the mean over the rounds, not a median.
+            fleet_median, single_median = statistics.mean(fleet_cpu), statistics.median(single_cpu)
+            print(f"portfolio 1d × 31 days, {len(ids):,} systems, {len(body.content):,} bytes: "
+                  f"wall median {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms "
+                  f"({args.rounds} rounds); worker CPU {fleet_median * 1000:.0f} ms "
+                  f"(PostgreSQL backends {statistics.mean(pg_fleet) * 1000:.0f} ms), mean of the rounds")  # fmt: skip
+            print(f"{len(ids):,} per-system requests, same numbers (checked): worker CPU "
+                  f"{single_median:.2f} s (PostgreSQL backends {statistics.median(pg_single):.2f} s) "
+                  f"= {single_median / fleet_median:.1f}× the portfolio request's "
+                  f"(rounds: {[round(x, 2) for x in single_cpu]} s vs "
+                  f"{[round(x * 1000) for x in fleet_cpu]} ms)")  # fmt: skip
+            print(f"portfolio with gzip: {gzipped.num_bytes_downloaded:,} bytes compressed, worker CPU "
+                  f"{gzip_cpu * 1000:.0f} ms")  # fmt: skip
+            print(f"load average: {load()}")
 
-        # 1b. Summary and market value: one request against the per-system requests.
-        for name, path, single_path, params in (
-            ("summary", "/portfolio/summary", "/systems/{}/summary", {}),
-            ("market value 1d × 31 days, NL", "/portfolio/market-value",
-             "/systems/{}/market-value", {**window, "market_zone": "NL"}),
-        ):  # fmt: skip
-            compare_fleet(client, touch, pid, env, args, name, path, single_path, params)
+            # 1b. Summary and market value: one request against the per-system requests.
+            for name, path, single_path, params in (
+                ("summary", "/portfolio/summary", "/systems/{}/summary", {}),
+                ("market value 1d × 31 days, NL", "/portfolio/market-value",
+                 "/systems/{}/market-value", {**window, "market_zone": "NL"}),
+            ):  # fmt: skip
+                compare_fleet(client, touch, pid, env, args, name, path, single_path, params)
 
-        # 2. The feed from the start of the log.
+        # 2. The feed from the start of the log; each page's wall time, the worker's CPU and
+        # PostgreSQL's (the pool's backends, listed after a first page opened them).
         ndjson = {"Accept": "application/x-ndjson"}
+        client.get("/readings/changes", params={"limit": "1000"}, headers=ndjson)
+        backends = pg_backends(env)
         token, rows, pages = None, 0, 0
-        cpu, began = cpu_seconds([pid]), time.perf_counter()
+        page_rows, page_wall, page_cpu, page_pg = [], [], [], []
+        cpu, pg, began = cpu_seconds([pid]), cpu_seconds(backends), time.perf_counter()
         for _ in range(args.feed_pages):
             params = {"limit": "100000"} if token is None else {"limit": "100000", "cursor": token}
+            page_began = time.perf_counter()
+            page_at, pg_at = cpu_seconds([pid]), cpu_seconds(backends)
             response = client.get("/readings/changes", params=params, headers=ndjson)
             assert response.status_code == 200, response.text
             content = response.content
+            page_wall.append(time.perf_counter() - page_began)
+            page_cpu.append(cpu_seconds([pid]) - page_at)
+            page_pg.append(cpu_seconds(backends) - pg_at)
             tail = last_line(content)
-            rows += content.count(b"\n") - 1
+            page_rows.append(content.count(b"\n") - 1)
+            rows += page_rows[-1]
             pages += 1
             token = tail["next_cursor"]
             if not tail["has_more"]:
                 break
         wall, worker = time.perf_counter() - began, cpu_seconds([pid]) - cpu
+        database = cpu_seconds(backends) - pg
         print(f"change feed NDJSON: {rows:,} rows in {pages} requests, {rows / wall:,.0f} rows/s "
-              f"wall, {rows / worker:,.0f} rows per CPU-second of the worker "
-              f"(load {load()})")  # fmt: skip
+              f"wall, {rows / worker:,.0f} rows per CPU-second of the worker; per 100,000 rows: "
+              f"worker {worker / rows * 1e8:.0f} ms, PostgreSQL backends "
+              f"{database / rows * 1e8:.0f} ms (load {load()})")  # fmt: skip
+        full = [i for i, count in enumerate(page_rows) if count == 100_000]
+        if full:
+            print(f"  pages of 100,000 rows ({len(full)}), median: wall "
+                  f"{statistics.median(page_wall[i] for i in full) * 1000:.0f} ms, worker "
+                  f"{statistics.median(page_cpu[i] for i in full) * 1000:.0f} ms, PostgreSQL "
+                  f"{statistics.median(page_pg[i] for i in full) * 1000:.0f} ms")  # fmt: skip
+        if args.feed_only:
+            print(f"load average at the end: {load()}")
+            return
 
         # 3. A fleet-day from a cursor at the end of the log.
         last = feed_end(env, state)
@@ -492,6 +517,8 @@ def main() -> None:
     parser.add_argument("--feed-pages", type=int, default=10)
     parser.add_argument("--log-days", type=int, default=31,
                         help="PostgreSQL: the change log holds the fleet's last N days")  # fmt: skip
+    parser.add_argument("--feed-only", action="store_true",
+                        help="measure the change feed only (no portfolio, no upload)")  # fmt: skip
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--build-only", action="store_true")
     args = parser.parse_args()

@@ -57,7 +57,8 @@ def _schema(settings: Settings) -> tuple[set[str], set[str]]:
 
 
 def _schema_and_columns(settings: Settings) -> tuple[set[str], set[str], set[str]]:
-    """Table names, index names and `table.column null|not null` of the database."""
+    """Table names, index names and `table.column null|not null` of the database (with
+    `table references other` for each foreign key)."""
 
     async def read() -> tuple[set[str], set[str], set[str]]:
         engine = create_oneshot_engine(settings)
@@ -77,6 +78,12 @@ def _schema_and_columns(settings: Settings) -> tuple[set[str], set[str], set[str
                         f"{table}.{column['name']} {'null' if column['nullable'] else 'not null'}"
                         for table in tables
                         for column in inspector.get_columns(table)
+                    }
+                    # A foreign key dropped or added changes no column: a mark of its own.
+                    columns |= {
+                        f"{table} references {key['referred_table']}"
+                        for table in tables
+                        for key in inspector.get_foreign_keys(table)
                     }
                     # Partitioning changes no column: it shows as a mark of its own.
                     if sync.dialect.name == "postgresql":

@@ -161,7 +161,7 @@ async def test_the_migration_keeps_the_rows_of_a_table_that_holds_data(pg: Setti
     assert set((await _partitions(pg)).values()) == {0}
 
 
-LEAN_LOG = "0018_lean_change_log"
+LOG_PARTITIONS = "0018_change_log_partitions"
 
 
 async def _log_partitions(settings: Settings) -> dict[str, int]:
@@ -179,13 +179,13 @@ async def _log_partitions(settings: Settings) -> dict[str, int]:
 
 
 @pytest.mark.services
-async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_values(
+async def test_the_log_partitions_migration_keeps_every_row_and_goes_back(
     pg: Settings,
 ) -> None:
-    """`0018_lean_change_log` on a log that holds data: every row keeps its position (`txid`,
-    `seq`) in the partition of everything before the cut-over, the sequence goes on past
-    it, a deleted system's rows still go, and the way down restores the values from
-    `readings`."""
+    """`0018_change_log_partitions` on a log that holds data: every row keeps its position
+    (`txid`, `seq`) and values in the partition of everything before the cut-over, the
+    sequence goes on past it, a deleted system's rows still go (no foreign key: the
+    trigger), and the way down keeps every row."""
     await _upgrade(pg, "0017_system_data_version")
     system_id = await _system_at_head(pg)
     year_ago = month_start(datetime.now(UTC), -12)
@@ -198,10 +198,12 @@ async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_va
         f" WHERE r.system_id = '{system_id}' ORDER BY r.start_s",
     )
     (before,) = await _execute(
-        pg, "SELECT system_id, start_s, txid, seq FROM reading_changes ORDER BY seq"
+        pg,
+        "SELECT system_id, start_s, txid, seq, energy_wh, power_w FROM reading_changes"
+        " ORDER BY seq",
     )
 
-    await _upgrade(pg, LEAN_LOG)
+    await _upgrade(pg, LOG_PARTITIONS)
 
     parts = await _log_partitions(pg)
     assert parts.pop("changes_before_cut_over") == 1500
@@ -209,7 +211,9 @@ async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_va
     this_month = month_start(datetime.now(UTC))
     assert parts == {f"changes_{month_table(month_start(this_month, n))}": 0 for n in (1, 2, 3)}
     (after,) = await _execute(
-        pg, "SELECT system_id, start_s, txid, seq FROM reading_changes ORDER BY seq"
+        pg,
+        "SELECT system_id, start_s, txid, seq, energy_wh, power_w FROM reading_changes"
+        " ORDER BY seq",
     )
     assert after == before
     (columns,) = await _execute(
@@ -218,20 +222,27 @@ async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_va
         " WHERE table_schema = 'public' AND table_name = 'reading_changes' ORDER BY 1",
     )
     assert [c for (c,) in columns] == [
-        "account_id", "environment", "seq", "start_s", "system_id", "txid",
+        "account_id", "energy_wh", "environment", "power_w", "seq", "start_s", "system_id",
+        "txid",
     ]  # fmt: skip
+    (keys,) = await _execute(
+        pg,
+        "SELECT contype::text FROM pg_constraint"
+        " WHERE conrelid = 'public.reading_changes'::regclass ORDER BY 1",
+    )
+    assert [k for (k,) in keys] == ["u"]  # the unique key; no primary or foreign key
     # New rows take positions after every old one, whichever partition they land in.
     ((seq,),) = (
         await _execute(
             pg,
-            "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
-            f" VALUES ('{system_id}', {int(this_month.timestamp()) + 86400 * 40}, 'a', 'live', 9)"
-            " RETURNING seq",
+            "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid,"  # noqa: S608
+            f" energy_wh) VALUES ('{system_id}', {int(this_month.timestamp()) + 86400 * 40},"
+            " 'a', 'live', 9, 0.25) RETURNING seq",
         )
     )[0]
     assert seq > max(int(str(row[3])) for row in before)
 
-    # Down again: the values come back from the readings, the new row with no reading goes.
+    # Down again: one table, every row with its values, the foreign key back.
     await asyncio.to_thread(downgrade, pg, "0017_system_data_version")
     ((count, total, relkind),) = (
         await _execute(
@@ -240,7 +251,21 @@ async def test_the_lean_log_migration_keeps_every_position_and_goes_back_with_va
             " WHERE relname = 'reading_changes') FROM reading_changes",
         )
     )[0]
-    assert (count, total, relkind) == (1500, sum(i + 0.5 for i in range(1500)), "r")
+    assert (count, total, relkind) == (1501, sum(i + 0.5 for i in range(1500)) + 0.25, "r")
+    (down,) = await _execute(
+        pg,
+        "SELECT system_id, start_s, txid, seq, energy_wh, power_w FROM reading_changes"
+        " WHERE txid = 7 ORDER BY seq",
+    )
+    assert down == before
+    (keys,) = await _execute(
+        pg,
+        "SELECT contype::text FROM pg_constraint"
+        " WHERE conrelid = 'public.reading_changes'::regclass ORDER BY 1",
+    )
+    assert [k for (k,) in keys] == ["f", "p", "u"]
+    # (A reading that starts next month cannot be stored yet: the way up assumes none.)
+    await _execute(pg, "DELETE FROM reading_changes WHERE txid = 9")
 
     await _upgrade(pg)
     await _execute(pg, f"DELETE FROM systems WHERE id = '{system_id}'")  # noqa: S608
@@ -260,8 +285,8 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         pg,
         _quarter_hours(this_month, 8, system_id),
         _quarter_hours(far, 3, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0 FROM readings"
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
         f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}",
     )
     assert (await _partitions(pg))["outside_every_month"] == 3
@@ -519,8 +544,8 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
         settings,
         _quarter_hours(old, 5, system_id),
         _quarter_hours(recent, 2, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0 FROM readings"
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
+        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
         f" WHERE system_id = '{system_id}'",
     )
     engine = create_oneshot_engine(settings)

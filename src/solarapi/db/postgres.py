@@ -151,33 +151,28 @@ class PostgresBackend(Backend):
             # and sorted only when it did not hold.
             records = records[np.lexsort((seq, txid))]
             txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
-        # The page's last log row (one without its reading, which cannot be, passed over).
-        last = (int(row[1]), int(row[2])) if (row[1], row[2]) != after else None
+        last = (int(txid[-1]), int(seq[-1])) if len(records) else None
         return LogPage(
             system_ids=records["system_id"].tolist(),
             starts=records["start_s"].astype(np.int64),
             energy_wh=records["energy_wh"].astype(np.float64),
             power_w=records["power_w"].astype(np.float64),
             last=last,
-            more=bool(row[3]),
+            more=bool(row[1]),
         )
 
     async def close_readers(self, engine: AsyncEngine) -> None:
         pass  # nothing beside the pool
 
 
-# The change feed's page (`read_change_log`), one statement, so one snapshot: the log's rows
-# after ($3, $4) whose writer's transaction id is below the snapshot's xmin (ordered by txid,
-# those are a prefix of the rows after the position), with their values from `readings` by
-# key (a reading and its log row are written and committed together: one primary-key probe
-# each, a LATERAL with LIMIT so the planner cannot turn it into a hash join over every
-# partition of `readings`), packed as one `bytea`
-# of fixed-size records (the system id NUL-padded to 40 bytes, big-endian numbers, a NULL
-# power as NaN); the position of the page's last log row; and whether the snapshot holds any
-# row after it.
+# The change feed's page (`read_change_log`), one statement, so one snapshot: the rows after
+# ($3, $4) whose writer's transaction id is below the snapshot's xmin (ordered by txid, those
+# are a prefix of the rows after the position), packed as one `bytea` of fixed-size records
+# (the system id NUL-padded to 40 bytes, big-endian numbers, a NULL power as NaN), and
+# whether the snapshot holds any row after the last one delivered.
 _CHANGE_LOG = """
 WITH page AS MATERIALIZED (
-    SELECT system_id, start_s, txid, seq FROM reading_changes
+    SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes
     WHERE account_id = $1 AND environment = $2 AND (txid, seq) > ($3::bigint, $4::bigint)
       AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
     ORDER BY txid, seq LIMIT $5
@@ -187,19 +182,11 @@ WITH page AS MATERIALIZED (
 )
 SELECT
     (SELECT string_agg(
-        convert_to(p.system_id, 'UTF8')
-            || decode(repeat('00', 40 - octet_length(p.system_id)), 'hex')
-            || int8send(p.start_s) || float8send(r.energy_wh)
-            || float8send(coalesce(r.power_w, 'NaN'::float8)) || int8send(p.txid)
-            || int8send(p.seq),
-        ''::bytea) FROM (
-            SELECT * FROM page ORDER BY txid, seq
-        ) AS p CROSS JOIN LATERAL (
-            SELECT energy_wh, power_w FROM readings
-            WHERE system_id = p.system_id AND start_s = p.start_s LIMIT 1
-        ) AS r),
-    (SELECT txid FROM last),
-    (SELECT seq FROM last),
+        convert_to(system_id, 'UTF8')
+            || decode(repeat('00', 40 - octet_length(system_id)), 'hex')
+            || int8send(start_s) || float8send(energy_wh)
+            || float8send(coalesce(power_w, 'NaN'::float8)) || int8send(txid) || int8send(seq),
+        ''::bytea) FROM page),
     EXISTS (
         SELECT 1 FROM reading_changes
         WHERE account_id = $1 AND environment = $2

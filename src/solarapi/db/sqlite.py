@@ -259,13 +259,10 @@ class SQLiteBackend(Backend):
             connection.close()
 
 
-# The log holds positions; the values come from `readings` by key (written with them).
 _CHANGE_LOG = (
-    "SELECT c.system_id, c.start_s, r.energy_wh, r.power_w, c.txid, c.seq "
-    "FROM reading_changes c JOIN readings r ON r.system_id = c.system_id "
-    "AND r.start_s = c.start_s "
-    "WHERE c.account_id = ? AND c.environment = ? AND c.txid = ? AND c.seq > ? "
-    "ORDER BY c.txid, c.seq LIMIT ?"
+    "SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes "
+    "WHERE account_id = ? AND environment = ? AND txid = ? AND seq > ? "
+    "ORDER BY txid, seq LIMIT ?"
 )
 
 SQLITE = SQLiteBackend()

@@ -73,11 +73,12 @@ class ReadingChange(Base):
     (`pg_current_xact_id()`; 0 on SQLite, whose writers are serialised so that commit order
     is `seq` order). The feed reads in (`txid`, `seq`) order and, on PostgreSQL, only rows
     below its snapshot's xmin horizon (docs/changes.md explains why that never skips a
-    change), with the values from `readings` by key.
+    change). It carries the reading's values too, so a page reads the log alone, without a
+    probe of `readings` per row (the feed's database time, docs/changes.md).
 
     No foreign key: every writer holds the system's row lock and writes nothing when the
     system is gone, and a trigger on `systems` deletes a deleted system's rows (migration
-    `0018_lean_change_log`); a foreign key's check per row cost more than the row. On
+    `0018_change_log_partitions`); a foreign key's check per row cost more than the row. On
     PostgreSQL partitioned by month of `start_s` like `readings` (`readings.partitions`),
     where `seq` is not a key (a partitioned table's keys hold the partition key): the unique
     (`system_id`, `start_s`) is."""
@@ -97,3 +98,5 @@ class ReadingChange(Base):
     account_id: Mapped[str] = mapped_column(String(40))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     txid: Mapped[int] = mapped_column(BigInteger)
+    energy_wh: Mapped[float] = mapped_column(Float)
+    power_w: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -4,7 +4,7 @@ The migration (`0016_readings_partitions`) turns `readings` into a table partiti
 of `start_s`, with one partition per UTC month in the schema `readings_partitions`, the table
 as it was before the cut-over as one partition, and a `DEFAULT` partition for anything no
 month holds. The change feed's log (`reading_changes`) is partitioned the same way since
-`0018_lean_change_log` (`changes_m2026_12`, …), so a month of readings and its log go
+`0018_change_log_partitions` (`changes_m2026_12`, …), so a month of readings and its log go
 together. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months of both ahead
 and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months of both past it — a
 `DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table each:

@@ -166,7 +166,9 @@ async def upsert_readings(
     values = [starts.tolist(), energy_wh.tolist(), _nullable(power_w)]
     store = reading_store(session)
     await store.upsert(session, upsert, system_id, values)
-    await store.log_changes(session, ChangeOwner(system_id, account_id, environment), starts)
+    await store.log_changes(
+        session, ChangeOwner(system_id, account_id, environment), starts, energy_wh, power_w
+    )
 
 
 def stores_new_batches(session: AsyncSession) -> bool:

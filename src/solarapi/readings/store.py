@@ -193,12 +193,16 @@ class ReadingStore(Protocol):
         ...
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
+        self,
+        session: AsyncSession,
+        change: ChangeOwner,
+        starts: IntArray,
+        energy_wh: FloatArray,
+        power_w: FloatArray,
     ) -> None:
-        """Enter readings just written (their `starts`) in the change feed's log at a new
-        position each, in the caller's transaction (after the readings' own write): on
-        PostgreSQL with the writer's transaction id. The log holds positions only: the feed
-        reads the values from `readings`."""
+        """Enter readings just written (power NaN = NULL) in the change feed's log at a new
+        position each, with their values, in the caller's transaction (after the readings'
+        own write): on PostgreSQL with the writer's transaction id."""
         ...
 
 

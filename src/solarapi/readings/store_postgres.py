@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, driver_connection, fetch_rows, pg_reader
-from solarapi.kit.grid import IntArray
+from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.systems import System, SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
@@ -238,8 +238,10 @@ class PostgresReadingStore:
                     )  # fmt: skip
                     owner = ChangeOwner(batch.system_id, batch.account_id, batch.environment)
                     await connection.copy_to_table(
-                        "reading_changes", columns=list(_LOG_COLUMNS),
-                        source=_log_copy(owner, span[2], batch.starts), format="binary",
+                        "reading_changes", columns=list(_LOG_COLUMNS), format="binary",
+                        source=_log_copy(
+                            owner, span[2], batch.starts, batch.energy_wh, batch.power_w
+                        ),
                     )  # fmt: skip
         except asyncpg.UniqueViolationError:
             # A quarter-hour committed by another upload after this statement's snapshot
@@ -248,7 +250,12 @@ class PostgresReadingStore:
         return span[0], span[1]
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
+        self,
+        session: AsyncSession,
+        change: ChangeOwner,
+        starts: IntArray,
+        energy_wh: FloatArray,
+        power_w: FloatArray,
     ) -> None:
         # A replaced reading's row moves to a new position: a new `seq` and this
         # transaction's id (the feed reads below its snapshot's xmin, docs/changes.md).
@@ -262,7 +269,7 @@ class PostgresReadingStore:
             )
             if not taken:
                 await connection.copy_to_table(
-                    "reading_changes", source=_log_copy(change, txid, starts),
+                    "reading_changes", source=_log_copy(change, txid, starts, energy_wh, power_w),
                     columns=list(_LOG_COLUMNS), format="binary",
                 )  # fmt: skip
                 return
@@ -274,6 +281,8 @@ class PostgresReadingStore:
                     "account_id": change.account_id,
                     "environment": change.environment,
                     "starts": starts[lo : lo + _CHUNK].tolist(),
+                    "energy": energy_wh[lo : lo + _CHUNK].tolist(),
+                    "power": _nullable(power_w[lo : lo + _CHUNK]),
                 },
             )
 
@@ -337,23 +346,30 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
     return memoryview(_COPY_HEADER + payload + _COPY_TRAILER)
 
 
-_LOG_COLUMNS = ("system_id", "start_s", "account_id", "environment", "txid")
+_LOG_COLUMNS = (
+    "system_id", "start_s", "account_id", "environment", "txid", "energy_wh", "power_w",
+)  # fmt: skip
 
 
-def _log_copy(change: ChangeOwner, txid: int, starts: IntArray) -> memoryview:
+def _log_copy(
+    change: ChangeOwner, txid: int, starts: IntArray, energy_wh: FloatArray, power_w: FloatArray
+) -> memoryview:
     return binary_copy(
         len(starts),
         [change.system_id.encode(), starts, change.account_id.encode(),
-         change.environment.encode(), int(txid)],
+         change.environment.encode(), int(txid), energy_wh, power_w],
     )  # fmt: skip
 
 
 _LOG_CHANGES = text(
-    "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid) "
-    "SELECT :system_id, u.s, :account_id, :environment, pg_current_xact_id()::text::bigint "
-    "FROM unnest(CAST(:starts AS bigint[])) AS u(s) "
+    "INSERT INTO reading_changes "
+    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
+    "SELECT :system_id, u.s, :account_id, :environment, pg_current_xact_id()::text::bigint, "
+    "u.e, u.p FROM unnest(CAST(:starts AS bigint[]), CAST(:energy AS double precision[]), "
+    "CAST(:power AS double precision[])) AS u(s, e, p) "
     "ON CONFLICT (system_id, start_s) DO UPDATE SET "
-    "seq = nextval(pg_get_serial_sequence('reading_changes', 'seq')), txid = excluded.txid"
+    "seq = nextval(pg_get_serial_sequence('reading_changes', 'seq')), txid = excluded.txid, "
+    "energy_wh = excluded.energy_wh, power_w = excluded.power_w"
 )
 
 
@@ -440,8 +456,10 @@ _ROWS = """, batch AS (
     INSERT INTO readings (system_id, start_s, energy_wh, power_w)
     SELECT sys.id, batch.s, batch.e, batch.p FROM sys, batch
 ), chg AS (
-    INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid)
-    SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint FROM sys, batch
+    INSERT INTO reading_changes
+        (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
+    SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint, batch.e, batch.p
+    FROM sys, batch
 )"""
 # The statements by (rows by COPY after it, the batch after the system's last reading):
 # - in the statement (a small batch) or by COPY after it (a large one; $6–$8 then sent empty

@@ -18,7 +18,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
-from solarapi.kit.grid import IntArray
+from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
@@ -165,11 +165,16 @@ class SqliteReadingStore:
         return None
 
     async def log_changes(
-        self, session: AsyncSession, change: ChangeOwner, starts: IntArray
+        self,
+        session: AsyncSession,
+        change: ChangeOwner,
+        starts: IntArray,
+        energy_wh: FloatArray,
+        power_w: FloatArray,
     ) -> None:
         # REPLACE deletes a replaced reading's row and inserts it anew, so it takes the next
         # AUTOINCREMENT rowid (never reused): SQLite has one writer at a time, so `seq` order
-        # is commit order.
+        # is commit order. SQLite binds a NaN power as NULL.
         if not len(starts):
             return
         connection = await session.connection()
@@ -179,6 +184,8 @@ class SqliteReadingStore:
                 starts.tolist(),
                 itertools.repeat(change.account_id),
                 itertools.repeat(change.environment),
+                energy_wh.tolist(),
+                power_w.tolist(),
                 strict=False,
             )
         )
@@ -186,6 +193,7 @@ class SqliteReadingStore:
 
 
 _LOG_CHANGES = (
-    "INSERT OR REPLACE INTO reading_changes (system_id, start_s, account_id, environment, txid) "
-    "VALUES (?, ?, ?, ?, 0)"
+    "INSERT OR REPLACE INTO reading_changes "
+    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
+    "VALUES (?, ?, ?, ?, 0, ?, ?)"
 )

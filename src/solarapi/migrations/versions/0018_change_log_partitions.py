@@ -1,16 +1,13 @@
-"""The change feed's log gets lean (issue 34): positions only, no foreign-key check per row,
-and on PostgreSQL monthly partitions like `readings`.
+"""The change feed's log (issue 34): no foreign-key check per row, and on PostgreSQL monthly
+partitions like `readings`.
 
-Revision ID: 0018_lean_change_log
+Revision ID: 0018_change_log_partitions
 Revises: 0017_system_data_version
 Create Date: 2026-11-26
 
-`reading_changes` kept a copy of every reading's values and checked its system's row for each
-row written (the foreign key's trigger): at 10,000 quarter-hours an upload, the log cost more
-than the readings. Now:
+`reading_changes` checked its system's row for each row written (the foreign key's trigger),
+and retention deleted its rows one by one. Now:
 
-- **No values.** The feed reads them from `readings` by key, in the same statement (one
-  snapshot: a reading and its log row are written and committed together).
 - **No foreign key.** Every writer of a system's log holds the system's row lock and finds it
   there (an upload's statement writes nothing when the system is gone), so a row without its
   system cannot be written; a trigger on `systems` removes a deleted system's rows, as
@@ -22,9 +19,12 @@ than the readings. Now:
   the unique key. Converted as `0016_readings_partitions` converts `readings`: a `CHECK`
   added `NOT VALID`, validated in a transaction of its own (a scan that lets writes go on),
   then the table attached as the partition of everything before the cut-over without a scan.
-  Dropping the columns, the primary key and the foreign key changes the catalog only.
+  Dropping the primary key and the foreign key changes the catalog only.
 
-SQLite keeps one table (rebuilt without the columns: a small deployment's log).
+The log keeps the readings' values (`energy_wh`, `power_w`): the feed reads a page from the
+log alone; reading them from `readings` by key, one probe per row, cost the page about three
+times the database's CPU. SQLite keeps one table (rebuilt without the foreign key: a small
+deployment's log).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 from alembic import op
 
-revision = "0018_lean_change_log"
+revision = "0018_change_log_partitions"
 down_revision = "0017_system_data_version"
 branch_labels = None
 depends_on = None
@@ -92,7 +92,6 @@ def _upgrade_postgresql() -> None:
     op.execute(_PG_FORGET)
     op.execute(_PG_TRIGGER)
     op.execute("ALTER TABLE reading_changes DROP CONSTRAINT pk_reading_changes")
-    op.execute("ALTER TABLE reading_changes DROP COLUMN energy_wh, DROP COLUMN power_w")
     # An owned sequence would move (and later be dropped) with the table: it stays, and
     # belongs to the partitioned table's column below.
     op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY NONE")
@@ -110,6 +109,8 @@ def _upgrade_postgresql() -> None:
         " account_id VARCHAR(40) NOT NULL,"
         " environment VARCHAR(4) NOT NULL,"
         " txid BIGINT NOT NULL,"
+        " energy_wh FLOAT NOT NULL,"
+        " power_w FLOAT,"
         " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s)"
         ") PARTITION BY RANGE (start_s)"
     )
@@ -136,41 +137,49 @@ def _upgrade_postgresql() -> None:
     )
 
 
+_COLUMNS = "seq, system_id, start_s, account_id, environment, txid, energy_wh, power_w"
+_SQLITE_LOG = (
+    "CREATE TABLE reading_changes_new ("
+    " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
+    " system_id VARCHAR(40) NOT NULL,"
+    " start_s BIGINT NOT NULL,"
+    " account_id VARCHAR(40) NOT NULL,"
+    " environment VARCHAR(4) NOT NULL,"
+    " txid BIGINT NOT NULL,"
+    " energy_wh FLOAT NOT NULL,"
+    " power_w FLOAT,"
+    " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s){foreign_key})"
+)
+_SQLITE_FOREIGN_KEY = (
+    ", CONSTRAINT fk_reading_changes_system_id_systems FOREIGN KEY (system_id)"
+    " REFERENCES systems (id) ON DELETE CASCADE"
+)
+
+
 def _upgrade_sqlite() -> None:
-    op.execute(
-        "CREATE TABLE reading_changes_lean ("
-        " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
-        " system_id VARCHAR(40) NOT NULL,"
-        " start_s BIGINT NOT NULL,"
-        " account_id VARCHAR(40) NOT NULL,"
-        " environment VARCHAR(4) NOT NULL,"
-        " txid BIGINT NOT NULL,"
-        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s))"
-    )
-    _sqlite_move(
-        "INSERT INTO reading_changes_lean (seq, system_id, start_s, account_id, environment,"
-        " txid) SELECT seq, system_id, start_s, account_id, environment, txid"
-        " FROM reading_changes"
-    )
+    _sqlite_rebuild(foreign_key="")
     op.execute(_SQLITE_TRIGGER)
 
 
-def _sqlite_move(copy: str) -> None:
-    """Copy the log into `reading_changes_lean` and put it in the old one's place, keeping
-    the AUTOINCREMENT counter: a `seq` is never reused, even one of a deleted row, or a
-    cursor past it would skip the row that took it again."""
-    op.execute(copy)
+def _sqlite_rebuild(foreign_key: str) -> None:
+    """Rebuild the log (SQLite alters no constraint in place) and put it in the old one's
+    place, keeping the AUTOINCREMENT counter: a `seq` is never reused, even one of a deleted
+    row, or a cursor past it would skip the row that took it again."""
+    op.execute(_SQLITE_LOG.format(foreign_key=foreign_key))
+    op.execute(
+        f"INSERT INTO reading_changes_new ({_COLUMNS}) SELECT {_COLUMNS} FROM reading_changes"  # noqa: S608 - constants
+    )
     op.execute(
         "UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence"
-        " WHERE name = 'reading_changes'), 0)) WHERE name = 'reading_changes_lean'"
+        " WHERE name = 'reading_changes'), 0)) WHERE name = 'reading_changes_new'"
     )
     op.execute(
-        "INSERT INTO sqlite_sequence (name, seq) SELECT 'reading_changes_lean', seq"
+        "INSERT INTO sqlite_sequence (name, seq) SELECT 'reading_changes_new', seq"
         " FROM sqlite_sequence WHERE name = 'reading_changes' AND NOT EXISTS"
-        " (SELECT 1 FROM sqlite_sequence WHERE name = 'reading_changes_lean')"
+        " (SELECT 1 FROM sqlite_sequence WHERE name = 'reading_changes_new')"
     )
     op.execute("DROP TABLE reading_changes")
-    op.execute("ALTER TABLE reading_changes_lean RENAME TO reading_changes")
+    op.execute("ALTER TABLE reading_changes_new RENAME TO reading_changes")
     op.execute(
         "CREATE INDEX ix_reading_changes_feed ON reading_changes"
         " (account_id, environment, txid, seq)"
@@ -182,13 +191,6 @@ def downgrade() -> None:
         _downgrade_postgresql()
     else:
         _downgrade_sqlite()
-
-
-_FULL_ROWS = (
-    "SELECT c.seq, c.system_id, c.start_s, c.account_id, c.environment, c.txid,"
-    " r.energy_wh, r.power_w FROM {log} c"
-    " JOIN readings r ON r.system_id = c.system_id AND r.start_s = c.start_s"
-)
 
 
 def _downgrade_postgresql() -> None:
@@ -216,8 +218,8 @@ def _downgrade_postgresql() -> None:
     )
     op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY public.reading_changes.seq")
     op.execute(
-        "INSERT INTO reading_changes (seq, system_id, start_s, account_id, environment, txid,"
-        " energy_wh, power_w) " + _FULL_ROWS.format(log="reading_changes_partitioned")
+        f"INSERT INTO reading_changes ({_COLUMNS})"  # noqa: S608 - constants
+        f" SELECT {_COLUMNS} FROM reading_changes_partitioned"
     )
     op.execute(
         "CREATE INDEX ix_reading_changes_feed ON reading_changes"
@@ -230,21 +232,4 @@ def _downgrade_postgresql() -> None:
 
 def _downgrade_sqlite() -> None:
     op.execute("DROP TRIGGER forget_system_changes")
-    op.execute(
-        "CREATE TABLE reading_changes_lean ("
-        " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
-        " system_id VARCHAR(40) NOT NULL,"
-        " start_s BIGINT NOT NULL,"
-        " account_id VARCHAR(40) NOT NULL,"
-        " environment VARCHAR(4) NOT NULL,"
-        " txid BIGINT NOT NULL,"
-        " energy_wh FLOAT NOT NULL,"
-        " power_w FLOAT,"
-        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s),"
-        " CONSTRAINT fk_reading_changes_system_id_systems FOREIGN KEY (system_id)"
-        " REFERENCES systems (id) ON DELETE CASCADE)"
-    )
-    _sqlite_move(
-        "INSERT INTO reading_changes_lean (seq, system_id, start_s, account_id, environment,"
-        " txid, energy_wh, power_w) " + _FULL_ROWS.format(log="reading_changes")
-    )
+    _sqlite_rebuild(foreign_key=_SQLITE_FOREIGN_KEY)
