@@ -3,26 +3,21 @@ the headers every response carries."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from collections.abc import Iterator
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 
 from solarapi.auth.scopes import API_PREFIX, PUBLIC, required_plan
-from solarapi.declarations.schemas import DECLARATION_TYPES
-from solarapi.declarations.statemachine import DeclarationStatus
 from solarapi.errors import ERROR_CODES
-from solarapi.events.types import EVENT_TYPES
 from solarapi.idempotency.openapi import document_idempotency
-from solarapi.kit.grid import ALL_INTERVALS, EARLIEST, LATEST
-from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, MAX_PAGE
+from solarapi.kit.grid import EARLIEST, LATEST
+from solarapi.kit.openapi_fields import QuerySchema
+from solarapi.kit.routes import iter_routes
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.kit.version import API_VERSION
-from solarapi.kit.zones import ZONES
-from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
-from solarapi.models.reports import ReportKind, ReportStatus
-from solarapi.prices.service import PRICE_INTERVALS
-from solarapi.systems.schemas import Status as SystemStatus
 
 _ERRORS = {
     "400": "Invalid parameters or body (`validation`)",
@@ -123,79 +118,6 @@ _ERROR_SCHEMA: dict[str, Any] = {
 }
 
 
-def _enum(values: Any) -> dict[str, Any]:
-    return {"type": "string", "enum": [str(value) for value in values]}
-
-
-# JSON Schema cannot bound a date-time; the bounds are stated where a client reads them.
-_INSTANT = {
-    "type": "string",
-    "format": "date-time",
-    "description": (
-        f"RFC 3339 with `Z` or an offset, from {format_timestamp(EARLIEST)} to "
-        f"{format_timestamp(LATEST)} (400 `validation` outside)"
-    ),
-    "examples": [format_timestamp(EARLIEST)],
-}
-# What each query parameter accepts. The routes declare them as optional strings (they are
-# parsed by hand, for the contract's messages); here the document says exactly what passes.
-_PARAMETERS: dict[str, dict[str, Any]] = {
-    "page": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
-    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-    "from": _INSTANT,
-    "to": _INSTANT,
-    "interval": _enum(ALL_INTERVALS),
-    "market_zone": _enum(ZONES),
-    "zone": _enum(ZONES),
-    # Given empty, a 400 from the gateway (`parse_query`), like every parameter.
-    "system_id": {"type": "string", "minLength": 1, "maxLength": 40},
-}
-_PORTFOLIO_PARAMETERS: dict[str, dict[str, Any]] = {
-    "limit": {"type": "integer", "minimum": 1, "maximum": 1_000, "default": 100},
-    "status": _enum(get_args(SystemStatus)),
-    "system_ids": {
-        "type": "string",
-        "pattern": "^[^,\\u0000]+(,[^,\\u0000]+)*$",
-        "description": "Comma-separated system ids, 1–1,000, each at most once (a repeated "
-        "id → 400; an id that is not yours → 404 naming it)",
-    },
-}
-_OPERATION_PARAMETERS: dict[tuple[str, str], dict[str, Any]] = {
-    ("/market-prices", "interval"): _enum(PRICE_INTERVALS),
-    ("/systems/{system_id}/performance", "interval"): _enum(("1d", "1w", "1M")),
-    ("/systems", "status"): _enum(get_args(SystemStatus)),
-    ("/declarations", "status"): _enum(DeclarationStatus),
-    ("/declarations", "type"): _enum(DECLARATION_TYPES),
-    ("/reports", "status"): _enum(ReportStatus),
-    ("/reports", "type"): _enum(ReportKind),
-    ("/events", "type"): _enum(EVENT_TYPES),
-    ("/readings/changes", "cursor"): {
-        "type": "string",
-        "pattern": "^[A-Za-z0-9_-]{55}$",
-        "description": "`next_cursor` of an earlier answer to this key's account and "
-        "environment, at most 30 days old (else 400)",
-    },
-    ("/readings/changes", "limit"): {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": 10_000,
-        "default": 1_000,
-        "description": "1–10,000 (default 1,000); with `Accept: application/x-ndjson` "
-        "1–100,000 (default 100,000)",
-    },
-    **{
-        (f"/portfolio/{name}", parameter): schema
-        for name in ("readings", "summary", "market-value")
-        for parameter, schema in _PORTFOLIO_PARAMETERS.items()
-    },
-    ("/portfolio/readings", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
-    ("/portfolio/market-value", "interval"): {**_enum(ALL_INTERVALS), "default": "1d"},
-    ("/alerts", "status"): _enum(ALERT_STATUSES),
-    ("/alerts", "type"): _enum(ALERT_TYPES),
-}
-_REQUIRED_PARAMETERS = {("/market-prices", "zone")}
-
-
 def build_openapi(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -232,10 +154,12 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         "bearer": {"type": "http", "scheme": "bearer", "description": "pk_live_… or pk_test_…"}
     }
     components["headers"] = dict(_HEADERS)
+    declared = _declared_query_schemas(app)
     for path, operations in schema.get("paths", {}).items():
         relative = path[len(API_PREFIX) :] if path.startswith(API_PREFIX) else path
         for method, operation in operations.items():
             if isinstance(operation, dict) and "responses" in operation:
+                _state_query_schemas(operation, declared.get((path, method), {}))
                 _document_operation(relative, method, operation)
     # FastAPI's 422 (and its error schemas) are never answered: validation errors are 400s.
     _drop_unreferenced(schemas, schema["paths"])
@@ -246,7 +170,6 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 def _document_operation(relative: str, method: str, operation: dict[str, Any]) -> None:
     # One tag: the most specific one (the route's own, after its router's).
     operation["tags"] = operation.get("tags", [])[-1:]
-    _precise_parameters(relative, operation)
     responses = operation["responses"]
     responses.pop("422", None)
     public = relative in PUBLIC
@@ -313,16 +236,36 @@ def _references(node: Any) -> set[str]:
     return set()
 
 
-def _precise_parameters(relative: str, operation: dict[str, Any]) -> None:
+def _declared_query_schemas(app: FastAPI) -> dict[tuple[str, str], dict[str, QuerySchema]]:
+    """The `QuerySchema` each route declares on its query parameters (its dependencies'
+    included), by the route's path and method as the document names them."""
+    declared: dict[tuple[str, str], dict[str, QuerySchema]] = {}
+    for path, route in iter_routes(app.routes):
+        if route.include_in_schema:
+            schemas = dict(_query_schemas(route.dependant))
+            for method in route.methods or ():
+                declared[(path, method.lower())] = schemas
+    return declared
+
+
+def _query_schemas(dependant: Dependant) -> Iterator[tuple[str, QuerySchema]]:
+    for param in dependant.query_params:
+        for metadata in param.field_info.metadata:
+            if isinstance(metadata, QuerySchema):
+                yield param.alias, metadata
+    for dependency in dependant.dependencies:
+        yield from _query_schemas(dependency)
+
+
+def _state_query_schemas(operation: dict[str, Any], declared: dict[str, QuerySchema]) -> None:
+    """Each query parameter's schema exactly as its route declares it: FastAPI adds a title
+    and drops the default (the route's default is None, "not given"), and cannot call a
+    parameter required that the route refuses itself when missing."""
     for parameter in operation.get("parameters", []):
-        if parameter.get("in") != "query":
-            continue
-        name = parameter["name"]
-        precise = _OPERATION_PARAMETERS.get((relative, name)) or _PARAMETERS.get(name)
-        if precise is None:
-            continue
-        parameter["schema"] = dict(precise)
-        parameter["required"] = (relative, name) in _REQUIRED_PARAMETERS
+        accepts = declared.get(parameter["name"]) if parameter.get("in") == "query" else None
+        if accepts is not None:
+            parameter["required"] = accepts.required
+            parameter["schema"] = dict(accepts.json_schema or {})
 
 
 # No string of the API holds U+0000: the gateway refuses it in the URL, the query and JSON

@@ -10,8 +10,9 @@ import httpx
 from fastapi import APIRouter, FastAPI
 
 from solarapi.auth.scopes import API_PREFIX, PRO_READABLE, PUBLIC, required_plan
-from solarapi.gateway import RouteTable, iter_routes
+from solarapi.gateway import RouteTable
 from solarapi.kit.plans import Plan
+from solarapi.kit.routes import iter_routes
 from tests.support import Tenant, TestClock, client_for
 
 # Contract section 2, "Pro may call": GET on /account, /systems…, /systems/{id}/readings,

@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 
 from solarapi.auth.scopes import API_PREFIX, required_plan
-from solarapi.gateway import iter_routes
+from solarapi.kit.routes import iter_routes
 from solarapi.openapi import NO_NUL
 from tests.support import TestClock, client_for, need_service, run_cli, served
 

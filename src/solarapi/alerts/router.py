@@ -13,7 +13,9 @@ from solarapi.alerts.schemas import AlertOut, AlertPage
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import QUERY_SYSTEM_ID, query_enum
 from solarapi.kit.pagination import PageDep, page_response
+from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES
 
 router = APIRouter(tags=["Alerts"])
 
@@ -30,11 +32,16 @@ async def list_alerts(
     principal: PrincipalDep,
     session: SessionDep,
     page: PageDep,
-    system_id: Annotated[str | None, Query(description="Only this system's alerts")] = None,
-    status: Annotated[str | None, Query(description="open or resolved")] = None,
+    system_id: Annotated[
+        str | None, Query(description="Only this system's alerts"), QUERY_SYSTEM_ID
+    ] = None,
+    status: Annotated[
+        str | None, Query(description="open or resolved"), query_enum(ALERT_STATUSES)
+    ] = None,
     type: Annotated[
         str | None,
         Query(description="system.offline, system.zero_production or system.underperforming"),
+        query_enum(ALERT_TYPES),
     ] = None,
 ) -> Response:
     alerts, total = await service.list_alerts(

@@ -12,10 +12,26 @@ from solarapi.changes import service
 from solarapi.changes.rendering import NDJSON, render_json, render_ndjson
 from solarapi.changes.schemas import ChangesOut
 from solarapi.db import SessionDep
+from solarapi.kit.openapi_fields import query_count, query_text
 from solarapi.kit.timefmt import utcnow
 from solarapi.state import settings_of
 
 router = APIRouter(tags=["Readings"])
+
+# What `cursor` and `limit` accept (`service.read_changes`, `service.parse_limit`).
+_CURSOR = query_text(
+    {
+        "pattern": "^[A-Za-z0-9_-]{55}$",
+        "description": "`next_cursor` of an earlier answer to this key's account and "
+        "environment, at most 30 days old (else 400)",
+    }
+)
+_LIMIT = query_count(
+    service.MAX_LIMIT,
+    service.DEFAULT_LIMIT,
+    description=f"1–{service.MAX_LIMIT:,} (default {service.DEFAULT_LIMIT:,}); with `Accept: "
+    f"application/x-ndjson` 1–{service.MAX_STREAM_LIMIT:,} (default {service.MAX_STREAM_LIMIT:,})",
+)
 
 
 @router.get(
@@ -54,11 +70,14 @@ async def read_changes(
     principal: PrincipalDep,
     session: SessionDep,
     cursor: Annotated[
-        str | None, Query(description="`next_cursor` of the previous page; none = from the start")
+        str | None,
+        Query(description="`next_cursor` of the previous page; none = from the start"),
+        _CURSOR,
     ] = None,
     limit: Annotated[
         str | None,
         Query(description="Rows per page, 1–10,000 (default 1,000); NDJSON 1–100,000 (default)"),
+        _LIMIT,
     ] = None,
 ) -> Response:
     stream = NDJSON in request.headers.get("accept", "")

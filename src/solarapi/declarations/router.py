@@ -11,14 +11,17 @@ from solarapi.auth.principal import Principal, PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.declarations import service
 from solarapi.declarations.schemas import (
+    DECLARATION_TYPES,
     DeclarationCreate,
     DeclarationOut,
     DeclarationPage,
     DeclarationUpdate,
     HistoryOut,
 )
+from solarapi.declarations.statemachine import DeclarationStatus
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import QUERY_SYSTEM_ID, query_enum
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
 
@@ -79,13 +82,18 @@ async def list_declarations(
     principal: PrincipalDep,
     session: SessionDep,
     page: PageDep,
-    system_id: Annotated[str | None, Query(description="Only this system's")] = None,
+    system_id: Annotated[
+        str | None, Query(description="Only this system's"), QUERY_SYSTEM_ID
+    ] = None,
     status: Annotated[
-        str | None, Query(description="draft, submitted, approved, rejected or withdrawn")
+        str | None,
+        Query(description="draft, submitted, approved, rejected or withdrawn"),
+        query_enum(DeclarationStatus),
     ] = None,
     declaration_type: Annotated[
         str | None,
         Query(alias="type", description="guarantee_of_origin, production_subsidy or feed_in"),
+        query_enum(DECLARATION_TYPES),
     ] = None,
 ) -> Response:
     rows, total = await service.list_declarations(

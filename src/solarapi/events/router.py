@@ -14,6 +14,7 @@ from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.events.service import list_events, parse_type_filter
 from solarapi.events.types import EVENT_TYPES
+from solarapi.kit.openapi_fields import query_enum
 from solarapi.kit.pagination import PageDep, Pagination, page_response
 from solarapi.kit.timefmt import utcnow
 
@@ -36,7 +37,9 @@ async def get_events(
     principal: PrincipalDep,
     session: SessionDep,
     page: PageDep,
-    type: Annotated[str | None, Query(description="Only events of this type")] = None,
+    type: Annotated[
+        str | None, Query(description="Only events of this type"), query_enum(EVENT_TYPES)
+    ] = None,
 ) -> Response:
     event_type = parse_type_filter(type)
     items, total = await list_events(

@@ -32,7 +32,7 @@ OpenAPI document and any caller outside the gateway see no difference.
 from solarapi.gateway.direct import DIRECT, DirectDispatch
 from solarapi.gateway.middleware import ApiGateway
 from solarapi.gateway.query import parse_query
-from solarapi.gateway.routing import AppRoutes, RouteMatch, RouteTable, iter_routes
+from solarapi.gateway.routing import AppRoutes, RouteMatch, RouteTable
 
 __all__ = [
     "DIRECT",
@@ -41,6 +41,5 @@ __all__ = [
     "DirectDispatch",
     "RouteMatch",
     "RouteTable",
-    "iter_routes",
     "parse_query",
 ]

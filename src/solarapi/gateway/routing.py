@@ -9,7 +9,6 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.convertors import Convertor
@@ -19,25 +18,9 @@ from starlette.routing import BaseRoute, Mount, Route, compile_path
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.kit.bodylimit import declared_body_limit
 from solarapi.kit.direct import is_direct
+from solarapi.kit.routes import iter_routes
 
 DirectEndpoint = Callable[..., Awaitable[Response]]
-
-
-def iter_routes(routes: Iterable[BaseRoute], prefix: str = "") -> Iterator[tuple[str, APIRoute]]:
-    """Every endpoint with its full path, through routers included into routers.
-
-    Recent FastAPI keeps an included router as one lazy entry (`original_router` plus an
-    include context carrying the prefix) instead of copying its routes, so a flat walk over
-    `router.routes` would miss them and the gateway would answer 404 for real endpoints.
-    """
-    for route in routes:
-        if isinstance(route, APIRoute):
-            yield prefix + route.path, route
-            continue
-        original = getattr(route, "original_router", None)
-        if isinstance(original, APIRouter):
-            context = getattr(route, "include_context", None)
-            yield from iter_routes(original.routes, prefix + str(getattr(context, "prefix", "")))
 
 
 def _served_paths(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, set[str], APIRoute | None]]:

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
+from solarapi.kit.openapi_fields import QuerySchema
+
 _MARK = "__solarapi_direct__"
 # Where the gateway leaves, in the request's scope, the values of the query parameters the
 # route documents (each given once: it answered 400 otherwise), parsed once: `direct_query`.
@@ -43,18 +45,14 @@ def direct_query(scope: Mapping[str, Any]) -> Mapping[str, str]:
     return parsed
 
 
-def optional_query(name: str, description: str) -> dict[str, Any]:
-    """An optional string query parameter of a `@direct` endpoint, documented (in its route's
-    `openapi_extra`) as FastAPI documents one declared with `Query`: the OpenAPI document is
-    the same whichever way the endpoint is called."""
+def query_parameter(name: str, description: str, accepts: QuerySchema) -> dict[str, Any]:
+    """A query parameter of a `@direct` endpoint, documented in its route's `openapi_extra` as
+    a parameter declared with `Query(...)` and a `QuerySchema` is documented: the OpenAPI
+    document is the same whichever way the endpoint is called."""
     return {
         "name": name,
         "in": "query",
-        "required": False,
-        "schema": {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "description": description,
-            "title": name.replace("_", " ").title(),
-        },
+        "required": accepts.required,
+        "schema": dict(accepts.json_schema or {}),
         "description": description,
     }

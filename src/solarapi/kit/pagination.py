@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from solarapi.errors import ValidationFailed
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import query_count
 from solarapi.kit.text import excerpt
 
 DEFAULT_LIMIT = 50
@@ -22,6 +23,9 @@ MAX_LIMIT = 100
 MAX_PAGE = 1_000_000_000
 # ASCII digits only: int() would also take "+5", " 5", "5_0" and non-Latin digits.
 _DIGITS = re.compile(r"[0-9]{1,1000}")
+# What `page` and the usual `limit` accept (`_parse_positive`).
+PAGE_NUMBER = query_count(MAX_PAGE, 1)
+PAGE_LIMIT = query_count(MAX_LIMIT, DEFAULT_LIMIT)
 
 
 class Pagination(BaseModel):
@@ -57,9 +61,11 @@ def _parse_positive(name: str, raw: str | None, default: int, upper: int) -> int
 
 async def page_params(
     page: Annotated[
-        str | None, Query(description="Page number, 1–1,000,000,000 (default 1)")
+        str | None, Query(description="Page number, 1–1,000,000,000 (default 1)"), PAGE_NUMBER
     ] = None,
-    limit: Annotated[str | None, Query(description="Items per page, 1–100 (default 50)")] = None,
+    limit: Annotated[
+        str | None, Query(description="Items per page, 1–100 (default 50)"), PAGE_LIMIT
+    ] = None,
 ) -> PageParams:
     return PageParams(
         page=_parse_positive("page", page, 1, MAX_PAGE),

@@ -15,6 +15,7 @@ from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.grid import QUARTER_S, Interval, parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import QUERY_INSTANT, query_enum
 from solarapi.kit.timefmt import format_timestamp, utcnow
 from solarapi.kit.versioned import VersionedCache
 from solarapi.performance import service, upload
@@ -28,8 +29,13 @@ router = APIRouter(tags=["Performance"])
 FromParam = Annotated[
     str | None,
     Query(alias="from", description="RFC 3339 with a zone; inclusive (default: `to` − 24 h)"),
+    QUERY_INSTANT,
 ]
-ToParam = Annotated[str | None, Query(description="RFC 3339 with a zone; exclusive (default: now)")]
+ToParam = Annotated[
+    str | None,
+    Query(description="RFC 3339 with a zone; exclusive (default: now)"),
+    QUERY_INSTANT,
+]
 
 # Rendered bodies, at most 32 MB of them, each while its system's data and model fields are
 # unchanged (`service.data_version`, kept with `kit.versioned`): a dashboard reading a month
@@ -56,7 +62,9 @@ async def get_performance(
     session: SessionDep,
     from_: FromParam = None,
     to: ToParam = None,
-    interval: Annotated[str | None, Query(description="1d (default), 1w or 1M")] = None,
+    interval: Annotated[
+        str | None, Query(description="1d (default), 1w or 1M"), query_enum(service.INTERVALS)
+    ] = None,
 ) -> Response:
     now = utcnow()
     chosen = parse_interval(interval, service.INTERVALS, Interval.DAY)

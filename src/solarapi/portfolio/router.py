@@ -9,10 +9,19 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
-from solarapi.kit.pagination import link_header
+from solarapi.kit.grid import ALL_INTERVALS
+from solarapi.kit.openapi_fields import (
+    QUERY_INSTANT,
+    QUERY_ZONE,
+    query_count,
+    query_enum,
+    query_text,
+)
+from solarapi.kit.pagination import PAGE_NUMBER, link_header
 from solarapi.kit.timefmt import utcnow
+from solarapi.models.systems import SYSTEM_STATUSES
 from solarapi.portfolio import service
-from solarapi.portfolio.fleet import Fleet, parse_fleet
+from solarapi.portfolio.fleet import DEFAULT_LIMIT, MAX_LIMIT, Fleet, parse_fleet
 from solarapi.portfolio.rendering import render_market_value, render_readings, render_summary
 from solarapi.portfolio.schemas import FleetReadingsOut, FleetSummaryOut, FleetValueOut
 
@@ -27,16 +36,38 @@ _COMMON = (
     "system, not only the page."
 )
 
-Status = Annotated[str | None, Query(description="active, inactive or decommissioned")]
-MarketZone = Annotated[str | None, Query(description="A zone code such as NL")]
-SystemIds = Annotated[
-    str | None, Query(description="Comma-separated system ids, 1–1,000, each at most once")
+Status = Annotated[
+    str | None,
+    Query(description="active, inactive or decommissioned"),
+    query_enum(SYSTEM_STATUSES),
 ]
-Page = Annotated[str | None, Query(description="Page number (default 1)")]
-Limit = Annotated[str | None, Query(description="Systems per page, 1–1,000 (default 100)")]
-From = Annotated[str | None, Query(alias="from", description="RFC 3339; default to − 24 h")]
-To = Annotated[str | None, Query(description="RFC 3339; default now")]
-IntervalParam = Annotated[str | None, Query(description="15m, 30m, 1h, 1d (default), 1w, 1M")]
+MarketZone = Annotated[str | None, Query(description="A zone code such as NL"), QUERY_ZONE]
+SystemIds = Annotated[
+    str | None,
+    Query(description="Comma-separated system ids, 1–1,000, each at most once"),
+    query_text(
+        {
+            "pattern": "^[^,\\u0000]+(,[^,\\u0000]+)*$",
+            "description": "Comma-separated system ids, 1–1,000, each at most once (a "
+            "repeated id → 400; an id that is not yours → 404 naming it)",
+        }
+    ),
+]
+Page = Annotated[str | None, Query(description="Page number (default 1)"), PAGE_NUMBER]
+Limit = Annotated[
+    str | None,
+    Query(description="Systems per page, 1–1,000 (default 100)"),
+    query_count(MAX_LIMIT, DEFAULT_LIMIT),
+]
+From = Annotated[
+    str | None, Query(alias="from", description="RFC 3339; default to − 24 h"), QUERY_INSTANT
+]
+To = Annotated[str | None, Query(description="RFC 3339; default now"), QUERY_INSTANT]
+IntervalParam = Annotated[
+    str | None,
+    Query(description="15m, 30m, 1h, 1d (default), 1w, 1M"),
+    query_enum(ALL_INTERVALS, default=service.DEFAULT_INTERVAL),
+]
 
 
 def _paged(request: Request, body: bytes, fleet: Fleet[Any]) -> Response:

@@ -42,6 +42,8 @@ from solarapi.readings.service import Summary
 from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
+# The buckets of the fleet's series when `interval` is not given.
+DEFAULT_INTERVAL = Interval.DAY
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,7 @@ async def fleet_readings(
     interval_text: str | None,
     now: datetime,
 ) -> FleetReadings:
-    interval = parse_interval(interval_text, default=Interval.DAY)
+    interval = parse_interval(interval_text, default=DEFAULT_INTERVAL)
     start, end = parse_range(from_text, to_text, now)
     # 400 before 404: the range is checked on the UTC calendar before any system is read
     # (a system's calendar moves edges by hours: at most one bucket).
@@ -297,7 +299,7 @@ async def fleet_market_value(
     interval_text: str | None,
     now: datetime,
 ) -> FleetValue:
-    interval = parse_interval(interval_text, default=Interval.DAY)
+    interval = parse_interval(interval_text, default=DEFAULT_INTERVAL)
     start, end = parse_range(from_text, to_text, now)
     widen_range(start, end, interval, _UTC)  # 400 before 404, as in fleet_readings
     fleet = await select_fleet(session, principal, query)

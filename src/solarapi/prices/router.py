@@ -10,7 +10,9 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.kit.grid import Interval, parse_interval, parse_range
+from solarapi.kit.openapi_fields import QUERY_INSTANT, QUERY_INTERVAL, query_enum
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.zones import ZONES
 from solarapi.prices import market_value, service
 from solarapi.prices.rendering import render_market_prices, render_zones
 from solarapi.prices.schemas import MarketValueSeries, PriceSeries, ZoneList
@@ -20,8 +22,13 @@ router = APIRouter(tags=["Market prices"])
 FromParam = Annotated[
     str | None,
     Query(alias="from", description="RFC 3339 with a zone; inclusive (default: `to` − 24 h)"),
+    QUERY_INSTANT,
 ]
-ToParam = Annotated[str | None, Query(description="RFC 3339 with a zone; exclusive (default: now)")]
+ToParam = Annotated[
+    str | None,
+    Query(description="RFC 3339 with a zone; exclusive (default: now)"),
+    QUERY_INSTANT,
+]
 
 
 @router.get(
@@ -44,10 +51,17 @@ async def list_zones(principal: PrincipalDep) -> Response:
 async def get_market_prices(
     principal: PrincipalDep,
     session: SessionDep,
-    zone: Annotated[str | None, Query(description="Zone code, e.g. NL")] = None,
+    # Required, but refused by `service.find_zone` (the contract's message), not by FastAPI.
+    zone: Annotated[
+        str | None, Query(description="Zone code, e.g. NL"), query_enum(ZONES, required=True)
+    ] = None,
     from_: FromParam = None,
     to: ToParam = None,
-    interval: Annotated[str | None, Query(description="15m, 1h (default), 1d, 1w or 1M")] = None,
+    interval: Annotated[
+        str | None,
+        Query(description="15m, 1h (default), 1d, 1w or 1M"),
+        query_enum(service.PRICE_INTERVALS),
+    ] = None,
 ) -> Response:
     # The contract's order of 400s: the zone, the interval, then the range.
     priced_zone = service.find_zone(zone)
@@ -82,7 +96,7 @@ async def get_market_value(
     from_: FromParam = None,
     to: ToParam = None,
     interval: Annotated[
-        str | None, Query(description="15m, 30m, 1h (default), 1d, 1w or 1M")
+        str | None, Query(description="15m, 30m, 1h (default), 1d, 1w or 1M"), QUERY_INTERVAL
     ] = None,
 ) -> Response:
     now = utcnow()

@@ -12,9 +12,10 @@ from solarapi.auth.principal import get_principal
 from solarapi.db import DATA_VERSION, get_session
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, optional_query
+from solarapi.kit.direct import direct, direct_query, query_parameter
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import QUERY_INSTANT, QUERY_INTERVAL
 from solarapi.kit.timefmt import utcnow
 from solarapi.kit.versioned import VersionedCache
 from solarapi.readings import service, upload
@@ -45,9 +46,9 @@ _session = asynccontextmanager(get_session)
     ),
     openapi_extra={
         "parameters": [
-            optional_query("from", "RFC 3339 with a zone; default to − 24 h"),
-            optional_query("to", "RFC 3339 with a zone; default now"),
-            optional_query("interval", "15m, 30m, 1h (default), 1d, 1w or 1M"),
+            query_parameter("from", "RFC 3339 with a zone; default to − 24 h", QUERY_INSTANT),
+            query_parameter("to", "RFC 3339 with a zone; default now", QUERY_INSTANT),
+            query_parameter("interval", "15m, 30m, 1h (default), 1d, 1w or 1M", QUERY_INTERVAL),
         ]
     },
 )

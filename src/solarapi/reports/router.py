@@ -11,8 +11,10 @@ from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.jsonresp import OrjsonResponse
+from solarapi.kit.openapi_fields import query_enum
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.timefmt import utcnow
+from solarapi.models.reports import ReportKind, ReportStatus
 from solarapi.reports import service
 from solarapi.reports.parameters import ReportParameters
 from solarapi.reports.schemas import KINDS_TEXT, ReportCreate, ReportList, ReportOut
@@ -66,8 +68,12 @@ async def list_reports(
     principal: PrincipalDep,
     session: SessionDep,
     page: PageDep,
-    status: Annotated[str | None, Query(description="queued, running, completed or failed")] = None,
-    type: Annotated[str | None, Query(description=KINDS_TEXT)] = None,
+    status: Annotated[
+        str | None,
+        Query(description="queued, running, completed or failed"),
+        query_enum(ReportStatus),
+    ] = None,
+    type: Annotated[str | None, Query(description=KINDS_TEXT), query_enum(ReportKind)] = None,
 ) -> Response:
     reports, total = await service.list_reports(
         session, principal, status=status, report_type=type, page=page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from typing import get_args
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -10,14 +11,29 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep, get_principal
 from solarapi.db import SessionDep, get_session
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, optional_query
+from solarapi.kit.direct import direct, direct_query, query_parameter
 from solarapi.kit.jsonresp import OrjsonResponse
-from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, page_response, parse_page
+from solarapi.kit.openapi_fields import QUERY_ZONE, query_enum
+from solarapi.kit.pagination import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    PAGE_LIMIT,
+    PAGE_NUMBER,
+    page_response,
+    parse_page,
+)
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.service import summary
 from solarapi.systems import service
 from solarapi.systems.access import read_system
-from solarapi.systems.schemas import SummaryOut, SystemCreate, SystemList, SystemOut, SystemPatch
+from solarapi.systems.schemas import (
+    Status,
+    SummaryOut,
+    SystemCreate,
+    SystemList,
+    SystemOut,
+    SystemPatch,
+)
 
 router = APIRouter(tags=["Systems"])
 
@@ -29,10 +45,12 @@ router = APIRouter(tags=["Systems"])
     description="The environment's systems ordered by `created_at`, then `id` (ascending).",
     openapi_extra={
         "parameters": [
-            optional_query("status", "active, inactive or decommissioned"),
-            optional_query("market_zone", "A zone code such as NL"),
-            optional_query("page", "Page number, 1–1,000,000,000 (default 1)"),
-            optional_query("limit", "Items per page, 1–100 (default 50)"),
+            query_parameter(
+                "status", "active, inactive or decommissioned", query_enum(get_args(Status))
+            ),
+            query_parameter("market_zone", "A zone code such as NL", QUERY_ZONE),
+            query_parameter("page", "Page number, 1–1,000,000,000 (default 1)", PAGE_NUMBER),
+            query_parameter("limit", "Items per page, 1–100 (default 50)", PAGE_LIMIT),
         ]
     },
 )
