@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 from cachetools import LRUCache, cached
 
@@ -47,11 +48,57 @@ class Readings:
     def totals(self) -> Totals:
         return _totals(self.buckets, _frame(self.time_range))
 
+    def each_bucket(self) -> list[BucketFigures]:
+        """Every bucket with the figures `render` writes for it (the same rounding, `None`
+        where the body has `null`): what reports read, without a JSON round trip."""
+        frame = _frame(self.time_range)
+        if not frame.count:
+            return []
+        edges = self.time_range.edges()
+        labels = iso_strings(edges)
+        buckets = self.buckets
+        figures = _rounded(buckets.energy_wh, frame.hours, buckets.power_max_w).tolist()
+        expected = (np.diff(edges) // QUARTER_S).tolist()
+        return [
+            BucketFigures(
+                labels[i],
+                labels[i + 1],
+                int(edges[i]),
+                _or_none(energy),
+                _or_none(average),
+                _or_none(peak),
+                samples,
+                expected[i],
+            )
+            for i, ((energy, average, peak), samples) in enumerate(
+                zip(figures, buckets.samples.tolist(), strict=True)
+            )
+        ]
+
     def to_api(self) -> dict[str, Any]:
-        """The body as Python values (for the dashboard and reports): the rendering parsed
+        """The body as Python values (the dashboard's chart data): the rendering parsed
         back, so there is exactly one way a bucket is written."""
         body: dict[str, Any] = orjson.loads(render(self))
         return body
+
+
+@dataclass(frozen=True, slots=True)
+class BucketFigures:
+    """One bucket of a `Readings` as the body writes it: its `start` and `end` labels, its
+    figures rounded as rendered (None where the body has `null`)."""
+
+    start: str
+    end: str
+    start_s: int
+    energy_wh: float | None
+    power_avg_w: float | None
+    power_max_w: float | None
+    samples: int
+    expected_samples: int
+
+
+def _or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def render(readings: Readings) -> bytes:
@@ -167,12 +214,19 @@ def _energy_and_average(energy: FloatArray, hours: FloatArray) -> list[bytes]:
     return text.replace(b"],[", b"|").replace(b",", b',"power_avg_w":').split(b"|")
 
 
+def _rounded(
+    energy: FloatArray, hours: FloatArray, power_max: FloatArray
+) -> npt.NDArray[np.floating[Any]]:
+    """Per bucket (a row each): energy, average power, maximum power, rounded to 3 decimals
+    (NaN: no value)."""
+    return np.round(np.stack((energy, energy / hours, power_max), axis=1), 3)
+
+
 def _numbers(energy: FloatArray, hours: FloatArray, power_max: FloatArray) -> list[bytes]:
-    """Per bucket: energy, average power, maximum power, rounded to 3 decimals, as orjson
-    writes them (NaN as null), bucket after bucket."""
+    """`_rounded` as orjson writes it (NaN as null), bucket after bucket."""
     if not len(energy):
         return []
-    values = np.round(np.stack((energy, energy / hours, power_max), axis=1), 3)
+    values = _rounded(energy, hours, power_max)
     return orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
 
 

@@ -136,13 +136,18 @@ def utc_text(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def bucket_key(start_iso: str, interval: Interval, tz: ZoneInfo) -> datetime:
+def bucket_key(start_s: int, interval: Interval, tz: ZoneInfo) -> datetime:
     """Where a bucket sits on the report's shared axis: local wall-clock start for calendar
     intervals (so every system's 14 June is one bucket), UTC start for fixed ones."""
-    start = parse_timestamp(start_iso)
+    start = datetime.fromtimestamp(start_s, UTC)
     if interval.is_calendar:
         return start.astimezone(tz).replace(tzinfo=None)
     return start.replace(tzinfo=None)
+
+
+def parse_seconds(start_iso: str) -> int:
+    """Epoch seconds of a bucket's `start` label as the market-value body writes it."""
+    return int(parse_timestamp(start_iso).timestamp())
 
 
 def period_label(key: datetime, interval: Interval, tz: ZoneInfo | None = None) -> str:
