@@ -12,7 +12,7 @@ from solarapi.auth.principal import get_principal
 from solarapi.db import DATA_VERSION, get_session
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, optional_query
+from solarapi.kit.direct_endpoints import direct, direct_query, optional_query
 from solarapi.kit.grid import parse_interval, parse_range
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
@@ -54,7 +54,7 @@ _session = asynccontextmanager(get_session)
 @direct
 async def get_readings(system_id: str, request: Request) -> Response:
     # The hottest read of the API takes its query, principal and session straight from the
-    # request, and the gateway calls it directly (`kit.direct`): FastAPI's routing,
+    # request, and the gateway calls it directly (`kit.direct_endpoints`): FastAPI's routing,
     # parameter and dependency solving cost ~0.3 ms of CPU per request here, more than
     # bucketing and rendering a day together (bench/readings/README.md). The parameters are
     # plain strings either way (every check is ours), and are documented above; the gateway
@@ -100,7 +100,7 @@ async def get_readings(system_id: str, request: Request) -> Response:
 @body_limit(UPLOAD_BODY)
 @direct
 async def upload_readings(system_id: str, request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct`) unless the request carries an
+    # Called by the gateway directly (`kit.direct_endpoints`) unless the request carries an
     # Idempotency-Key: a meter's hourly upload is the most frequent write of the API.
     # The body is decoded and checked by hand (orjson + one pass) instead of through a
     # pydantic model: for 10,000 items that validation cost more than storing them.

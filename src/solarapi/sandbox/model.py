@@ -39,8 +39,8 @@ from solarapi.kit.grid import QUARTER_S
 from solarapi.models.systems import ReadableSystem
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
-from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
-from solarapi.sandbox.grid import gather_months, grid_range, utc_months
+from solarapi.sandbox.utc_months import SIMULATION_START_S as SIMULATION_START_S  # re-exported
+from solarapi.sandbox.utc_months import gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import (
     air_temperature,
     mean_clear_sky_index,
@@ -50,7 +50,7 @@ from solarapi.sandbox.weather import (
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
-# The API serves simulated readings from SIMULATION_START_S on (see grid.py); `simulate` itself
+# The API serves simulated readings from SIMULATION_START_S on (see utc_months.py); `simulate` itself
 # takes any range.
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
 MAX_CACHED_MONTHS = 960

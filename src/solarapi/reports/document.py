@@ -1,7 +1,7 @@
-"""What a report contains, independent of the file format: CSV rows, and for the PDF a title
-block, a chart series and tables. The types and shared helpers live here; the report types
-in `reports.series` (production, market value) and `reports.declared` (declarations), and
-`reports.builder` picks one.
+"""A report's document, independent of the file format: CSV rows, and for the PDF a title
+block, a chart series and tables. The types and shared helpers live here; the builders of
+each kind in `reports.production_and_value` (production, market value) and
+`reports.declarations_report` (declarations), and `reports.compose` picks one.
 
 The numbers come from the same service functions the API answers with — readings
 `aggregate`, prices `value_of`, the declarations service — so a report can never disagree

@@ -15,10 +15,10 @@ from solarapi.kit.plans import Environment
 from solarapi.models.reports import Report, ReportKind
 from solarapi.models.systems import System
 from solarapi.reports.calendar import ReportCalendar
-from solarapi.reports.content import ReportContent, ReportContext, ReportFailed
-from solarapi.reports.declared import declarations
+from solarapi.reports.declarations_report import declarations
+from solarapi.reports.document import ReportContent, ReportContext, ReportFailed
 from solarapi.reports.parameters import ReportParameters
-from solarapi.reports.series import market_value, production
+from solarapi.reports.production_and_value import market_value, production
 from solarapi.systems.access import find_systems
 
 

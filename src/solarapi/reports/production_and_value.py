@@ -18,7 +18,7 @@ from solarapi.performance import service as performance_service
 from solarapi.prices.value import priced_zone, value_of
 from solarapi.readings.rendering import BucketFigures
 from solarapi.readings.service import aggregate
-from solarapi.reports.content import (
+from solarapi.reports.document import (
     WH_PER_KWH,
     Cell,
     Chart,
