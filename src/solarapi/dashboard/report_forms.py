@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts import repository as account_repository
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.auth.scopes import plan_allows
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.kit.grid import Interval, local_midnight
@@ -139,9 +139,7 @@ def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
     return body
 
 
-async def environment_systems(
-    session: AsyncSession, scope: AccountScope, now: datetime
-) -> list[System]:
+async def environment_systems(session: AsyncSession, scope: Caller, now: datetime) -> list[System]:
     """The systems a report of this environment may hold (the sandbox's simulated ones
     appear on its first use, here as on the overview)."""
     if scope.environment is Environment.TEST:
@@ -157,7 +155,7 @@ async def environment_systems(
 
 async def request_report(
     session: AsyncSession,
-    scope: AccountScope,
+    scope: Caller,
     form: ReportForm,
     now: datetime,
     quota: reports_service.ReportQuota,
@@ -186,7 +184,7 @@ class ReportRow:
 
 
 async def recent_reports(
-    session: AsyncSession, scope: AccountScope, now: datetime
+    session: AsyncSession, scope: Caller, now: datetime
 ) -> tuple[list[ReportRow], int]:
     """The environment's newest reports (`GET /reports`, first page) and how many there are."""
     reports, total = await reports_service.list_reports(

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
 from solarapi.ingest.schemas import TokenCreate
@@ -148,7 +148,7 @@ async def add_system(
     try:
         body = SystemCreate.model_validate(_body(form, patch=False))
         return await systems_service.create_system(
-            session, AccountScope(account_id, environment), body, now
+            session, Caller(account_id, environment), body, now
         )
     except ValidationError as exc:
         raise SystemFormRejected(_sentence(describe_validation_errors(exc.errors()))) from None
@@ -160,7 +160,7 @@ async def change_system(
     session: AsyncSession, account_id: str, system: ReadableSystem, form: SystemForm, now: datetime
 ) -> System:
     """`PATCH /systems/{id}` with every field of the form."""
-    scope = AccountScope(account_id, Environment(system.environment))
+    scope = Caller(account_id, Environment(system.environment))
     try:
         body = SystemPatch.model_validate(_body(form, patch=True))
         return await systems_service.update_system(session, scope, system.id, body, now)
@@ -172,7 +172,7 @@ async def change_system(
 
 async def remove_system(session: AsyncSession, account_id: str, system: ReadableSystem) -> None:
     """`DELETE /systems/{id}`: 409 while a declaration holds it."""
-    scope = AccountScope(account_id, Environment(system.environment))
+    scope = Caller(account_id, Environment(system.environment))
     try:
         await systems_service.delete_system(session, scope, system.id)
     except ApiError as exc:
@@ -184,7 +184,7 @@ async def upload_csv(
 ) -> UploadResult:
     """A readings CSV (the `solarapi readings import` format) in the caller's transaction;
     on SystemFormRejected the caller rolls back: all or nothing."""
-    scope = AccountScope(account_id, Environment(system.environment))
+    scope = Caller(account_id, Environment(system.environment))
     target = await get_system(session, scope, system.id)
     try:
         text = data.decode("utf-8-sig")
@@ -201,8 +201,8 @@ async def upload_csv(
 # --- ingest tokens ------------------------------------------------------------------------
 
 
-def _scope(account_id: str, system: ReadableSystem) -> AccountScope:
-    return AccountScope(account_id, Environment(system.environment))
+def _scope(account_id: str, system: ReadableSystem) -> Caller:
+    return Caller(account_id, Environment(system.environment))
 
 
 async def system_tokens(

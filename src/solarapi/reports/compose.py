@@ -9,7 +9,7 @@ from typing import assert_never
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import AccountScope, Caller
+from solarapi.auth.principal import Caller
 from solarapi.errors import ApiError
 from solarapi.kit.plans import Environment
 from solarapi.models.reports import Report, ReportKind
@@ -27,7 +27,7 @@ async def build(
 ) -> ReportContent:
     parameters = ReportParameters.of_report(report)
     # The report's owner, as the narrow caller the source services take.
-    caller = AccountScope(report.account_id, Environment(report.environment))
+    caller = Caller(report.account_id, Environment(report.environment))
     systems = await _systems(session, caller, parameters.system_ids or ())
     try:
         calendar = ReportCalendar.of(
