@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solarapi.ratelimit.base import Decision, Window, decide
+from solarapi.ratelimit.base import Decision, Window, decide, window_start
 
 _PRUNE_EVERY = 10_000
 
@@ -55,7 +55,7 @@ class MemoryRateLimiter:
         stale = [k for k, (start, _) in self._counts.items() if start < horizon]
         for key in stale:
             del self._counts[key]
-        minute_start = int(now // 60) * 60
+        minute_start = window_start(now, 60)
         stale = [
             k for k, (start, _) in self._counts.items() if k[1] == "minute" and start < minute_start
         ]
