@@ -36,7 +36,7 @@ from solarapi.portfolio.fleet import (
 from solarapi.prices import value
 from solarapi.prices.service import baseload_price
 from solarapi.readings import service as readings
-from solarapi.readings.rendering import ManyReadings, ManyTotals
+from solarapi.readings.rendering import ManyReadings, Totals
 from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
@@ -60,7 +60,7 @@ class FleetReadings:
     start: datetime
     end: datetime
     readings: ManyReadings
-    system_totals: ManyTotals
+    system_totals: list[Totals]
     totals: FleetReadingsTotals
     fleet: Fleet[FleetMember]
 
@@ -110,11 +110,11 @@ async def fleet_readings(
         many,
         totals,
         FleetReadingsTotals(
-            _sum_or_none(totals.energy_wh),
-            sum(totals.samples),
-            sum(totals.expected_samples),
+            _sum_or_none([system.energy_wh for system in totals]),
+            sum(system.samples for system in totals),
+            sum(system.expected_samples for system in totals),
             len(fleet.systems),
-            sum(1 for samples in totals.samples if samples > 0),
+            sum(1 for system in totals if system.samples > 0),
         ),
         fleet,
     )

@@ -13,7 +13,7 @@ from solarapi.db import DATA_VERSION, get_session
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.direct_endpoints import direct, direct_query, optional_query
-from solarapi.kit.grid import parse_interval, parse_range
+from solarapi.kit.grid import parse_series_query
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.kit.versioned import VersionedCache
@@ -60,21 +60,18 @@ async def get_readings(system_id: str, request: Request) -> Response:
     # plain strings either way (every check is ours), and are documented above; the gateway
     # has parsed them already.
     principal = await get_principal(request)
-    query = direct_query(request.scope)
+    params = direct_query(request.scope)
     now = utcnow()
-    interval = parse_interval(query.get("interval"))
-    start, end = parse_range(query.get("from"), query.get("to"), now)
+    query = parse_series_query(params.get("interval"), params.get("from"), params.get("to"), now)
     # The body of a stored series is a function of the database alone (a simulated one also
     # of `now`), so it is kept while the database is unchanged (`kit.versioned`); the key
     # holds the caller's tenancy, so it is only ever given to whom it was rendered for.
     version = request.scope.get("state", {}).get(DATA_VERSION)
-    key = (principal.account_id, principal.environment, system_id, interval, start, end)
+    key = (principal.account_id, principal.environment, system_id, query)
 
     async def read() -> tuple[bytes, bool]:
         async with _session(request) as session:
-            readings = await service.read_readings(
-                session, principal, system_id, start, end, interval, now
-            )
+            readings = await service.read_readings(session, principal, system_id, query, now)
         return render(readings), not readings.simulated
 
     body = await _BODIES.get_or_make(key, version, read)
