@@ -1,6 +1,6 @@
 """Rules of the portfolio reads. Every number of a system is what its per-system endpoint
 answers, because it is computed by that endpoint's own functions (`readings.service`
-`time_range_of`/`readings_in`/`summary`, `prices.value.value_of`); this module only selects
+`time_range_of`/`readings_of_many`/`summary`, `prices.value.value_of`); this module only selects
 the systems, checks the page's size and adds the fleet's totals up."""
 
 from __future__ import annotations

@@ -166,36 +166,31 @@ async def read_readings(
     now: datetime,
 ) -> Readings:
     """`GET /systems/{id}/readings`: the caller's system `system_id` (404 if it is not
-    theirs) in the buckets of the query's range widened to its grid (the system's zone). Raises ValidationFailed
-    for an empty/reversed range or over 10,000 buckets.
+    theirs) in the buckets of the query's range widened to its grid (the system's zone).
+    Raises ValidationFailed for an empty/reversed range or over 10,000 buckets.
 
-    The range is widened once and the rows are read once. For 15m, 30m and 1h in a
-    whole-hour zone the widened range is the UTC grid's, known before the system is, so
-    the system and its rows come in one read (one round trip on PostgreSQL); calendar
-    intervals need the system's zone first."""
-    store = reading_store(session)
+    Calendar intervals need the system's zone first: the system is read, then `aggregate`
+    (what reports, declarations and the dashboard call) reads its rows. For 15m, 30m and 1h
+    in a whole-hour zone the widened range is the UTC grid's, known before the system is,
+    so the system and its rows come in one read (one round trip on PostgreSQL), bucketed by
+    the same `_bucketed` (a zone whose clock is off the UTC hour reads its rows again)."""
     if query.interval.is_calendar:
         system = await read_system(session, principal, system_id)
-        time_range = query.widen(ZoneInfo(system.timezone))
-        rows = await store.rows(
-            session, _source(time_range), system_id, time_range.start_s, time_range.end_s
-        )
-    else:
-        # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
-        # usual case: one read); a zone whose clock is off the UTC hour reads again.
-        guess = query.widen(_UTC)
-        found, rows = await store.system_and_rows(
-            session, _source(guess), system_id, guess.start_s, guess.end_s
-        )
-        system = owned(found, principal, system_id)
-        time_range = query.widen(ZoneInfo(system.timezone))
-        source = _source(time_range)
-        if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
-            source is not _source(guess)
-        ):
-            rows = await store.rows(
-                session, source, system_id, time_range.start_s, time_range.end_s
-            )
+        return await aggregate(session, system, query.start, query.end, query.interval, now)
+    # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
+    # usual case: one read); a zone whose clock is off the UTC hour reads again.
+    store = reading_store(session)
+    guess = query.widen(_UTC)
+    found, rows = await store.system_and_rows(
+        session, _source(guess), system_id, guess.start_s, guess.end_s
+    )
+    system = owned(found, principal, system_id)
+    time_range = query.widen(ZoneInfo(system.timezone))
+    source = _source(time_range)
+    if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
+        source is not _source(guess)
+    ):
+        rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
     return _bucketed(system, time_range, rows)
@@ -209,31 +204,17 @@ def time_range_of(
     return widen_range(start, end, interval, ZoneInfo(system.timezone))
 
 
-async def readings_in(
-    session: AsyncSession, system: ReadableSystem, time_range: TimeRange, now: datetime
-) -> Readings:
-    """`read_readings` for a system in hand and its widened range (`time_range_of`): the
-    same rows, buckets and totals (the portfolio endpoints)."""
-    if system.data_source == "simulated":
-        rows = await _simulated_rows(system, time_range, now)
-    else:
-        rows = await reading_store(session).rows(
-            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
-        )
-    return _bucketed(system, time_range, rows)
-
-
 async def readings_of_many(
     session: AsyncSession,
     systems: Sequence[FleetMember],
     time_ranges: Sequence[TimeRange],
     now: datetime,
 ) -> ManyReadings:
-    """`readings_in` for many systems at once (the portfolio): each system's rows of its
+    """`aggregate` for many systems at once (the portfolio): each system's rows of its
     widened range, from the source `read_readings` would read (`_source`), in one statement
     per source for all the metered systems (the sandbox model's for simulated ones), summed
     into every system's buckets by one `aggregate_many`. System k's part equals
-    `readings_in(systems[k], time_ranges[k])`: the same rows, in the same order, summed by
+    `aggregate` of system k over `time_ranges[k]`: the same rows, in the same order, summed by
     the same function."""
     store = reading_store(session)
     by_source: dict[Series, list[int]] = {}
@@ -296,8 +277,8 @@ async def aggregate(
     *,
     timezone: str | None = None,
 ) -> Readings:
-    """`read_readings` for a system already in hand (the dashboard, reports, declarations):
-    the same range, rows and buckets. `timezone`: bucket on another zone's clock and
+    """The readings of a system already in hand (reports, declarations, the dashboard, and
+    `read_readings` for calendar intervals): the endpoint's range, rows and buckets. `timezone`: bucket on another zone's clock and
     calendar instead of the system's own (a report's chosen calendar); each bucket then
     holds the system's readings of that bucket's UTC span."""
     tz = ZoneInfo(timezone or system.timezone)
