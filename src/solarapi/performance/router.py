@@ -63,7 +63,15 @@ async def get_performance(
     # The system first (404 if not the caller's): its data version says whether a kept
     # answer still holds.
     system = await read_system(session, principal, system_id)
-    key = (principal.account_id, principal.environment, system_id, query)
+    # Flat: a tuple of the query's fields hashes and compares in C, the query itself in Python.
+    key = (
+        principal.account_id,
+        principal.environment,
+        system_id,
+        query.interval,
+        query.start,
+        query.end,
+    )
 
     async def make() -> tuple[bytes, bool]:
         performance = await service.performance(

@@ -67,7 +67,15 @@ async def get_readings(system_id: str, request: Request) -> Response:
     # of `now`), so it is kept while the database is unchanged (`kit.versioned`); the key
     # holds the caller's tenancy, so it is only ever given to whom it was rendered for.
     version = request.scope.get("state", {}).get(DATA_VERSION)
-    key = (principal.account_id, principal.environment, system_id, query)
+    # Flat: a tuple of the query's fields hashes and compares in C, the query itself in Python.
+    key = (
+        principal.account_id,
+        principal.environment,
+        system_id,
+        query.interval,
+        query.start,
+        query.end,
+    )
 
     async def read() -> tuple[bytes, bool]:
         async with _session(request) as session:
