@@ -83,8 +83,8 @@ class RouteTable:
     def __init__(self) -> None:
         self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
         self._templates: dict[str, set[str]] = {}
-        # (template, method) -> the endpoint the gateway calls itself (`kit.direct_endpoints`), with its
-        # path convertors.
+        # (template, method) -> the endpoint the gateway calls itself (`kit.direct_endpoints`),
+        # with its path convertors.
         self._direct: dict[tuple[str, str], tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
         # (template, method) -> the query parameters it takes (`query.parse_query`).
         self._query: dict[tuple[str, str], frozenset[str]] = {}

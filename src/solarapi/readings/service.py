@@ -278,9 +278,10 @@ async def aggregate(
     timezone: str | None = None,
 ) -> Readings:
     """The readings of a system already in hand (reports, declarations, the dashboard, and
-    `read_readings` for calendar intervals): the endpoint's range, rows and buckets. `timezone`: bucket on another zone's clock and
-    calendar instead of the system's own (a report's chosen calendar); each bucket then
-    holds the system's readings of that bucket's UTC span."""
+    `read_readings` for calendar intervals): the endpoint's range, rows and buckets.
+    `timezone`: bucket on another zone's clock and calendar instead of the system's own (a
+    report's chosen calendar); each bucket then holds the system's readings of that bucket's
+    UTC span."""
     tz = ZoneInfo(timezone or system.timezone)
     time_range = widen_range(start, end, interval, tz)
     if system.data_source == "simulated":

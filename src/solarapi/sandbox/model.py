@@ -50,8 +50,8 @@ from solarapi.sandbox.weather import (
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
-# The API serves simulated readings from SIMULATION_START_S on (see utc_months.py); `simulate` itself
-# takes any range.
+# The API serves simulated readings from SIMULATION_START_S on (see utc_months.py);
+# `simulate` itself takes any range.
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
 MAX_CACHED_MONTHS = 960
 # Systems at or above this size are taken to be open-rack (ground parks, racked flat roofs);

@@ -38,8 +38,8 @@ router = APIRouter(tags=["Systems"])
 )
 @direct
 async def list_systems(request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct_endpoints`): a fleet's integrations walk this list,
-    # and FastAPI's parameter and dependency solving cost more than the page's one read.
+    # Called by the gateway directly (`kit.direct_endpoints`): a fleet's integrations walk this
+    # list, and FastAPI's parameter and dependency solving cost more than the page's one read.
     principal = await get_principal(request)
     query = direct_query(request.scope)
     page = parse_page(
