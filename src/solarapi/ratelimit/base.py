@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -15,13 +14,9 @@ class Window:
     seconds: int
 
     def start(self, now: float) -> int:
-        return window_start(now, self.seconds)
-
-
-def window_start(now: float, seconds: int) -> int:
-    """Where the window of `seconds` that holds `now` began. Clock-aligned: a minute window
-    resets at each whole UTC minute, a day window at 00:00Z."""
-    return int(now // seconds) * seconds
+        """Where the window that holds `now` began. Clock-aligned: a minute window resets at
+        each whole UTC minute, a day window at 00:00Z."""
+        return int(now // self.seconds) * self.seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +34,7 @@ class WindowState:
     def seconds_to_reset(self, now: float) -> int:
         """Whole seconds from `now` until the window resets (the reset is a whole second, so
         this is the ceiling of the wait)."""
-        return self.reset - math.floor(now)
+        return self.reset - int(now)
 
 
 @dataclass(frozen=True, slots=True)
