@@ -10,7 +10,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep, get_principal
 from solarapi.db import SessionDep, get_session
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, optional_query
+from solarapi.kit.direct_endpoints import direct, direct_query, optional_query
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, page_response, parse_page
 from solarapi.kit.timefmt import utcnow
@@ -38,8 +38,8 @@ router = APIRouter(tags=["Systems"])
 )
 @direct
 async def list_systems(request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct`): a fleet's integrations walk this list,
-    # and FastAPI's parameter and dependency solving cost more than the page's one read.
+    # Called by the gateway directly (`kit.direct_endpoints`): a fleet's integrations walk this
+    # list, and FastAPI's parameter and dependency solving cost more than the page's one read.
     principal = await get_principal(request)
     query = direct_query(request.scope)
     page = parse_page(
