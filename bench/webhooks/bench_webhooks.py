@@ -129,7 +129,7 @@ class _Receiver(BaseHTTPRequestHandler):
 
 async def delivery_part(backend: str, settings: Settings, events: int) -> None:
     import solarapi.webhooks.jobs  # noqa: F401 - registers the handler
-    from solarapi.auth.principal import AccountScope
+    from solarapi.auth.principal import Caller
     from solarapi.db import create_engine, sessionmaker_for
     from solarapi.events.service import record_event
     from solarapi.events.types import DELIVERY_JOB_KIND as JOB_KIND
@@ -146,7 +146,7 @@ async def delivery_part(backend: str, settings: Settings, events: int) -> None:
     engine = create_engine(loopback)
     maker = sessionmaker_for(engine, loopback)
     account_id, _ = await make_account(settings, 1)
-    owner = AccountScope(account_id, Environment.LIVE)
+    owner = Caller(account_id, Environment.LIVE)
     async with maker() as session, session.begin():
         await create_endpoint(
             session, owner, WebhookCreate(url=url, events=["system.created"]),

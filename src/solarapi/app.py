@@ -136,7 +136,7 @@ class SolarApi(FastAPI):
             # ~90 ms for a 9 % smaller body, level 4 ~4 ms for the size of level 6
             # (bench/prices/README.md).
             GZipMiddleware(
-                # The gateway's `@direct` endpoints (kit.direct) skip everything below.
+                # The gateway's `@direct` endpoints (kit.direct_endpoints) skip everything below.
                 DirectDispatch(
                     IdempotencyMiddleware(endpoint)  # inside the gateway: needs its principal
                 ),

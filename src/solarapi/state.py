@@ -1,7 +1,8 @@
-"""What `create_app` keeps on `app.state`, typed, for the code that runs inside FastAPI:
-routers take the `…Dep` aliases; code that already holds the request uses the `…_of`
-functions. The ASGI layers around FastAPI (the gateway, idempotency), the session dependency
-(`db.session`, below every area) and the lifespan read `app.state` themselves."""
+"""Typed access to the settings, rate limiter, clock, engine and sessionmaker that
+`create_app` keeps on `app.state`, for the code that runs inside FastAPI: routers take the
+`…Dep` aliases; code that already holds the request uses the `…_of` functions. The ASGI
+layers around FastAPI (the gateway, idempotency), the session dependency (`db.session`, below
+every area) and the lifespan read `app.state` themselves."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from solarapi.auth.scopes import API_PREFIX
 from solarapi.gateway import RouteTable
 from solarapi.ingest.router import ingest_readings
 from solarapi.kit.bodylimit import body_limit
-from solarapi.kit.direct import direct
+from solarapi.kit.direct_endpoints import direct
 from solarapi.readings.router import get_readings, upload_readings
 from solarapi.systems.router import list_systems
 from tests.support import Tenant, client_for

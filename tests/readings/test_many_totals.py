@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solarapi.kit.grid import Buckets, ManyBuckets
+from solarapi.kit.grid import EnergySeries, ManyBuckets
 from solarapi.readings.rendering import _Frame, _many_totals, _nansum, _totals
 
 
@@ -42,11 +42,11 @@ def test_many_totals_equal_one_series_totals() -> None:
     frames = [_frame(len(e)) for e, _, _ in series]
     totals = _many_totals(many, frames)
     for k, (energy, samples, power) in enumerate(series):
-        one = _totals(Buckets(many.edges[k], energy, samples, power), frames[k])
-        assert totals.energy_wh[k] == one.energy_wh, k
-        assert totals.power_max_w[k] == one.power_max_w, k
-        assert totals.samples[k] == one.samples, k
-        assert totals.expected_samples[k] == one.expected_samples, k
+        one = _totals(EnergySeries(many.edges[k][:-1], energy, samples, power), frames[k])
+        assert totals[k].energy_wh == one.energy_wh, k
+        assert totals[k].power_max_w == one.power_max_w, k
+        assert totals[k].samples == one.samples, k
+        assert totals[k].expected_samples == one.expected_samples, k
     # Unrounded too: the summation itself is the same, not only after rounding.
     known = np.where(np.isnan(many.energy_wh), 0.0, many.energy_wh)
     starts = offsets[:-1][np.diff(offsets) > 0]

@@ -101,8 +101,8 @@ async def test_quarter_hours_marks_gaps_and_never_the_future(
     assert np.isnan(series.energy_wh[1])
     assert series.energy_wh[2:4].tolist() == [50.0, 50.0]
     assert np.isnan(series.energy_wh[4:]).all()
-    assert np.isnan(series.power_w[0])
-    assert series.power_w[2] == 200.0
+    assert np.isnan(series.power_max_w[0])
+    assert series.power_max_w[2] == 200.0
     assert len(cut.starts) == 4
     assert np.isnan(cut.energy_wh[2:]).all()
     assert cut.energy_wh[0] == 50.0
@@ -191,7 +191,7 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
             session, system_id, int(start.timestamp()), int(end.timestamp())
         )
     assert series.energy_wh.tolist() == energies
-    assert [None if np.isnan(p) else p for p in series.power_w.tolist()] == powers
+    assert [None if np.isnan(p) else p for p in series.power_max_w.tolist()] == powers
     hour_starts = [int(start.timestamp()) + 3600 * h for h in range(count // 4)]
     assert hours.starts.tolist() == hour_starts
     assert hours.samples.tolist() == [4] * (count // 4)

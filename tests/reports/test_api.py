@@ -440,9 +440,16 @@ async def test_report_and_job_are_created_in_one_transaction(
     async with client_for(app, enterprise.live) as client:
         await one_system(client)
     principal = Principal(
-        enterprise.account_id, "Test", Plan.ENTERPRISE, Environment.LIVE, "key_x", "k", "",
-        utcnow(), None,
-    )  # fmt: skip
+        account_id=enterprise.account_id,
+        environment=Environment.LIVE,
+        account_name="Test",
+        plan=Plan.ENTERPRISE,
+        key_id="key_x",
+        key_name="k",
+        key_display="",
+        key_created_at=utcnow(),
+        key_last_used_at=None,
+    )
     body = ReportParameters.from_request(
         ReportCreate.model_validate({"type": "production", "format": "csv", **PERIOD}), utcnow()
     )

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solarapi.reports.content import ReportContent
 from solarapi.reports.csvfile import write_csv
+from solarapi.reports.document import ReportContent
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
 cells = st.one_of(st.none(), text, st.integers(-(10**9), 10**9),

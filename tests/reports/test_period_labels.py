@@ -12,7 +12,7 @@ import pypdf
 from fastapi import FastAPI
 
 from solarapi.reports.calendar import local_period
-from solarapi.reports.content import Chart
+from solarapi.reports.document import Chart
 from solarapi.reports.pdffile import chart_figure
 from tests.reports.helpers import completed, create_report, make_system, upload_readings
 from tests.support import Tenant, client_for

@@ -11,8 +11,9 @@ import pandas as pd
 import pvlib
 import pytest
 
+from solarapi.kit.grid import EnergySeries
 from solarapi.sandbox import climate, model
-from solarapi.sandbox.model import PvParams, SimulatedSeries, simulate
+from solarapi.sandbox.model import PvParams, simulate
 from solarapi.sandbox.provision import SANDBOX_SYSTEMS
 from solarapi.systems.service import SystemSpec
 
@@ -40,7 +41,7 @@ def params(spec: SystemSpec, system_id: str) -> PvParams:
     )
 
 
-def monthly_kwh_per_kwp(series: SimulatedSeries, capacity_kwp: float) -> list[float]:
+def monthly_kwh_per_kwp(series: EnergySeries, capacity_kwp: float) -> list[float]:
     months = pd.DatetimeIndex(pd.to_datetime(series.starts, unit="s", utc=True)).month
     totals = np.bincount(months.to_numpy(), weights=series.energy_wh, minlength=13)[1:]
     return [float(value) / 1000 / capacity_kwp for value in totals]

@@ -58,24 +58,24 @@ def test_nights_are_zero_days_are_not_and_nothing_is_nan() -> None:
 
 def test_energy_is_mean_power_over_a_quarter_hour() -> None:
     series = simulate(PARK_DE, utc(2025, 5, 1), utc(2025, 5, 3))
-    assert np.allclose(series.energy_wh * 4, series.power_w, rtol=1e-12, atol=0)
+    assert np.allclose(series.energy_wh * 4, series.power_max_w, rtol=1e-12, atol=0)
 
 
 def test_the_park_clips_at_its_inverter_and_never_exceeds_it() -> None:
     series = simulate(PARK_DE, utc(2025, 4, 1), utc(2025, 9, 1))
-    assert series.power_w.max() <= 600_000.0 + 1e-6
+    assert series.power_max_w.max() <= 600_000.0 + 1e-6
     # It is sized to clip: on bright days whole quarter-hours sit at the limit.
-    assert (series.power_w > 599_999.0).sum() > 20
+    assert (series.power_max_w > 599_999.0).sum() > 20
 
 
 def test_without_an_inverter_limit_the_clipped_quarter_hours_produce_more() -> None:
     unlimited = PvParams(**{**PARK_DE.__dict__, "inverter_capacity_kw": None})
     clipped = simulate(PARK_DE, utc(2025, 6, 1), utc(2025, 7, 1))
     free = simulate(unlimited, utc(2025, 6, 1), utc(2025, 7, 1))
-    at_limit = clipped.power_w > 599_999.0
+    at_limit = clipped.power_max_w > 599_999.0
     assert at_limit.any()
-    assert (free.power_w[at_limit] > clipped.power_w[at_limit]).all()
-    assert free.power_w.max() > 600_000.0
+    assert (free.power_max_w[at_limit] > clipped.power_max_w[at_limit]).all()
+    assert free.power_max_w.max() > 600_000.0
 
 
 def test_weather_depends_on_system_and_day() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Protocol
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -12,32 +12,23 @@ from solarapi.errors import Unauthorized
 from solarapi.kit.plans import Environment, Plan
 
 
-class Caller(Protocol):
-    """Whoever acts on one environment of an account: an API key's `Principal`, or a
-    signed-in person's `AccountScope` on a dashboard page. The systems services take this,
-    so the API and the dashboard run the same rules."""
-
-    @property
-    def account_id(self) -> str: ...
-
-    @property
-    def environment(self) -> Environment: ...
-
-
 @dataclass(frozen=True, slots=True)
-class AccountScope:
-    """A signed-in person acting on one environment of their account (the dashboard)."""
+class Caller:
+    """Whoever acts on one environment of an account: the one caller type the services
+    take (tenancy is account + environment), so the API, the dashboard, the CLI and the
+    report jobs run the same rules. An API key's caller is its `Principal`."""
 
     account_id: str
     environment: Environment
 
 
 @dataclass(frozen=True, slots=True)
-class Principal:
-    account_id: str
+class Principal(Caller):
+    """The caller of an API request: its key's account and environment, with the key and
+    the plan that the gateway's checks and the key endpoints need."""
+
     account_name: str
     plan: Plan
-    environment: Environment
     key_id: str
     key_name: str
     key_display: str
@@ -50,7 +41,7 @@ class Principal:
         """This caller with its windows' counts (positional: `dataclasses.replace` costs
         ~5 µs per request, mostly looking up the fields)."""
         return Principal(
-            self.account_id, self.account_name, self.plan, self.environment, self.key_id,
+            self.account_id, self.environment, self.account_name, self.plan, self.key_id,
             self.key_name, self.key_display, self.key_created_at, self.key_last_used_at,
             minute, today,
         )  # fmt: skip

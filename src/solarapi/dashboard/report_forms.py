@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.auth.scopes import plan_allows
 from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.dashboard.service import environment_systems
@@ -128,7 +128,7 @@ def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
 
 async def request_report(
     session: AsyncSession,
-    scope: AccountScope,
+    scope: Caller,
     form: ReportForm,
     now: datetime,
     quota: reports_service.ReportQuota,
@@ -157,7 +157,7 @@ class ReportRow:
 
 
 async def recent_reports(
-    session: AsyncSession, scope: AccountScope, now: datetime
+    session: AsyncSession, scope: Caller, now: datetime
 ) -> tuple[list[ReportRow], int]:
     """The environment's newest reports (`GET /reports`, first page) and how many there are."""
     reports, total = await reports_service.list_reports(

@@ -9,7 +9,7 @@ import secrets
 from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.dashboard.dependencies import UserDep
 from solarapi.dashboard.errors import DashboardRoute, FormRejected
 from solarapi.dashboard.forms import environment_of, read_form
@@ -59,7 +59,7 @@ async def _page(
 ) -> Response:
     now = utcnow()
     allowed = reports_allowed(user.plan)
-    scope = AccountScope(user.account_id, environment)
+    scope = Caller(user.account_id, environment)
     systems = await environment_systems(session, scope, now) if allowed else []
     rows, total = await recent_reports(session, scope, now) if allowed else ([], 0)
     own_zones = sorted({system.timezone for system in systems})
@@ -113,7 +113,7 @@ async def request_report_page(request: Request, session: SessionDep, user: UserD
     quota = reports_service.ReportQuota(
         settings.reports_pending_per_account, settings.reports_kept_per_account
     )
-    scope = AccountScope(user.account_id, environment)
+    scope = Caller(user.account_id, environment)
     try:
         report = await request_report(session, scope, form, utcnow(), quota)
     except FormRejected as exc:
@@ -135,7 +135,7 @@ async def download_report(
         return await _page(
             request, session, user, Environment.LIVE, error=why_not(user.plan), status_code=403
         )
-    scope = AccountScope(user.account_id, environment_of(request.query_params.get("env")))
+    scope = Caller(user.account_id, environment_of(request.query_params.get("env")))
     found = await reports_service.download(
         session, scope, report_id, storage_for(settings_of(request)), utcnow()
     )

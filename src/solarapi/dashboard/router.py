@@ -8,7 +8,7 @@ import secrets
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.dashboard import service
 from solarapi.dashboard.cookies import clear_session_cookie, set_session_cookie
 from solarapi.dashboard.dependencies import OptionalUserDep, ThrottleDep, UserDep, client_ip
@@ -313,7 +313,7 @@ async def usage_page(
 
 @router.get("/overview")
 async def overview_page(request: Request, session: SessionDep, user: UserDep) -> Response:
-    scope = AccountScope(user.account_id, environment_of(request.query_params.get("env")))
+    scope = Caller(user.account_id, environment_of(request.query_params.get("env")))
     now = utcnow()
     systems = await service.environment_systems(session, scope, now)
     cards = await service.system_cards(session, systems, now)

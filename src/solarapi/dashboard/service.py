@@ -20,7 +20,7 @@ from solarapi.alerts.rendering import AlertRecord
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth import repository as key_repository
 from solarapi.auth.keys import NewKey
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.auth.service import create_key, revoke_key
 from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.dashboard.sessions import WebUser, start_session
@@ -286,9 +286,7 @@ async def usage_today(
 # --- systems and production ---------------------------------------------------------------
 
 
-async def environment_systems(
-    session: AsyncSession, scope: AccountScope, now: datetime
-) -> list[System]:
+async def environment_systems(session: AsyncSession, scope: Caller, now: datetime) -> list[System]:
     """The systems of one environment of the account, oldest first. The sandbox's simulated
     systems appear on first use, whether by key (authentication provisions them) or here."""
     if scope.environment is Environment.TEST:
@@ -345,7 +343,7 @@ ALERT_TITLES = {
 
 
 async def open_alerts(
-    session: AsyncSession, scope: AccountScope, systems: Sequence[ReadableSystem]
+    session: AsyncSession, scope: Caller, systems: Sequence[ReadableSystem]
 ) -> list[OpenAlert]:
     """The open alerts of these systems of the scope, newest first, with their system's
     name."""
@@ -368,9 +366,9 @@ async def own_system(session: AsyncSession, account_id: str, system_id: str) -> 
     )
 
 
-def scope_of(user: WebUser, system: ReadableSystem) -> AccountScope:
+def scope_of(user: WebUser, system: ReadableSystem) -> Caller:
     """The person acting on the system's environment of their account."""
-    return AccountScope(user.account_id, Environment(system.environment))
+    return Caller(user.account_id, Environment(system.environment))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.ingest import service as ingest_service
@@ -125,7 +125,7 @@ def _body(form: SystemForm, *, patch: bool) -> dict[str, object]:
 
 
 async def add_system(
-    session: AsyncSession, scope: AccountScope, form: SystemForm, now: datetime
+    session: AsyncSession, scope: Caller, form: SystemForm, now: datetime
 ) -> SystemView:
     """`POST /systems` for a signed-in person of any plan."""
     try:
@@ -139,7 +139,7 @@ async def add_system(
 
 async def change_system(
     session: AsyncSession,
-    scope: AccountScope,
+    scope: Caller,
     system: ReadableSystem,
     form: SystemForm,
     now: datetime,
@@ -154,7 +154,7 @@ async def change_system(
         raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
-async def remove_system(session: AsyncSession, scope: AccountScope, system: ReadableSystem) -> None:
+async def remove_system(session: AsyncSession, scope: Caller, system: ReadableSystem) -> None:
     """`DELETE /systems/{id}`: 409 while a declaration holds it."""
     try:
         await systems_service.delete_system(session, scope, system.id)
@@ -163,7 +163,7 @@ async def remove_system(session: AsyncSession, scope: AccountScope, system: Read
 
 
 async def upload_csv(
-    session: AsyncSession, scope: AccountScope, system: ReadableSystem, data: bytes, now: datetime
+    session: AsyncSession, scope: Caller, system: ReadableSystem, data: bytes, now: datetime
 ) -> UploadResult:
     """A readings CSV (the `solarapi readings import` format) in the caller's transaction;
     on FormRejected the caller rolls back: all or nothing."""
@@ -184,14 +184,14 @@ async def upload_csv(
 
 
 async def system_tokens(
-    session: AsyncSession, scope: AccountScope, system: ReadableSystem
+    session: AsyncSession, scope: Caller, system: ReadableSystem
 ) -> list[ingest_service.TokenView]:
     return await ingest_service.list_tokens(session, scope, system.id)
 
 
 async def issue_token(
     session: AsyncSession,
-    scope: AccountScope,
+    scope: Caller,
     system: ReadableSystem,
     name: str,
     secret: bytes,
@@ -219,7 +219,7 @@ async def issue_token(
 
 async def revoke_token(
     session: AsyncSession,
-    scope: AccountScope,
+    scope: Caller,
     system: ReadableSystem,
     token_id: str,
     now: datetime,

@@ -13,7 +13,7 @@ from starlette.datastructures import QueryParams
 from starlette.responses import Response
 
 from solarapi.audit.service import Actor
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.dashboard import service
 from solarapi.dashboard.chart import ChartPoint, bucket_label, render_chart
 from solarapi.dashboard.dependencies import UserDep, client_ip
@@ -99,9 +99,7 @@ async def create_system(request: Request, session: SessionDep, user: UserDep) ->
     environment = environment_of(posted.get("environment"))
     form = SystemForm.posted(posted)
     try:
-        system = await add_system(
-            session, AccountScope(user.account_id, environment), form, utcnow()
-        )
+        system = await add_system(session, Caller(user.account_id, environment), form, utcnow())
     except FormRejected as exc:
         return _form_page(
             request,

@@ -17,10 +17,10 @@ contract's order of checks — routing (404/405) → 429 → 403 → body format
 - `direct`: the `@direct` fast path's dispatch.
 
 The `@direct` fast path — the one way a hot endpoint skips FastAPI's stack:
-mark a GET endpoint with `kit.direct.direct`; it takes `request` and its path parameters as
-keywords, reads its query parameters with `kit.direct.direct_query(request.scope)` (parsed
-once here, each given at most once and never empty, documented in the route's
-`openapi_extra`), and returns a Response. The routing table finds the mark on the app's
+mark a GET endpoint with `kit.direct_endpoints.direct`; it takes `request` and its path
+parameters as keywords, reads its query parameters with
+`kit.direct_endpoints.direct_query(request.scope)` (parsed once here, each given at most once
+and never empty, documented in the route's `openapi_extra`), and returns a Response. The routing table finds the mark on the app's
 route; for a GET or HEAD of that route the gateway, after routing, authentication, rate
 limits, plan scope and URL checks, leaves the endpoint in the scope and `DirectDispatch`
 (inside the gzip layer) calls it instead of FastAPI's router, exception middleware and

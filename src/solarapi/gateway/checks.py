@@ -25,7 +25,7 @@ from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
 from solarapi.gateway.query import parse_query
 from solarapi.gateway.routing import RouteMatch
 from solarapi.idempotency.middleware import HEADER as IDEMPOTENCY_HEADER
-from solarapi.kit.direct import DIRECT_QUERY
+from solarapi.kit.direct_endpoints import DIRECT_QUERY
 from solarapi.kit.text import NUL_MESSAGE, excerpt, url_has_nul
 
 

@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.kit.bodylimit import declared_body_limit
-from solarapi.kit.direct import is_direct
+from solarapi.kit.direct_endpoints import is_direct
 from solarapi.kit.routes import iter_routes
 
 DirectEndpoint = Callable[..., Awaitable[Response]]
@@ -66,8 +66,8 @@ class RouteTable:
     def __init__(self) -> None:
         self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
         self._templates: dict[str, set[str]] = {}
-        # (template, method) -> the endpoint the gateway calls itself (`kit.direct`), with its
-        # path convertors.
+        # (template, method) -> the endpoint the gateway calls itself (`kit.direct_endpoints`),
+        # with its path convertors.
         self._direct: dict[tuple[str, str], tuple[DirectEndpoint, dict[str, Convertor[Any]]]] = {}
         # (template, method) -> the query parameters it takes (`query.parse_query`).
         self._query: dict[tuple[str, str], frozenset[str]] = {}

@@ -18,7 +18,7 @@ from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
 from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
 from solarapi.kit.clientip import client_ip
-from solarapi.kit.direct import direct
+from solarapi.kit.direct_endpoints import direct
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
@@ -126,7 +126,7 @@ async def revoke_token(
 @body_limit(UPLOAD_BODY)
 @direct
 async def ingest_readings(request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct`) unless the request carries an
+    # Called by the gateway directly (`kit.direct_endpoints`) unless the request carries an
     # Idempotency-Key, as the API's upload is.
     caller = await get_ingest_caller(request)
     try:

@@ -390,6 +390,35 @@ def _parse_param(name: str, text: str) -> datetime:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesQuery:
+    """A time-series request's `interval` and its range as asked, [start, end): parsed once,
+    by the router (`parse_series_query`); the service widens it to the grid of the zone it
+    buckets on (`widen`)."""
+
+    interval: Interval
+    start: datetime
+    end: datetime
+
+    def widen(self, tz: ZoneInfo) -> TimeRange:
+        return widen_range(self.start, self.end, self.interval, tz)
+
+
+def parse_series_query(
+    interval_text: str | None,
+    from_text: str | None,
+    to_text: str | None,
+    now: datetime,
+    allowed: Sequence[Interval] = ALL_INTERVALS,
+    default: Interval = Interval.HOUR,
+) -> SeriesQuery:
+    """The `interval`, `from` and `to` query parameters of a time-series endpoint, with the
+    contract's defaults (`parse_interval`, `parse_range`); 400 naming the parameter."""
+    interval = parse_interval(interval_text, allowed, default)
+    start, end = parse_range(from_text, to_text, now)
+    return SeriesQuery(interval, start, end)
+
+
 def parse_range(
     from_text: str | None, to_text: str | None, now: datetime
 ) -> tuple[datetime, datetime]:
@@ -458,14 +487,21 @@ def _utc(instant_s: int) -> datetime:
 
 
 @dataclass(frozen=True, slots=True)
-class Buckets:
-    """Per-bucket totals. `energy_wh` is NaN where a bucket has no sample (a gap, never 0);
-    `power_max_w` is NaN where no sample reported a power."""
+class EnergySeries:
+    """The one shape of a series of energy, as columns in time order: entry i covers the
+    quarter-hours from `starts[i]` on, one quarter-hour (raw readings, the sandbox model's,
+    `readings.service.quarter_hours`), an hour or a local day (the stored rollups) or a
+    bucket of the grid (`aggregate_into`). `energy_wh` is NaN where an entry has no sample
+    (a gap, never 0); `samples` counts the quarter-hours with a reading; `power_max_w` is
+    the largest reported power, NaN where none was reported."""
 
-    edges: IntArray
+    starts: IntArray
     energy_wh: FloatArray
     samples: IntArray
     power_max_w: FloatArray
+
+    def __len__(self) -> int:
+        return len(self.starts)
 
 
 def aggregate_into(
@@ -474,7 +510,7 @@ def aggregate_into(
     energy_wh: FloatArray,
     samples: IntArray,
     power_max_w: FloatArray,
-) -> Buckets:
+) -> EnergySeries:
     """Sum rows (each covering [start, start + its length), wholly inside one bucket) into
     the buckets given by `edges`. Rows with NaN energy are gaps and count as no sample; rows
     outside the edges are ignored."""
@@ -483,7 +519,9 @@ def aggregate_into(
     # at or after the last → count: both dropped, as are gaps.
     index = np.searchsorted(edges, starts, side="right") - 1
     keep = (index >= 0) & (index < count) & ~np.isnan(energy_wh)
-    return Buckets(edges, *_sum_into(count, index[keep], keep, energy_wh, samples, power_max_w))
+    return EnergySeries(
+        edges[:-1], *_sum_into(count, index[keep], keep, energy_wh, samples, power_max_w)
+    )
 
 
 def _sum_into(
@@ -522,10 +560,13 @@ class ManyBuckets:
     samples: IntArray
     power_max_w: FloatArray
 
-    def series(self, k: int) -> Buckets:
+    def series(self, k: int) -> EnergySeries:
         lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-        return Buckets(
-            self.edges[k], self.energy_wh[lo:hi], self.samples[lo:hi], self.power_max_w[lo:hi]
+        return EnergySeries(
+            self.edges[k][:-1],
+            self.energy_wh[lo:hi],
+            self.samples[lo:hi],
+            self.power_max_w[lo:hi],
         )
 
 

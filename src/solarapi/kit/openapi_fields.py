@@ -98,7 +98,7 @@ class QuerySchema(WithJsonSchema):
     `default`, since the route's own default is None. `required` documents a parameter that
     the route refuses the request without (with its own 400, so FastAPI must not require it).
     In `Annotated[str | None, Query(...), QuerySchema(...)]`; a `@direct` endpoint documents
-    its parameters with `kit.direct.query_parameter`.
+    its parameters with `kit.direct_endpoints.query_parameter`.
     """
 
     required: bool = False

@@ -43,7 +43,7 @@ from solarapi.performance.values import (
 from solarapi.sandbox import model as sandbox
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
-from solarapi.sandbox.grid import gather_months, utc_months
+from solarapi.sandbox.utc_months import gather_months, utc_months
 
 # A month of one plant's geometry is ~9 arrays × 3,000 floats ≈ 220 KB: 240 months ≈ 50 MB.
 MAX_CACHED_MONTHS = 240

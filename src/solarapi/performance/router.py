@@ -13,7 +13,7 @@ from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
-from solarapi.kit.grid import QUARTER_S, Interval, parse_interval, parse_range
+from solarapi.kit.grid import QUARTER_S, Interval, parse_range, parse_series_query
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.openapi_fields import QUERY_INSTANT, query_enum
 from solarapi.kit.timefmt import format_timestamp, utcnow
@@ -67,15 +67,24 @@ async def get_performance(
     ] = None,
 ) -> Response:
     now = utcnow()
-    chosen = parse_interval(interval, service.INTERVALS, Interval.DAY)
-    start, end = parse_range(from_, to, now)
+    query = parse_series_query(interval, from_, to, now, service.INTERVALS, Interval.DAY)
     # The system first (404 if not the caller's): its data version says whether a kept
     # answer still holds.
     system = await read_system(session, principal, system_id)
-    key = (principal.account_id, principal.environment, system_id, chosen, start, end)
+    # Flat: a tuple of the query's fields hashes and compares in C, the query itself in Python.
+    key = (
+        principal.account_id,
+        principal.environment,
+        system_id,
+        query.interval,
+        query.start,
+        query.end,
+    )
 
     async def make() -> tuple[bytes, bool]:
-        performance = await service.performance(session, system, start, end, chosen, now)
+        performance = await service.performance(
+            session, system, query.start, query.end, query.interval, now
+        )
         return render(performance), True
 
     # A simulated system's answer depends on `now` too: never kept (version None).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -15,7 +14,8 @@ class Window:
     seconds: int
 
     def start(self, now: float) -> int:
-        # Clock-aligned: the minute window resets at each whole UTC minute, the day at 00:00Z.
+        """Where the window that holds `now` began. Clock-aligned: a minute window resets at
+        each whole UTC minute, a day window at 00:00Z."""
         return int(now // self.seconds) * self.seconds
 
 
@@ -30,6 +30,11 @@ class WindowState:
     @property
     def remaining(self) -> int:
         return max(self.limit - self.used, 0)
+
+    def seconds_to_reset(self, now: float) -> int:
+        """Whole seconds from `now` until the window resets (the reset is a whole second, so
+        this is the ceiling of the wait)."""
+        return self.reset - int(now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ class Decision:
 
     @property
     def retry_after(self) -> int:
-        return max(1, math.ceil(self.waited_for.reset - self.now))
+        return max(1, self.waited_for.seconds_to_reset(self.now))
 
     def window(self, name: str) -> WindowState | None:
         return next((w for w in self.windows if w.name == name), None)

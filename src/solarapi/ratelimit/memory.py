@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from solarapi.ratelimit.base import Decision, Window, decide
 
 _PRUNE_EVERY = 10_000
+# Any window named "minute" starts where this one does (the limit plays no part).
+_MINUTE = Window("minute", 0, 60)
 
 
 class MemoryRateLimiter:
@@ -55,7 +57,7 @@ class MemoryRateLimiter:
         stale = [k for k, (start, _) in self._counts.items() if start < horizon]
         for key in stale:
             del self._counts[key]
-        minute_start = int(now // 60) * 60
+        minute_start = _MINUTE.start(now)
         stale = [
             k for k, (start, _) in self._counts.items() if k[1] == "minute" and start < minute_start
         ]

@@ -50,7 +50,7 @@ def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
         limit_name, remaining_name = _window_header_names(w.name)
         headers.append((limit_name, b"%d" % w.limit))
         headers.append((remaining_name, b"%d" % w.remaining))
-    seconds_left = max(0, binding.reset - int(decision.now))
+    seconds_left = max(0, binding.seconds_to_reset(decision.now))
     headers.append((b"ratelimit-policy", _policy(decision.windows)))
     headers.append(
         (b"ratelimit", b'"%s";r=%d;t=%d' % (binding.name.encode(), binding.remaining, seconds_left))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +21,23 @@ import numpy.typing as npt
 import orjson
 from cachetools import LRUCache, cached
 
-from solarapi.kit.grid import QUARTER_S, Buckets, FloatArray, ManyBuckets, TimeRange, iso_strings
+from solarapi.kit.grid import (
+    QUARTER_S,
+    EnergySeries,
+    FloatArray,
+    ManyBuckets,
+    TimeRange,
+    iso_strings,
+)
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 @dataclass(frozen=True, slots=True)
 class Totals:
+    """The one totals type of a series of energy: a readings body's `meta.totals`, each
+    system's in a portfolio, a period's (`readings.service.period_totals`)."""
+
     energy_wh: float | None  # None: no bucket has a sample
     power_max_w: float | None  # None: no sample reported a power
     samples: int
@@ -41,7 +52,7 @@ class Readings:
     system_id: str
     timezone: str
     time_range: TimeRange
-    buckets: Buckets
+    buckets: EnergySeries
     simulated: bool = False  # the sandbox model's, up to `now`: not a function of the database
 
     @property
@@ -112,7 +123,7 @@ def render(readings: Readings) -> bytes:
             "timezone": readings.timezone,
             "from": frame.first,
             "to": frame.last,
-            "totals": _totals_dict(readings.buckets, frame),
+            "totals": _totals_body(_totals(readings.buckets, frame)),
         }
     )
     return b'{"data":[' + _data(readings.buckets, frame) + b'],"meta":' + meta + b"}"
@@ -129,21 +140,12 @@ class ManyReadings:
     time_ranges: tuple[TimeRange, ...]
     buckets: ManyBuckets
 
-    def totals(self) -> ManyTotals:
+    def totals(self) -> list[Totals]:
+        """Each system's `meta.totals`, in the systems' order."""
         return _many_totals(self.buckets, _frames(self.time_ranges))
 
 
-@dataclass(frozen=True, slots=True)
-class ManyTotals:
-    """Each system's `meta.totals` (as lists, in the systems' order)."""
-
-    energy_wh: list[float | None]
-    power_max_w: list[float | None]
-    samples: list[int]
-    expected_samples: list[int]
-
-
-def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) -> list[bytes]:
+def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: int) -> list[bytes]:
     """Systems lo to hi of a `ManyReadings` as the items of `GET /portfolio/readings`'s
     `data`, comma-separated, in pieces to be joined once with the envelope (a body of
     megabytes is copied once, not per concatenation): per system its id, zone and widened range, and the buckets and
@@ -174,14 +176,7 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
                 "to": frame.last,
             }
         )
-        totals_body = orjson.dumps(
-            {
-                "energy_wh": totals.energy_wh[k],
-                "power_max_w": totals.power_max_w[k],
-                "samples": totals.samples[k],
-                "expected_samples": totals.expected_samples[k],
-            }
-        )
+        totals_body = orjson.dumps(_totals_body(totals[k]))
         # One %-format per system: its frame's text with the numbers in their places (no
         # object per bucket; a join of many small pieces cost more than the formatting).
         data = frame.template % tuple(args[3 * at : 3 * (at + frame.count)])
@@ -230,7 +225,7 @@ def _numbers(energy: FloatArray, hours: FloatArray, power_max: FloatArray) -> li
     return orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
 
 
-def _data(buckets: Buckets, frame: _Frame) -> bytes:
+def _data(buckets: EnergySeries, frame: _Frame) -> bytes:
     if not frame.count:
         return b""
     numbers = _numbers(buckets.energy_wh, frame.hours, buckets.power_max_w)
@@ -243,8 +238,7 @@ def _data(buckets: Buckets, frame: _Frame) -> bytes:
     return b"".join(parts)
 
 
-def _totals_dict(buckets: Buckets, frame: _Frame) -> dict[str, Any]:
-    totals = _totals(buckets, frame)
+def _totals_body(totals: Totals) -> dict[str, Any]:
     return {
         "energy_wh": totals.energy_wh,
         "power_max_w": totals.power_max_w,
@@ -253,15 +247,21 @@ def _totals_dict(buckets: Buckets, frame: _Frame) -> dict[str, Any]:
     }
 
 
-def _totals(buckets: Buckets, frame: _Frame) -> Totals:
-    samples = int(buckets.samples.sum())
-    # fmax skips NaN (a bucket without a reported power); NaN only when all are.
-    power_max = float(np.fmax.reduce(buckets.power_max_w)) if frame.count else math.nan
+def _totals(buckets: EnergySeries, frame: _Frame) -> Totals:
+    return totals_of(buckets, frame.expected_samples)
+
+
+def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
+    """The totals of a series: its energy (rounded as rendered; None without a sample),
+    largest power, samples, and the quarter-hours it should have had."""
+    samples = int(series.samples.sum())
+    # fmax skips NaN (an entry without a reported power); NaN only when all are.
+    power_max = float(np.fmax.reduce(series.power_max_w)) if len(series) else math.nan
     return Totals(
-        energy_wh=round(float(_nansum(buckets.energy_wh)), 3) if samples else None,
+        energy_wh=round(float(_nansum(series.energy_wh)), 3) if samples else None,
         power_max_w=None if math.isnan(power_max) else round(power_max, 3),
         samples=samples,
-        expected_samples=frame.expected_samples,
+        expected_samples=expected_samples,
     )
 
 
@@ -271,7 +271,7 @@ def _nansum(values: FloatArray) -> float:
     return float(np.where(np.isnan(values), 0.0, values).sum())
 
 
-def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
+def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
     """`_totals` of every series at once, with the same results: the samples and the largest
     power are exact whatever the order; the energy is summed as `_nansum` sums one series —
     numpy's `sum` starts from 0 and adds the whole array pairwise, which is what `reduceat`
@@ -289,18 +289,17 @@ def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
         padded = np.insert(known, starts, 0.0)
         energy[filled] = np.add.reduceat(padded, starts + np.arange(len(starts)))
         power_max[filled] = np.fmax.reduceat(many.power_max_w, starts)
-    sample_list = samples.tolist()
-    return ManyTotals(
-        energy_wh=[
-            round(value, 3) if count else None
-            for value, count in zip(energy.tolist(), sample_list, strict=True)
-        ],
-        power_max_w=[
-            None if math.isnan(value) else round(value, 3) for value in power_max.tolist()
-        ],
-        samples=sample_list,
-        expected_samples=[frame.expected_samples for frame in frames],
-    )
+    return [
+        Totals(
+            round(value, 3) if count else None,
+            None if math.isnan(peak) else round(peak, 3),
+            count,
+            frame.expected_samples,
+        )
+        for value, peak, count, frame in zip(
+            energy.tolist(), power_max.tolist(), samples.tolist(), frames, strict=True
+        )
+    ]
 
 
 @dataclass(frozen=True, slots=True)

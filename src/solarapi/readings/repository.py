@@ -18,7 +18,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.selectable import ScalarSelect
 
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
-from solarapi.kit.grid import FloatArray, IntArray
+from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
 from solarapi.models.base import UtcDateTime
 from solarapi.models.readings import Reading, ReadingDay
 from solarapi.models.systems import System
@@ -28,7 +28,6 @@ from solarapi.readings.store import (
     ChangeOwner,
     NewBatch,
     ReadingStore,
-    Rows,
     Series,
     Upsert,
 )
@@ -48,16 +47,20 @@ def reading_store(session: AsyncSession) -> ReadingStore:
 
 async def series_between(
     session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-) -> Rows:
+) -> EnergySeries:
     return await reading_store(session).rows(session, series, system_id, start_s, end_s)
 
 
-async def readings_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
+async def readings_between(
+    session: AsyncSession, system_id: str, start_s: int, end_s: int
+) -> EnergySeries:
     """Raw quarter-hours with start in [start_s, end_s), in time order; samples = 1 each."""
     return await series_between(session, RAW, system_id, start_s, end_s)
 
 
-async def days_between(session: AsyncSession, system_id: str, start_s: int, end_s: int) -> Rows:
+async def days_between(
+    session: AsyncSession, system_id: str, start_s: int, end_s: int
+) -> EnergySeries:
     return await series_between(session, DAYS, system_id, start_s, end_s)
 
 
@@ -221,14 +224,14 @@ async def extend_reading_span(
 
 
 async def upsert_hours(
-    session: AsyncSession, system_id: str, rows: Rows, *, add: bool = False
+    session: AsyncSession, system_id: str, rows: EnergySeries, *, add: bool = False
 ) -> None:
     """Store hourly rollup rows; `add` adds them to existing rows instead of replacing."""
     await _upsert_rollup(session, "reading_hours", "hour_s", system_id, rows, add)
 
 
 async def upsert_days(
-    session: AsyncSession, system_id: str, rows: Rows, *, add: bool = False
+    session: AsyncSession, system_id: str, rows: EnergySeries, *, add: bool = False
 ) -> None:
     await _upsert_rollup(session, "reading_days", "day_start_s", system_id, rows, add)
 
@@ -246,7 +249,7 @@ def _additive(table: str) -> str:
 
 
 async def _upsert_rollup(
-    session: AsyncSession, table: str, key: str, system_id: str, rows: Rows, add: bool
+    session: AsyncSession, table: str, key: str, system_id: str, rows: EnergySeries, add: bool
 ) -> None:
     columns = (key, "energy_wh", "samples", "power_max_w")
     upsert = Upsert(table, columns, _ROLLUP_TYPES, _additive(table) if add else None)

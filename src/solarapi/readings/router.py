@@ -12,8 +12,8 @@ from solarapi.auth.principal import get_principal
 from solarapi.db import DATA_VERSION, get_session
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, query_parameter
-from solarapi.kit.grid import parse_interval, parse_range
+from solarapi.kit.direct_endpoints import direct, direct_query, query_parameter
+from solarapi.kit.grid import parse_series_query
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.openapi_fields import QUERY_INSTANT, QUERY_INTERVAL
 from solarapi.kit.timefmt import utcnow
@@ -55,27 +55,32 @@ _session = asynccontextmanager(get_session)
 @direct
 async def get_readings(system_id: str, request: Request) -> Response:
     # The hottest read of the API takes its query, principal and session straight from the
-    # request, and the gateway calls it directly (`kit.direct`): FastAPI's routing,
+    # request, and the gateway calls it directly (`kit.direct_endpoints`): FastAPI's routing,
     # parameter and dependency solving cost ~0.3 ms of CPU per request here, more than
     # bucketing and rendering a day together (bench/readings/README.md). The parameters are
     # plain strings either way (every check is ours), and are documented above; the gateway
     # has parsed them already.
     principal = await get_principal(request)
-    query = direct_query(request.scope)
+    params = direct_query(request.scope)
     now = utcnow()
-    interval = parse_interval(query.get("interval"))
-    start, end = parse_range(query.get("from"), query.get("to"), now)
+    query = parse_series_query(params.get("interval"), params.get("from"), params.get("to"), now)
     # The body of a stored series is a function of the database alone (a simulated one also
     # of `now`), so it is kept while the database is unchanged (`kit.versioned`); the key
     # holds the caller's tenancy, so it is only ever given to whom it was rendered for.
     version = request.scope.get("state", {}).get(DATA_VERSION)
-    key = (principal.account_id, principal.environment, system_id, interval, start, end)
+    # Flat: a tuple of the query's fields hashes and compares in C, the query itself in Python.
+    key = (
+        principal.account_id,
+        principal.environment,
+        system_id,
+        query.interval,
+        query.start,
+        query.end,
+    )
 
     async def read() -> tuple[bytes, bool]:
         async with _session(request) as session:
-            readings = await service.read_readings(
-                session, principal, system_id, start, end, interval, now
-            )
+            readings = await service.read_readings(session, principal, system_id, query, now)
         return render(readings), not readings.simulated
 
     body = await _BODIES.get_or_make(key, version, read)
@@ -101,7 +106,7 @@ async def get_readings(system_id: str, request: Request) -> Response:
 @body_limit(UPLOAD_BODY)
 @direct
 async def upload_readings(system_id: str, request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct`) unless the request carries an
+    # Called by the gateway directly (`kit.direct_endpoints`) unless the request carries an
     # Idempotency-Key: a meter's hourly upload is the most frequent write of the API.
     # The body is decoded and checked by hand (orjson + one pass) instead of through a
     # pydantic model: for 10,000 items that validation cost more than storing them.

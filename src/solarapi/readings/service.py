@@ -5,10 +5,12 @@ rollups are in `readings.upload`.
 Public API used by other areas (sandbox, market value, declarations, reports, dashboard):
 `quarter_hours`, `aggregate`, `summary`, `period_totals`.
 
-The path of a readings request: `read_readings` widens the range to the grid (once), reads
-the system and its rows (once, through the database's `ReadingStore`), sums the rows into the
-buckets (once, `kit.grid.aggregate_into`) and returns a typed `Readings`, which the router
-renders (once, `readings.rendering.render`).
+The path of a readings request: the router parses `interval`, `from` and `to` into a
+`kit.grid.SeriesQuery` (once, `kit.grid.parse_series_query`); `read_readings` widens its
+range to the system's grid (once), reads the system and its rows (once, through the
+database's `ReadingStore`), sums the rows into the buckets (once, `kit.grid.aggregate_into`,
+an `EnergySeries`) and returns a typed `Readings`, which the router renders (once,
+`readings.rendering.render`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -28,9 +30,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
     QUARTER_S,
+    EnergySeries,
     FloatArray,
     IntArray,
     Interval,
+    SeriesQuery,
     TimeRange,
     aggregate_into,
     aggregate_many,
@@ -42,38 +46,17 @@ from solarapi.kit.grid import (
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
-from solarapi.readings.rendering import ManyReadings, Readings
+from solarapi.readings.rendering import ManyReadings, Readings, Totals, totals_of
 from solarapi.readings.repository import reading_store
-from solarapi.readings.store import DAYS, HOURS, RAW, Rows, Series
+from solarapi.readings.store import DAYS, HOURS, RAW, Series
 from solarapi.systems.access import owned, read_system
 from solarapi.systems.repository import FleetMember, get_record
 from solarapi.systems.span import simulated_since
 
-
-@dataclass(frozen=True, slots=True)
-class QuarterHours:
-    """The native 15-minute series of [start, end): one entry per quarter-hour of the range.
-    `energy_wh` NaN = no reading; `power_w` NaN = not reported. Quarter-hours that have not
-    ended by `now` are always NaN."""
-
-    starts: IntArray
-    energy_wh: FloatArray
-    power_w: FloatArray
-
-
 # --- the sandbox data source -----------------------------------------------------------------
 
 
-class _SimulatedSeries(Protocol):
-    @property
-    def starts(self) -> IntArray: ...
-    @property
-    def energy_wh(self) -> FloatArray: ...
-    @property
-    def power_w(self) -> FloatArray: ...
-
-
-async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _SimulatedSeries | None:
+async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> EnergySeries | None:
     """The sandbox's physical model of `system` over [start_s, end_s), or None before its
     simulated history starts."""
     if "solarapi.sandbox.model" not in sys.modules:
@@ -90,7 +73,7 @@ async def simulate(system: ReadableSystem, start_s: int, end_s: int) -> _Simulat
     params = model.PvParams.of(system)
     start, end = datetime.fromtimestamp(start_s, UTC), datetime.fromtimestamp(end_s, UTC)
     if model.is_cached(params, start, end):
-        series: _SimulatedSeries = model.simulate(params, start, end)
+        series = model.simulate(params, start, end)
     else:
         # CPU-bound while the model's cache is cold (~0.2 s per system-year): off the event
         # loop, so other requests are served meanwhile.
@@ -106,9 +89,12 @@ def _ended_before(now: datetime) -> int:
 
 async def quarter_hours(
     session: AsyncSession, system: ReadableSystem, start: datetime, end: datetime, now: datetime
-) -> QuarterHours:
+) -> EnergySeries:
     """The native 15-minute series of [start, end) (UTC, aligned to the quarter-hour) for any
-    data source: metered systems from stored readings, simulated ones from the sandbox model."""
+    data source: metered systems from stored readings, simulated ones from the sandbox model.
+    One entry per quarter-hour of the range; `energy_wh` NaN (and `samples` 0) where there is
+    no reading, `power_max_w` (the reported power) NaN where none was reported. Quarter-hours
+    that have not ended by `now` have no reading."""
     start_s, end_s = int(start.timestamp()), int(end.timestamp())
     if start_s % QUARTER_S or end_s % QUARTER_S or start_s > end_s:
         raise ValueError("quarter_hours needs a range aligned to 15 minutes")
@@ -120,11 +106,11 @@ async def quarter_hours(
         if system.data_source == "simulated":
             series = await simulate(system, start_s, known_end)
             if series is not None:
-                _place(starts, energy, power, series.starts, series.energy_wh, series.power_w)
+                _place(starts, energy, power, series.starts, series.energy_wh, series.power_max_w)
         else:
             rows = await repository.readings_between(session, system.id, start_s, known_end)
             _place(starts, energy, power, rows.starts, rows.energy_wh, rows.power_max_w)
-    return QuarterHours(starts, energy, power)
+    return EnergySeries(starts, energy, (~np.isnan(energy)).astype(np.int64), power)
 
 
 async def quarter_hours_of_many(
@@ -132,7 +118,7 @@ async def quarter_hours_of_many(
     systems: Sequence[ReadableSystem],
     ranges: Sequence[tuple[int, int]],
     now: datetime,
-) -> list[QuarterHours]:
+) -> list[EnergySeries]:
     """`quarter_hours` of many systems, each over its own range [start_s, end_s) (epoch
     seconds on the quarter-hour grid; the portfolio's market value): the metered systems'
     stored quarter-hours in one statement, placed as `quarter_hours` places each system's
@@ -154,7 +140,7 @@ async def quarter_hours_of_many(
         )
     cuts = np.searchsorted(owners, np.arange(len(metered) + 1))
     place = {k: i for i, k in enumerate(metered)}
-    series: list[QuarterHours] = []
+    series: list[EnergySeries] = []
     for k, (system, (start_s, end_s)) in enumerate(zip(systems, ranges, strict=True)):
         if k not in place:
             series.append(await _quarter_hours_s(session, system, start_s, end_s, now))
@@ -172,13 +158,13 @@ async def quarter_hours_of_many(
         _place(
             starts, energy, power, rows.starts[mine], rows.energy_wh[mine], rows.power_max_w[mine]
         )
-        series.append(QuarterHours(starts, energy, power))
+        series.append(EnergySeries(starts, energy, (~np.isnan(energy)).astype(np.int64), power))
     return series
 
 
 async def _quarter_hours_s(
     session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
-) -> QuarterHours:
+) -> EnergySeries:
     """`quarter_hours` for a range given in epoch seconds."""
     return await quarter_hours(
         session,
@@ -226,42 +212,35 @@ async def read_readings(
     session: AsyncSession,
     principal: Principal,
     system_id: str,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
+    query: SeriesQuery,
     now: datetime,
 ) -> Readings:
     """`GET /systems/{id}/readings`: the caller's system `system_id` (404 if it is not
-    theirs) in the buckets of [start, end) widened to the grid. Raises ValidationFailed
-    for an empty/reversed range or over 10,000 buckets.
+    theirs) in the buckets of the query's range widened to its grid (the system's zone).
+    Raises ValidationFailed for an empty/reversed range or over 10,000 buckets.
 
-    The range is widened once and the rows are read once. For 15m, 30m and 1h in a
-    whole-hour zone the widened range is the UTC grid's, known before the system is, so
-    the system and its rows come in one read (one round trip on PostgreSQL); calendar
-    intervals need the system's zone first."""
-    store = reading_store(session)
-    if interval.is_calendar:
+    Calendar intervals need the system's zone first: the system is read, then `aggregate`
+    (what reports, declarations and the dashboard call) reads its rows. For 15m, 30m and 1h
+    in a whole-hour zone the widened range is the UTC grid's, known before the system is,
+    so the system and its rows come in one read (one round trip on PostgreSQL), bucketed by
+    the same `_bucketed` (a zone whose clock is off the UTC hour reads its rows again)."""
+    if query.interval.is_calendar:
         system = await read_system(session, principal, system_id)
-        time_range = time_range_of(system, start, end, interval)
-        rows = await store.rows(
-            session, _source(time_range), system_id, time_range.start_s, time_range.end_s
-        )
-    else:
-        # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
-        # usual case: one read); a zone whose clock is off the UTC hour reads again.
-        guess = widen_range(start, end, interval, _UTC)
-        found, rows = await store.system_and_rows(
-            session, _source(guess), system_id, guess.start_s, guess.end_s
-        )
-        system = owned(found, principal, system_id)
-        time_range = time_range_of(system, start, end, interval)
-        source = _source(time_range)
-        if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
-            source is not _source(guess)
-        ):
-            rows = await store.rows(
-                session, source, system_id, time_range.start_s, time_range.end_s
-            )
+        return await aggregate(session, system, query.start, query.end, query.interval, now)
+    # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
+    # usual case: one read); a zone whose clock is off the UTC hour reads again.
+    store = reading_store(session)
+    guess = query.widen(_UTC)
+    found, rows = await store.system_and_rows(
+        session, _source(guess), system_id, guess.start_s, guess.end_s
+    )
+    system = owned(found, principal, system_id)
+    time_range = query.widen(ZoneInfo(system.timezone))
+    source = _source(time_range)
+    if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
+        source is not _source(guess)
+    ):
+        rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
     return _bucketed(system, time_range, rows)
@@ -275,31 +254,17 @@ def time_range_of(
     return widen_range(start, end, interval, ZoneInfo(system.timezone))
 
 
-async def readings_in(
-    session: AsyncSession, system: ReadableSystem, time_range: TimeRange, now: datetime
-) -> Readings:
-    """`read_readings` for a system in hand and its widened range (`time_range_of`): the
-    same rows, buckets and totals (the portfolio endpoints)."""
-    if system.data_source == "simulated":
-        rows = await _simulated_rows(system, time_range, now)
-    else:
-        rows = await reading_store(session).rows(
-            session, _source(time_range), system.id, time_range.start_s, time_range.end_s
-        )
-    return _bucketed(system, time_range, rows)
-
-
 async def readings_of_many(
     session: AsyncSession,
     systems: Sequence[FleetMember],
     time_ranges: Sequence[TimeRange],
     now: datetime,
 ) -> ManyReadings:
-    """`readings_in` for many systems at once (the portfolio): each system's rows of its
+    """`aggregate` for many systems at once (the portfolio): each system's rows of its
     widened range, from the source `read_readings` would read (`_source`), in one statement
     per source for all the metered systems (the sandbox model's for simulated ones), summed
     into every system's buckets by one `aggregate_many`. System k's part equals
-    `readings_in(systems[k], time_ranges[k])`: the same rows, in the same order, summed by
+    `aggregate` of system k over `time_ranges[k]`: the same rows, in the same order, summed by
     the same function."""
     store = reading_store(session)
     by_source: dict[Series, list[int]] = {}
@@ -310,7 +275,7 @@ async def readings_of_many(
         else:
             by_source.setdefault(_source(time_range), []).append(k)
     owners: list[IntArray] = []
-    parts: list[Rows] = []
+    parts: list[EnergySeries] = []
     for series, members in by_source.items():
         lo = min(time_ranges[k].start_s for k in members)
         hi = max(time_ranges[k].end_s for k in members)
@@ -362,10 +327,11 @@ async def aggregate(
     *,
     timezone: str | None = None,
 ) -> Readings:
-    """`read_readings` for a system already in hand (the dashboard, reports, declarations):
-    the same range, rows and buckets. `timezone`: bucket on another zone's clock and
-    calendar instead of the system's own (a report's chosen calendar); each bucket then
-    holds the system's readings of that bucket's UTC span."""
+    """The readings of a system already in hand (reports, declarations, the dashboard, and
+    `read_readings` for calendar intervals): the endpoint's range, rows and buckets.
+    `timezone`: bucket on another zone's clock and calendar instead of the system's own (a
+    report's chosen calendar); each bucket then holds the system's readings of that bucket's
+    UTC span."""
     tz = ZoneInfo(timezone or system.timezone)
     time_range = widen_range(start, end, interval, tz)
     if system.data_source == "simulated":
@@ -385,16 +351,18 @@ def _foreign_source(time_range: TimeRange) -> Series:
     return HOURS if hour_aligned(time_range.edges()) else RAW
 
 
-async def _simulated_rows(system: ReadableSystem, time_range: TimeRange, now: datetime) -> Rows:
+async def _simulated_rows(
+    system: ReadableSystem, time_range: TimeRange, now: datetime
+) -> EnergySeries:
     """The sandbox model's quarter-hours of the range that have ended by `now`."""
     series = await simulate(system, time_range.start_s, min(time_range.end_s, _ended_before(now)))
     if series is None:
         return RAW.empty()
     known = ~np.isnan(series.energy_wh)
-    return RAW.rows([series.starts[known], series.energy_wh[known], series.power_w[known]])
+    return RAW.rows([series.starts[known], series.energy_wh[known], series.power_max_w[known]])
 
 
-def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: Rows) -> Readings:
+def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: EnergySeries) -> Readings:
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )
@@ -492,14 +460,14 @@ async def summaries_of_many(
             if zone not in periods:
                 periods[zone] = _periods(zone, now)
             lo, hi = int(cuts[place]), int(cuts[place + 1])
-            lifetime = Rows(
+            lifetime = EnergySeries(
                 rows.starts[lo:hi], rows.energy_wh[lo:hi], rows.samples[lo:hi],
                 rows.power_max_w[lo:hi],
             )  # fmt: skip
             year = (lifetime.starts >= periods[zone].year_s) & (
                 lifetime.starts < periods[zone].tomorrow_s
             )
-            days = Rows(
+            days = EnergySeries(
                 lifetime.starts[year], lifetime.energy_wh[year], lifetime.samples[year],
                 lifetime.power_max_w[year],
             )  # fmt: skip
@@ -511,7 +479,10 @@ async def summaries_of_many(
 
 
 def _metered_summary(
-    periods: _Periods, days: Rows, lifetime: Rows, latest: tuple[int, float | None] | None
+    periods: _Periods,
+    days: EnergySeries,
+    lifetime: EnergySeries,
+    latest: tuple[int, float | None] | None,
 ) -> Summary:
     """A metered system's summary from its local-day rows of this year (`days`, up to
     tomorrow), of all time (`lifetime`) and its latest reading (start, power)."""
@@ -544,7 +515,7 @@ async def _simulated_summary(
     life_s = min(local_midnight(installed, tz), year_s)
     end_s = _ended_before(now)
     if end_s <= life_s:
-        series = QuarterHours(np.empty(0, np.int64), np.empty(0), np.empty(0))
+        series = RAW.empty()
     else:
         series = await _quarter_hours_s(session, system, life_s, end_s, now)
     known = ~np.isnan(series.energy_wh)
@@ -554,7 +525,7 @@ async def _simulated_summary(
         return round(float(series.energy_wh[keep].sum()), 3) if keep.any() else None
 
     last_at = series.starts[known][-1] if known.any() else None
-    last_power = series.power_w[known][-1] if known.any() else np.nan
+    last_power = series.power_max_w[known][-1] if known.any() else np.nan
     return Summary(
         energy_today_wh=within(today_s),
         energy_month_wh=within(month_s),
@@ -570,22 +541,10 @@ async def _simulated_summary(
 # --- period totals -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PeriodTotals:
-    """Energy of [start_s, end_s): `energy_wh` None when no quarter-hour has a reading."""
-
-    energy_wh: float | None
-    samples: int
-    expected_samples: int
-
-
 async def period_totals(
     session: AsyncSession, system: ReadableSystem, start_s: int, end_s: int, now: datetime
-) -> PeriodTotals:
+) -> Totals:
     """Totals over a quarter-hour-aligned range (e.g. a declaration period of whole local
-    days), from the same series the readings endpoint aggregates."""
+    days), from the same series the readings endpoint aggregates, summed as it sums them."""
     series = await _quarter_hours_s(session, system, start_s, end_s, now)
-    known = ~np.isnan(series.energy_wh)
-    samples = int(known.sum())
-    energy = round(float(series.energy_wh[known].sum()), 3) if samples else None
-    return PeriodTotals(energy, samples, len(series.starts))
+    return totals_of(series, len(series))

@@ -1,7 +1,10 @@
-"""The storage interface of readings: what the readings code asks of a database, in epoch
-seconds and numpy arrays. One implementation per database (`store_sqlite`, `store_postgres`),
-each using that database's fastest path; `repository.reading_store` picks the one of the
-session's database backend (`db.Backend`).
+"""The storage interface of readings (`ReadingStore`) and the values it reads and writes,
+in epoch seconds and numpy arrays: the three tables read by range (`RAW` quarter-hours, the
+`HOURS` and `DAYS` rollups; each a `Series`, read as a `kit.grid.EnergySeries`), upserts,
+a batch of new quarter-hours written in one statement (`NewBatch`) and whose change-log
+entries a write makes (`ChangeOwner`). One implementation per database (`store_sqlite`,
+`store_postgres`), each using that database's fastest path; `repository.reading_store` picks
+the one of the session's backend (`db.session_backend`).
 """
 
 from __future__ import annotations
@@ -17,20 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.events.types import PreparedEvent
 from solarapi.jobs.queue import PreparedJob
-from solarapi.kit.grid import FloatArray, IntArray
+from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import SystemRecord
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """Rows of readings or of a rollup, as columns in time order (NULL floats as NaN)."""
-
-    starts: IntArray
-    energy_wh: FloatArray
-    samples: IntArray
-    power_max_w: FloatArray
-
 
 # The arrays' type of each column type.
 NUMPY_TYPES: dict[str, type[np.generic]] = {
@@ -57,15 +49,16 @@ class Series:
     def key(self) -> str:
         return self.columns[0][0]
 
-    def rows(self, arrays: list[npt.NDArray[Any]]) -> Rows:
-        """`Rows` from the columns' arrays, in the order of `columns`."""
+    def rows(self, arrays: list[npt.NDArray[Any]]) -> EnergySeries:
+        """The table's rows (NULL floats as NaN) from the columns' arrays, in the order of
+        `columns`."""
         if len(arrays) == 3:
             starts, energy, power = arrays
-            return Rows(starts, energy, np.ones(len(starts), dtype=np.int64), power)
+            return EnergySeries(starts, energy, np.ones(len(starts), dtype=np.int64), power)
         starts, energy, samples, power_max = arrays
-        return Rows(starts, energy, samples, power_max)
+        return EnergySeries(starts, energy, samples, power_max)
 
-    def empty(self) -> Rows:
+    def empty(self) -> EnergySeries:
         return self.rows([np.empty(0, dtype=NUMPY_TYPES[kind]) for _, kind in self.columns])
 
 
@@ -130,8 +123,8 @@ class NewBatch:
     starts: IntArray
     energy_wh: FloatArray
     power_w: FloatArray
-    hours: Rows
-    days: Rows
+    hours: EnergySeries
+    days: EnergySeries
     first: datetime
     last: datetime
     event: PreparedEvent
@@ -149,14 +142,14 @@ class ReadingStore(Protocol):
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> Rows:
+    ) -> EnergySeries:
         """A system's rows of `series` whose time key lies in [start_s, end_s), in time
         order, inside the session's transaction once it has one."""
         ...
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[SystemRecord | None, Rows]:
+    ) -> tuple[SystemRecord | None, EnergySeries]:
         """The system (a frozen record; None when there is none) and its rows as `rows`
         gives them, in as few round trips as the database allows."""
         ...
@@ -168,7 +161,7 @@ class ReadingStore(Protocol):
         system_ids: Sequence[str],
         start_s: int,
         end_s: int,
-    ) -> tuple[IntArray, Rows]:
+    ) -> tuple[IntArray, EnergySeries]:
         """The rows of `series` in [start_s, end_s) of every system of `system_ids`, read in
         one statement, sorted by (system, time): with each row's owner, its system's place in
         `system_ids` (the portfolio reads)."""

@@ -18,13 +18,12 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
-from solarapi.kit.grid import FloatArray, IntArray
+from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
 from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
     ChangeOwner,
     NewBatch,
-    Rows,
     Series,
     Upsert,
     in_owner_order,
@@ -99,7 +98,7 @@ class SqliteReadingStore:
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> Rows:
+    ) -> EnergySeries:
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         return series.rows(_columns(rows, [kind for _, kind in series.columns]))
 
@@ -110,7 +109,7 @@ class SqliteReadingStore:
         system_ids: Sequence[str],
         start_s: int,
         end_s: int,
-    ) -> tuple[IntArray, Rows]:
+    ) -> tuple[IntArray, EnergySeries]:
         if len(system_ids) > MAX_OWNERS:
             raise ValueError(f"rows_of_many reads at most {MAX_OWNERS:,} systems at once")
         ids = orjson.dumps(list(system_ids)).decode()
@@ -133,7 +132,7 @@ class SqliteReadingStore:
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[SystemRecord | None, Rows]:
+    ) -> tuple[SystemRecord | None, EnergySeries]:
         # Two reads on the event loop's connection: a join would repeat the system's columns
         # on every row, and a read here costs microseconds, not a round trip.
         system = await get_record(session, system_id)

@@ -23,7 +23,7 @@ from solarapi.events.service import prepare_event, record_event
 from solarapi.jobs.kinds import alert_evaluation_job, enqueue_alert_evaluation
 from solarapi.kit.grid import (
     QUARTER_S,
-    Buckets,
+    EnergySeries,
     FloatArray,
     IntArray,
     Interval,
@@ -44,7 +44,7 @@ from solarapi.kit.timefmt import (
 from solarapi.models.systems import System, SystemRecord
 from solarapi.readings import repository
 from solarapi.readings.partitions import retention_horizon
-from solarapi.readings.store import NewBatch, Rows
+from solarapi.readings.store import NewBatch
 from solarapi.systems import repository as systems_repository
 
 MAX_UPLOAD = 10_000
@@ -647,7 +647,7 @@ def _rollup_sums(
     power_w: FloatArray,
     lo_s: int,
     hi_s: int,
-) -> tuple[Rows, Rows]:
+) -> tuple[EnergySeries, EnergySeries]:
     """The hourly and local-daily rollup rows of new quarter-hours alone, to add to the
     stored ones."""
     tz = ZoneInfo(timezone)
@@ -662,10 +662,10 @@ def _rollup_sums(
     return _present(hours), _present(days)
 
 
-def _present(buckets: Buckets) -> Rows:
+def _present(buckets: EnergySeries) -> EnergySeries:
     has = buckets.samples > 0
-    return Rows(
-        buckets.edges[:-1][has],
+    return EnergySeries(
+        buckets.starts[has],
         buckets.energy_wh[has],
         buckets.samples[has],
         buckets.power_max_w[has],

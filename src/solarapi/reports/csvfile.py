@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from solarapi.reports.content import Cell, ReportContent
+from solarapi.reports.document import Cell, ReportContent
 
 # A text cell starting with one of these is run as a formula by spreadsheet programs (CSV
 # injection); such cells get a leading apostrophe, which spreadsheets show as plain text.

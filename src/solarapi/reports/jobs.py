@@ -40,9 +40,9 @@ from solarapi.kit.timefmt import utcnow
 from solarapi.metrics import recorder_for
 from solarapi.models.reports import Report, ReportFormat
 from solarapi.reports import repository
-from solarapi.reports.builder import build
-from solarapi.reports.content import ReportContent, ReportFailed
+from solarapi.reports.compose import build
 from solarapi.reports.csvfile import write_csv
+from solarapi.reports.document import ReportContent, ReportFailed
 from solarapi.reports.pdffile import write_pdf
 from solarapi.reports.service import (
     JOB_KIND,

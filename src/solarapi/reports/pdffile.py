@@ -45,8 +45,8 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from solarapi.reports.content import Cell, Chart, ReportContent
-from solarapi.reports.content import Table as ContentTable
+from solarapi.reports.document import Cell, Chart, ReportContent
+from solarapi.reports.document import Table as ContentTable
 
 FONT = "DejaVuSans"
 FONT_BOLD = "DejaVuSans-Bold"

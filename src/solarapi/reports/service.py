@@ -2,7 +2,7 @@
 transaction, listing, cancellation, downloads and expiry.
 
 Generation itself (run by the job runner) is in `reports.jobs`; the content of each report
-type in `reports.content`; the file formats in `reports.csvfile` and `reports.pdffile`.
+type in `reports.document`; the file formats in `reports.csvfile` and `reports.pdffile`.
 """
 
 from __future__ import annotations

@@ -35,12 +35,12 @@ import numpy.typing as npt
 import pandas as pd
 import pvlib
 
-from solarapi.kit.grid import QUARTER_S
+from solarapi.kit.grid import QUARTER_S, EnergySeries
 from solarapi.models.systems import ReadableSystem
 from solarapi.sandbox.cache import BoundedCache
 from solarapi.sandbox.climate import reference_site
-from solarapi.sandbox.grid import SIMULATION_START_S as SIMULATION_START_S  # re-exported
-from solarapi.sandbox.grid import gather_months, grid_range, utc_months
+from solarapi.sandbox.utc_months import SIMULATION_START_S as SIMULATION_START_S  # re-exported
+from solarapi.sandbox.utc_months import gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import (
     air_temperature,
     mean_clear_sky_index,
@@ -50,8 +50,8 @@ from solarapi.sandbox.weather import (
 
 # Offsets of the three samples inside a quarter-hour: midpoints of its 5-minute thirds.
 SAMPLE_OFFSETS_S = np.array([150, 450, 750], dtype=np.int64)
-# The API serves simulated readings from SIMULATION_START_S on (see grid.py); `simulate` itself
-# takes any range.
+# The API serves simulated readings from SIMULATION_START_S on (see utc_months.py);
+# `simulate` itself takes any range.
 # A month of one system is ~24 KB; 960 months is 80 system-years in ~23 MB per process.
 MAX_CACHED_MONTHS = 960
 # Systems at or above this size are taken to be open-rack (ground parks, racked flat roofs);
@@ -110,18 +110,6 @@ class PvParams:
         )
 
 
-@dataclass(frozen=True)
-class SimulatedSeries:
-    """Simulated readings: quarter-hour starts (epoch seconds) with their energy and mean power."""
-
-    starts: IntArray
-    energy_wh: FloatArray
-    power_w: FloatArray
-
-    def __len__(self) -> int:
-        return int(self.starts.size)
-
-
 @dataclass(frozen=True, slots=True)
 class SimulatedConditions:
     """What the simulation saw, per quarter-hour starting at `starts`: the mean plane-of-array
@@ -146,7 +134,7 @@ class _Month:
 _months: BoundedCache[tuple[PvParams, int, int], _Month] = BoundedCache(MAX_CACHED_MONTHS)
 
 
-def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSeries:
+def simulate(params: PvParams, start: datetime, end: datetime) -> EnergySeries:
     """Simulated readings for every quarter-hour in [start, end); pure and deterministic.
 
     `start` and `end` are aware datetimes on the 15-minute grid. Night quarter-hours are 0.0.
@@ -156,12 +144,14 @@ def simulate(params: PvParams, start: datetime, end: datetime) -> SimulatedSerie
     starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
     if starts.size == 0:
         empty = np.zeros(0, dtype=np.float64)
-        return SimulatedSeries(starts, empty, empty.copy())
+        return EnergySeries(starts, empty, np.zeros(0, dtype=np.int64), empty.copy())
 
     energy_wh = gather_months(
         start_s, end_s, lambda year, month, lo, hi: _month(params, year, month, lo, hi).energy_wh
     )
-    return SimulatedSeries(starts, energy_wh, energy_wh * (3600 / QUARTER_S))
+    # Every quarter-hour is a sample; its power is the quarter-hour's mean.
+    samples = np.ones(len(starts), dtype=np.int64)
+    return EnergySeries(starts, energy_wh, samples, energy_wh * (3600 / QUARTER_S))
 
 
 def simulated_conditions(params: PvParams, start: datetime, end: datetime) -> SimulatedConditions:

@@ -27,7 +27,7 @@ import pandas as pd
 from solarapi.kit.grid import QUARTER_S
 from solarapi.kit.zones import ZONES
 from solarapi.sandbox.cache import BoundedCache
-from solarapi.sandbox.grid import gather_months, grid_range
+from solarapi.sandbox.utc_months import gather_months, grid_range
 from solarapi.sandbox.weather import daily_anomaly, seeded_normals
 
 # A zone-month is ~24 KB; 360 months covers every zone for two years in ~9 MB per process.

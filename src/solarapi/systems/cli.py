@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.accounts.service import find_account
-from solarapi.auth.principal import AccountScope
+from solarapi.auth.principal import Caller
 from solarapi.cli_support import load_settings, print_json, run_in_session
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
@@ -59,7 +59,7 @@ def systems_create(
 
     async def work(session: AsyncSession) -> SystemView:
         found = await find_account(session, account)
-        return await create_system(session, AccountScope(found.id, env), body, utcnow())
+        return await create_system(session, Caller(found.id, env), body, utcnow())
 
     created = run_in_session(load_settings(), work)
     if as_json:

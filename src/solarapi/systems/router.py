@@ -11,7 +11,7 @@ from starlette.responses import Response
 from solarapi.auth.principal import PrincipalDep, get_principal
 from solarapi.db import SessionDep, get_session
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
-from solarapi.kit.direct import direct, direct_query, query_parameter
+from solarapi.kit.direct_endpoints import direct, direct_query, query_parameter
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.openapi_fields import QUERY_ZONE, query_enum
 from solarapi.kit.pagination import (
@@ -56,8 +56,8 @@ router = APIRouter(tags=["Systems"])
 )
 @direct
 async def list_systems(request: Request) -> Response:
-    # Called by the gateway directly (`kit.direct`): a fleet's integrations walk this list,
-    # and FastAPI's parameter and dependency solving cost more than the page's one read.
+    # Called by the gateway directly (`kit.direct_endpoints`): a fleet's integrations walk this
+    # list, and FastAPI's parameter and dependency solving cost more than the page's one read.
     principal = await get_principal(request)
     query = direct_query(request.scope)
     page = parse_page(

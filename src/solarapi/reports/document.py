@@ -1,7 +1,7 @@
-"""What a report contains, independent of the file format: CSV rows, and for the PDF a title
-block, a chart series and tables. The types and shared helpers live here; the report types
-in `reports.series` (production, market value) and `reports.declared` (declarations), and
-`reports.builder` picks one.
+"""A report's document, independent of the file format: CSV rows, and for the PDF a title
+block, a chart series and tables. The types and shared helpers live here; the builders of
+each kind in `reports.production_and_value` (production, market value) and
+`reports.declarations_report` (declarations), and `reports.compose` picks one.
 
 The numbers come from the same service functions the API answers with — readings
 `aggregate`, prices `value_of`, the declarations service — so a report can never disagree
@@ -136,13 +136,18 @@ def utc_text(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def bucket_key(start_iso: str, interval: Interval, tz: ZoneInfo) -> datetime:
+def bucket_key(start_s: int, interval: Interval, tz: ZoneInfo) -> datetime:
     """Where a bucket sits on the report's shared axis: local wall-clock start for calendar
     intervals (so every system's 14 June is one bucket), UTC start for fixed ones."""
-    start = parse_timestamp(start_iso)
+    start = datetime.fromtimestamp(start_s, UTC)
     if interval.is_calendar:
         return start.astimezone(tz).replace(tzinfo=None)
     return start.replace(tzinfo=None)
+
+
+def parse_seconds(start_iso: str) -> int:
+    """Epoch seconds of a bucket's `start` label as the market-value body writes it."""
+    return int(parse_timestamp(start_iso).timestamp())
 
 
 def period_label(key: datetime, interval: Interval, tz: ZoneInfo | None = None) -> str:

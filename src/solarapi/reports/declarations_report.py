@@ -14,7 +14,7 @@ from solarapi.declarations.metering import period_bounds
 from solarapi.declarations.views import DeclarationView
 from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
-from solarapi.reports.content import (
+from solarapi.reports.document import (
     Cell,
     Chart,
     ReportContent,

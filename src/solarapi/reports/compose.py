@@ -9,16 +9,16 @@ from typing import assert_never
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.auth.principal import AccountScope, Caller
+from solarapi.auth.principal import Caller
 from solarapi.errors import ApiError
 from solarapi.kit.plans import Environment
 from solarapi.models.reports import Report, ReportKind
 from solarapi.models.systems import System
 from solarapi.reports.calendar import ReportCalendar
-from solarapi.reports.content import ReportContent, ReportContext, ReportFailed
-from solarapi.reports.declared import declarations
+from solarapi.reports.declarations_report import declarations
+from solarapi.reports.document import ReportContent, ReportContext, ReportFailed
 from solarapi.reports.parameters import ReportParameters
-from solarapi.reports.series import market_value, production
+from solarapi.reports.production_and_value import market_value, production
 from solarapi.systems.access import find_systems
 
 
@@ -27,7 +27,7 @@ async def build(
 ) -> ReportContent:
     parameters = ReportParameters.of_report(report)
     # The report's owner, as the narrow caller the source services take.
-    caller = AccountScope(report.account_id, Environment(report.environment))
+    caller = Caller(report.account_id, Environment(report.environment))
     systems = await _systems(session, caller, parameters.system_ids or ())
     try:
         calendar = ReportCalendar.of(

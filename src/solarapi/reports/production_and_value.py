@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.kit.grid import iso_strings
 from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
 from solarapi.performance import service as performance_service
 from solarapi.prices.market_value import priced_zone, value_of
+from solarapi.readings.rendering import BucketFigures
 from solarapi.readings.service import aggregate
-from solarapi.reports.content import (
+from solarapi.reports.document import (
     WH_PER_KWH,
     Cell,
     Chart,
@@ -34,6 +34,7 @@ from solarapi.reports.content import (
     facts,
     kwh,
     max_value,
+    parse_seconds,
     percent,
     period_label,
 )
@@ -136,7 +137,6 @@ async def production(
             context.now,
             timezone=context.calendar.bucket_zone(system.timezone),
         )
-        body = readings.to_api()
         # The PDF's expected against actual (the CSV's columns are unchanged).
         expected = (
             None
@@ -146,10 +146,10 @@ async def production(
             )
         )
         detail_rows = _production_buckets(
-            content, context, system, body["data"], gathered, expected
+            content, context, system, readings.each_bucket(), gathered, expected
         )
-        totals = body["meta"]["totals"]
-        energy = totals["energy_wh"]
+        totals = readings.totals
+        energy = totals.energy_wh
         if expected is not None:
             gathered.performance.add(expected.totals, 0, system.capacity_kwp)
         gathered.summary.append(
@@ -157,8 +157,8 @@ async def production(
                 system.name,
                 system.capacity_kwp,
                 kwh(energy),
-                kwh(totals["power_max_w"]),
-                percent(coverage_ratio(totals["samples"], totals["expected_samples"])),
+                kwh(totals.power_max_w),
+                percent(coverage_ratio(totals.samples, totals.expected_samples)),
                 None if energy is None else energy / WH_PER_KWH / system.capacity_kwp,
                 *_cells(None if expected is None else expected.total()),
             ]
@@ -201,7 +201,7 @@ def _production_buckets(
     content: ReportContent,
     context: ReportContext,
     system: System,
-    buckets: list[dict[str, Any]],
+    buckets: list[BucketFigures],
     gathered: _Gathered,
     expected: performance_service.Performance | None,
 ) -> list[list[Cell]]:
@@ -215,14 +215,14 @@ def _production_buckets(
     modelled = {} if expected is None else _bucket_index(expected)
     all_figures = () if expected is None else expected.figures()
     for bucket in buckets:
-        key = bucket_key(bucket["start"], interval, tz)
+        key = bucket_key(bucket.start_s, interval, tz)
         label = period_label(key, interval, context.tz)
-        coverage = coverage_ratio(bucket["samples"], bucket["expected_samples"])
+        coverage = coverage_ratio(bucket.samples, bucket.expected_samples)
         shared = gathered.per_bucket.setdefault(key, _Bucket())
-        shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
-        shared.power_max_w = max_value(shared.power_max_w, bucket["power_max_w"])
-        shared.samples += bucket["samples"]
-        shared.expected += bucket["expected_samples"]
+        shared.energy_wh = add_values(shared.energy_wh, bucket.energy_wh)
+        shared.power_max_w = max_value(shared.power_max_w, bucket.power_max_w)
+        shared.samples += bucket.samples
+        shared.expected += bucket.expected_samples
         gathered.total_rows += 1
         if context.wants_csv:
             content.csv_rows.append(
@@ -230,29 +230,29 @@ def _production_buckets(
                     system.id,
                     system.name,
                     zone,  # the zone of this row's buckets and period_local
-                    bucket["start"],
-                    bucket["end"],
+                    bucket.start,
+                    bucket.end,
                     label,
-                    bucket["energy_wh"],
-                    bucket["power_avg_w"],
-                    bucket["power_max_w"],
-                    bucket["samples"],
-                    bucket["expected_samples"],
+                    bucket.energy_wh,
+                    bucket.power_avg_w,
+                    bucket.power_max_w,
+                    bucket.samples,
+                    bucket.expected_samples,
                     coverage,
                 ]
             )
             continue
         figures = None
-        if expected is not None and (i := modelled.get(bucket["start"])) is not None:
+        if expected is not None and (i := modelled.get(bucket.start_s)) is not None:
             figures = all_figures[i]
             shared.performance.add(expected.buckets, i, system.capacity_kwp)
         detail_rows.append(
             [
                 label,
-                kwh(bucket["energy_wh"]),
-                kwh(bucket["power_avg_w"]),
-                kwh(bucket["power_max_w"]),
-                f"{bucket['samples']}/{bucket['expected_samples']}",
+                kwh(bucket.energy_wh),
+                kwh(bucket.power_avg_w),
+                kwh(bucket.power_max_w),
+                f"{bucket.samples}/{bucket.expected_samples}",
                 percent(coverage),
                 *_cells(figures),
             ]
@@ -271,9 +271,9 @@ def _cells(figures: performance_service.Figures | None) -> list[Cell]:
     ]
 
 
-def _bucket_index(performance: performance_service.Performance) -> dict[str, int]:
-    """Each performance bucket's index by its start, as the readings body names it."""
-    return {start: i for i, start in enumerate(iso_strings(performance.time_range.edges()[:-1]))}
+def _bucket_index(performance: performance_service.Performance) -> dict[int, int]:
+    """Each performance bucket's index by its start (epoch seconds)."""
+    return {start: i for i, start in enumerate(performance.time_range.edges()[:-1].tolist())}
 
 
 def _production_tables(content: ReportContent, context: ReportContext, gathered: _Gathered) -> None:
@@ -425,7 +425,7 @@ def _market_value_buckets(
     tz = ZoneInfo(context.calendar.bucket_zone(system.timezone))
     detail_rows: list[list[Cell]] = []
     for bucket in buckets:
-        key = bucket_key(bucket["start"], interval, tz)
+        key = bucket_key(parse_seconds(bucket["start"]), interval, tz)
         label = period_label(key, interval, context.tz)
         shared = gathered.per_bucket.setdefault(key, _Bucket())
         shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
