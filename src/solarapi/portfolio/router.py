@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
+from solarapi.kit.grid import Interval, parse_series_query
 from solarapi.kit.pagination import link_header
 from solarapi.kit.timefmt import utcnow
 from solarapi.portfolio import service
@@ -69,15 +70,9 @@ async def portfolio_readings(
     query = parse_fleet(
         status=status, market_zone=market_zone, system_ids=system_ids, page=page, limit=limit
     )
-    result = await service.fleet_readings(
-        session,
-        principal,
-        query,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
-    )
+    now = utcnow()
+    series = parse_series_query(interval, from_, to, now, default=Interval.DAY)
+    result = await service.fleet_readings(session, principal, query, series, now)
     return _paged(request, render_readings(result), result.fleet)
 
 
@@ -134,13 +129,7 @@ async def portfolio_market_value(
     query = parse_fleet(
         status=status, market_zone=market_zone, system_ids=system_ids, page=page, limit=limit
     )
-    result = await service.fleet_market_value(
-        session,
-        principal,
-        query,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
-    )
+    now = utcnow()
+    series = parse_series_query(interval, from_, to, now, default=Interval.DAY)
+    result = await service.fleet_market_value(session, principal, query, series, now)
     return _paged(request, render_market_value(result), result.fleet)

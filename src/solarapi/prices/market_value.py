@@ -24,6 +24,7 @@ from solarapi.kit.grid import (
     FloatArray,
     IntArray,
     Interval,
+    SeriesQuery,
     iso_strings,
     widen_range,
 )
@@ -56,20 +57,18 @@ async def read_market_value(
     session: AsyncSession,
     principal: Principal,
     system_id: str,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
+    query: SeriesQuery,
     now: datetime,
 ) -> MarketValue:
     """`GET /systems/{id}/market-value`: the caller's system `system_id` (404 if it is not
-    theirs; 409 without a market zone) valued over [start, end) widened to its grid."""
+    theirs; 409 without a market zone) valued over the query's range widened to its grid."""
     # The contract's order: 400 (parameters) before 404 (the system) before 409 (its state).
     # The range is checked on the UTC calendar first; the system's own calendar only moves
     # edges by hours, which matters for the bucket cap at most by one bucket.
-    widen_range(start, end, interval, _UTC)
+    query.widen(_UTC)
     system = await read_system(session, principal, system_id)
     zone = priced_zone(system)
-    return await value_of(session, system, zone, start, end, interval, now)
+    return await value_of(session, system, zone, query.start, query.end, query.interval, now)
 
 
 def priced_zone(system: ReadableSystem) -> Zone:
