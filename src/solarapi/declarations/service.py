@@ -39,17 +39,18 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.declarations import Declaration, DeclarationTransition, DeclarationType
 from solarapi.models.systems import System
+from solarapi.models.webhooks import EventType
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
 
 OPERATOR = "operator"
 SANDBOX = "sandbox"
 
-_EVENT_ACTIONS: dict[DeclarationAction, str] = {
-    DeclarationAction.SUBMIT: "declaration.submitted",
-    DeclarationAction.APPROVE: "declaration.approved",
-    DeclarationAction.REJECT: "declaration.rejected",
-    DeclarationAction.WITHDRAW: "declaration.withdrawn",
+_EVENT_ACTIONS: dict[DeclarationAction, EventType] = {
+    DeclarationAction.SUBMIT: EventType.DECLARATION_SUBMITTED,
+    DeclarationAction.APPROVE: EventType.DECLARATION_APPROVED,
+    DeclarationAction.REJECT: EventType.DECLARATION_REJECTED,
+    DeclarationAction.WITHDRAW: EventType.DECLARATION_WITHDRAWN,
 }
 
 
