@@ -11,9 +11,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from solarapi.auth.principal import Caller
 from solarapi.declarations.schemas import DeclarationCreate
-from solarapi.declarations.service import Caller, submit_declaration
 from solarapi.declarations.service import create_declaration as create_declaration_in_service
+from solarapi.declarations.service import submit_declaration
 from solarapi.declarations.statemachine import (
     EXISTING_ACTIONS,
     DeclarationAction,
@@ -232,7 +233,8 @@ async def test_concurrent_creates_in_the_service_without_the_gateway(
     async with client_for(app, enterprise.live) as client:
         system = await make_system(client)
         await upload_days(client, system, MAY_1, date(2025, 5, 4))
-    caller = Caller(enterprise.account_id, Environment.LIVE, enterprise.key_ids[Environment.LIVE])
+    caller = Caller(enterprise.account_id, Environment.LIVE)
+    actor = enterprise.key_ids[Environment.LIVE]
     body = DeclarationCreate.model_validate(
         {
             "system_id": system["id"],
@@ -245,7 +247,9 @@ async def test_concurrent_creates_in_the_service_without_the_gateway(
     async def create() -> str:
         try:
             async with app.state.sessionmaker() as session, session.begin():
-                created = await create_declaration_in_service(session, caller, body, utcnow())
+                created = await create_declaration_in_service(
+                    session, caller, body, utcnow(), actor=actor
+                )
                 return created.id
         except Conflict:
             return "conflict"
@@ -259,12 +263,15 @@ async def test_concurrent_submits_in_the_service_without_the_gateway(
 ) -> None:
     async with client_for(app, enterprise.live) as client:
         _, declaration_id = await _draft(client)
-    caller = Caller(enterprise.account_id, Environment.LIVE, enterprise.key_ids[Environment.LIVE])
+    caller = Caller(enterprise.account_id, Environment.LIVE)
+    actor = enterprise.key_ids[Environment.LIVE]
 
     async def submit() -> str:
         try:
             async with app.state.sessionmaker() as session, session.begin():
-                return (await submit_declaration(session, caller, declaration_id, utcnow())).status
+                return (
+                    await submit_declaration(session, caller, declaration_id, utcnow(), actor=actor)
+                ).status
         except Conflict:
             return "conflict"
 

@@ -30,6 +30,7 @@ from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.alerts import ALERT_STATUSES, ALERT_TYPES, AlertStatus, AlertType
+from solarapi.models.webhooks import EventType
 from solarapi.performance import repository as performance_repository
 from solarapi.performance import service as performance_service
 from solarapi.performance.values import Source
@@ -313,7 +314,7 @@ async def _apply(
             session,
             account_id=change.alert.account_id,
             environment=change.alert.environment,
-            event_type="alert.opened" if change.opened else "alert.resolved",
+            event_type=EventType.ALERT_OPENED if change.opened else EventType.ALERT_RESOLVED,
             data=render(change.alert),
         )
     return changes

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from solarapi.auth.principal import Principal, PrincipalDep
+from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
 from solarapi.declarations import service
 from solarapi.declarations.schemas import (
@@ -43,10 +43,6 @@ _NOT_A_DRAFT = "The declaration is not a draft (the message names its status)"
 _IDEMPOTENCY = "; or an Idempotency-Key reused with a different request or still in flight"
 
 
-def _caller(principal: Principal) -> service.Caller:
-    return service.Caller(principal.account_id, principal.environment, principal.key_id)
-
-
 def _location(declaration_id: str) -> str:
     return f"/api/v1/declarations/{declaration_id}"
 
@@ -68,7 +64,9 @@ def _location(declaration_id: str) -> str:
 async def create_declaration(
     body: DeclarationCreate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    declaration = await service.create_declaration(session, _caller(principal), body, utcnow())
+    declaration = await service.create_declaration(
+        session, principal, body, utcnow(), actor=principal.key_id
+    )
     return OrjsonResponse(
         declaration.render(),
         status_code=201,
@@ -98,7 +96,7 @@ async def list_declarations(
 ) -> Response:
     rows, total = await service.list_declarations(
         session,
-        _caller(principal),
+        principal,
         system_id=system_id,
         status=status or None,
         declaration_type=declaration_type or None,
@@ -112,7 +110,7 @@ async def list_declarations(
 async def get_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    declaration = await service.get_declaration(session, _caller(principal), declaration_id)
+    declaration = await service.get_declaration(session, principal, declaration_id)
     return OrjsonResponse(declaration.render())
 
 
@@ -127,7 +125,7 @@ async def update_declaration(
     declaration_id: str, body: DeclarationUpdate, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     declaration = await service.update_declaration(
-        session, _caller(principal), declaration_id, body, utcnow()
+        session, principal, declaration_id, body, utcnow(), actor=principal.key_id
     )
     return OrjsonResponse(declaration.render())
 
@@ -136,7 +134,7 @@ async def update_declaration(
 async def delete_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    await service.delete_declaration(session, _caller(principal), declaration_id)
+    await service.delete_declaration(session, principal, declaration_id)
     return Response(status_code=204)
 
 
@@ -151,7 +149,7 @@ async def submit_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     declaration = await service.submit_declaration(
-        session, _caller(principal), declaration_id, utcnow()
+        session, principal, declaration_id, utcnow(), actor=principal.key_id
     )
     return OrjsonResponse(declaration.render())
 
@@ -169,7 +167,7 @@ async def withdraw_declaration(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
     declaration = await service.withdraw_declaration(
-        session, _caller(principal), declaration_id, utcnow()
+        session, principal, declaration_id, utcnow(), actor=principal.key_id
     )
     return OrjsonResponse(declaration.render())
 
@@ -182,5 +180,5 @@ async def withdraw_declaration(
 async def declaration_history(
     declaration_id: str, principal: PrincipalDep, session: SessionDep
 ) -> Response:
-    transitions = await service.history(session, _caller(principal), declaration_id)
+    transitions = await service.history(session, principal, declaration_id)
     return OrjsonResponse({"data": [t.render() for t in transitions]})

@@ -9,12 +9,12 @@ transitions of one declaration, never interleave. Status changes are also compar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.auth.principal import Caller
 from solarapi.declarations import repository
 from solarapi.declarations.metering import (
     MIN_SUBMIT_COVERAGE,
@@ -39,27 +39,19 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.models.declarations import Declaration, DeclarationTransition, DeclarationType
 from solarapi.models.systems import System
+from solarapi.models.webhooks import EventType
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
 
 OPERATOR = "operator"
 SANDBOX = "sandbox"
 
-_EVENT_ACTIONS: dict[DeclarationAction, str] = {
-    DeclarationAction.SUBMIT: "declaration.submitted",
-    DeclarationAction.APPROVE: "declaration.approved",
-    DeclarationAction.REJECT: "declaration.rejected",
-    DeclarationAction.WITHDRAW: "declaration.withdrawn",
+_EVENT_ACTIONS: dict[DeclarationAction, EventType] = {
+    DeclarationAction.SUBMIT: EventType.DECLARATION_SUBMITTED,
+    DeclarationAction.APPROVE: EventType.DECLARATION_APPROVED,
+    DeclarationAction.REJECT: EventType.DECLARATION_REJECTED,
+    DeclarationAction.WITHDRAW: EventType.DECLARATION_WITHDRAWN,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who acts, and on which tenant's data."""
-
-    account_id: str
-    environment: Environment
-    actor: str  # the API key id
 
 
 # --- lookups --------------------------------------------------------------------------------
@@ -269,7 +261,7 @@ async def _locked_reload(
 
 
 async def create_declaration(
-    session: AsyncSession, caller: Caller, body: DeclarationCreate, now: datetime
+    session: AsyncSession, caller: Caller, body: DeclarationCreate, now: datetime, *, actor: str
 ) -> DeclarationView:
     await _owned_system(session, caller, body.system_id)
     # Locked before anything is measured: the period's days follow the system's time zone,
@@ -317,7 +309,7 @@ async def create_declaration(
         declaration,
         action=DeclarationAction.CREATE,
         from_status=None,
-        actor=caller.actor,
+        actor=actor,
         reason=None,
         now=now,
     )
@@ -330,6 +322,8 @@ async def update_declaration(
     declaration_id: str,
     body: DeclarationUpdate,
     now: datetime,
+    *,
+    actor: str,
 ) -> DeclarationView:
     """Only the fields the client sent change (`energy_wh: null` = use metered)."""
     given = body.model_fields_set
@@ -374,7 +368,7 @@ async def update_declaration(
         declaration,
         DeclarationAction.UPDATE,
         values,
-        actor=caller.actor,
+        actor=actor,
         reason=None,
         now=now,
     )
@@ -389,7 +383,7 @@ async def delete_declaration(session: AsyncSession, caller: Caller, declaration_
 
 
 async def submit_declaration(
-    session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
+    session: AsyncSession, caller: Caller, declaration_id: str, now: datetime, *, actor: str
 ) -> DeclarationView:
     declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.SUBMIT)
@@ -416,7 +410,7 @@ async def submit_declaration(
             # A draft created before its readings states no energy: it declares the metered.
             "energy_wh": metered if declaration.energy_wh is None else declaration.energy_wh,
         },
-        actor=caller.actor,
+        actor=actor,
         reason=None,
         now=now,
     )
@@ -443,7 +437,7 @@ async def _decide_in_sandbox(
 
 
 async def withdraw_declaration(
-    session: AsyncSession, caller: Caller, declaration_id: str, now: datetime
+    session: AsyncSession, caller: Caller, declaration_id: str, now: datetime, *, actor: str
 ) -> DeclarationView:
     declaration = await _owned_declaration(session, caller, declaration_id)
     declaration = await _locked_reload(session, declaration, DeclarationAction.WITHDRAW)
@@ -452,7 +446,7 @@ async def withdraw_declaration(
         declaration,
         DeclarationAction.WITHDRAW,
         {},
-        actor=caller.actor,
+        actor=actor,
         reason=None,
         now=now,
     )

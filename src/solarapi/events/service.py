@@ -30,7 +30,7 @@ from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp, utcnow
-from solarapi.models.webhooks import Event
+from solarapi.models.webhooks import Event, EventType
 
 
 async def record_event(
@@ -38,7 +38,7 @@ async def record_event(
     *,
     account_id: str,
     environment: Environment,
-    event_type: str,
+    event_type: EventType,
     data: dict[str, object],
 ) -> str:
     """Add an event (e.g. "system.created") with `data` = the object as the API shows it, and
@@ -67,7 +67,7 @@ def prepare_event(
     *,
     account_id: str,
     environment: Environment,
-    event_type: str,
+    event_type: EventType,
     data: dict[str, object],
     now: datetime,
 ) -> PreparedEvent:

@@ -6,21 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from solarapi.kit.plans import Environment
+from solarapi.models.webhooks import EventType
 
-EVENT_TYPES: tuple[str, ...] = (
-    "report.completed",
-    "report.failed",
-    "declaration.submitted",
-    "declaration.approved",
-    "declaration.rejected",
-    "declaration.withdrawn",
-    "system.created",
-    "system.updated",
-    "system.deleted",
-    "readings.uploaded",
-    "alert.opened",
-    "alert.resolved",
-)
+EVENT_TYPES: tuple[str, ...] = tuple(member.value for member in EventType)
 EVENT_TYPE_SET: frozenset[str] = frozenset(EVENT_TYPES)
 
 # Events are kept this long (contract: "kept 30 days"); older ones are invisible at once and
@@ -47,7 +35,7 @@ class PreparedEvent:
     id: str
     account_id: str
     environment: Environment
-    type: str
+    type: EventType
     data: str
     created_at: datetime
     delivery_ids: tuple[str, ...]

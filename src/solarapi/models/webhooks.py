@@ -3,6 +3,7 @@ and the Idempotency-Key records of POST requests."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 
 from sqlalchemy import (
@@ -21,6 +22,23 @@ from solarapi.kit.plans import Environment
 from solarapi.models.base import Base, StrEnumType, UtcDateTime
 
 
+class EventType(enum.StrEnum):
+    """The event types of the contract, in its order."""
+
+    REPORT_COMPLETED = "report.completed"
+    REPORT_FAILED = "report.failed"
+    DECLARATION_SUBMITTED = "declaration.submitted"
+    DECLARATION_APPROVED = "declaration.approved"
+    DECLARATION_REJECTED = "declaration.rejected"
+    DECLARATION_WITHDRAWN = "declaration.withdrawn"
+    SYSTEM_CREATED = "system.created"
+    SYSTEM_UPDATED = "system.updated"
+    SYSTEM_DELETED = "system.deleted"
+    READINGS_UPLOADED = "readings.uploaded"
+    ALERT_OPENED = "alert.opened"
+    ALERT_RESOLVED = "alert.resolved"
+
+
 class Event(Base):
     """One state change as clients see it, written in the same transaction as the change."""
 
@@ -35,7 +53,7 @@ class Event(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
-    type: Mapped[str] = mapped_column(String(40))
+    type: Mapped[EventType] = mapped_column(StrEnumType(EventType, 40))
     # The changed object as the API showed it (a JSON object).
     data: Mapped[dict[str, object]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -82,7 +100,7 @@ class WebhookDelivery(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
     event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
-    event_type: Mapped[str] = mapped_column(String(40))
+    event_type: Mapped[EventType] = mapped_column(StrEnumType(EventType, 40))
     attempt: Mapped[int] = mapped_column(Integer)
     attempted_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # Null when no HTTP response arrived (timeout, refused connection, forbidden address).

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from sqlalchemy import bindparam, case, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.db import fetch_rows
+from solarapi.db import DriverQuery
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.models.irradiance import IrradianceReading
 
@@ -112,8 +112,7 @@ _RANGE = (
     )
     .order_by(IrradianceReading.source, IrradianceReading.start_s)
 )
-# The range read compiled once per dialect (its parameter style), run through the driver.
-_RANGE_SQL: dict[str, str] = {}
+_RANGE_READ = DriverQuery(_RANGE)
 
 
 async def both_between(
@@ -123,12 +122,8 @@ async def both_between(
     order: one read straight through the driver (a year of a system is ~35,000 rows a
     source; through the ORM's result machinery, or converting each value by its column
     type, that read cost more than the model and the buckets together)."""
-    dialect = session.get_bind().dialect
-    sql = _RANGE_SQL.get(dialect.name)
-    if sql is None:
-        sql = _RANGE_SQL[dialect.name] = str(_RANGE.compile(dialect=dialect))
     # Numbers only: no type processing needed, so the driver's rows are used as they come.
-    rows = await fetch_rows(session, sql, [system_id, start_s, end_s])
+    rows = await _RANGE_READ.raw(session, {"id": system_id, "start": start_s, "end": end_s})
     width = 2 + len(VALUE_COLUMNS)
     # NULL (None) becomes NaN in a float array; epoch seconds are exact in float64.
     flat = np.array(list(itertools.chain.from_iterable(rows)), dtype=np.float64)
@@ -173,7 +168,7 @@ _INPUTS = {
     .order_by(IrradianceReading.start_s)
     for source, columns in _SOURCE_COLUMNS.items()
 }
-_INPUTS_SQL: dict[tuple[str, str], str] = {}
+_INPUTS_READ = {source: DriverQuery(statement) for source, statement in _INPUTS.items()}
 
 
 async def model_inputs_between(
@@ -182,15 +177,10 @@ async def model_inputs_between(
     """The columns the model uses of the rows with start in [start_s, end_s): one narrow
     read per source (a year of a system is ~35,000 rows a source, and the read costs about
     in proportion to its cells: the model needs 4 or 5 of the 8 columns of `both_between`)."""
-    dialect = session.get_bind().dialect
     found: dict[str, tuple[IntArray, FloatArray]] = {}
+    params = {"id": system_id, "start": start_s, "end": end_s}
     for source, columns in _SOURCE_COLUMNS.items():
-        sql = _INPUTS_SQL.get((dialect.name, source))
-        if sql is None:
-            sql = _INPUTS_SQL[(dialect.name, source)] = str(
-                _INPUTS[source].compile(dialect=dialect)
-            )
-        rows = await fetch_rows(session, sql, [system_id, start_s, end_s])
+        rows = await _INPUTS_READ[source].raw(session, params)
         width = 1 + len(columns)
         flat = np.array(list(itertools.chain.from_iterable(rows)), dtype=np.float64)
         matrix = flat.reshape(len(rows), width)

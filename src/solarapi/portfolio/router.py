@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
-from solarapi.kit.grid import ALL_INTERVALS
+from solarapi.kit.grid import ALL_INTERVALS, Interval, parse_series_query
 from solarapi.kit.openapi_fields import (
     QUERY_INSTANT,
     QUERY_ZONE,
@@ -63,10 +63,12 @@ From = Annotated[
     str | None, Query(alias="from", description="RFC 3339; default to − 24 h"), QUERY_INSTANT
 ]
 To = Annotated[str | None, Query(description="RFC 3339; default now"), QUERY_INSTANT]
+# The buckets of the fleet's series when `interval` is not given.
+_DEFAULT_INTERVAL = Interval.DAY
 IntervalParam = Annotated[
     str | None,
     Query(description="15m, 30m, 1h, 1d (default), 1w, 1M"),
-    query_enum(ALL_INTERVALS, default=service.DEFAULT_INTERVAL),
+    query_enum(ALL_INTERVALS, default=_DEFAULT_INTERVAL),
 ]
 
 
@@ -100,15 +102,9 @@ async def portfolio_readings(
     query = parse_fleet(
         status=status, market_zone=market_zone, system_ids=system_ids, page=page, limit=limit
     )
-    result = await service.fleet_readings(
-        session,
-        principal,
-        query,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
-    )
+    now = utcnow()
+    series = parse_series_query(interval, from_, to, now, default=_DEFAULT_INTERVAL)
+    result = await service.fleet_readings(session, principal, query, series, now)
     return _paged(request, render_readings(result), result.fleet)
 
 
@@ -165,13 +161,7 @@ async def portfolio_market_value(
     query = parse_fleet(
         status=status, market_zone=market_zone, system_ids=system_ids, page=page, limit=limit
     )
-    result = await service.fleet_market_value(
-        session,
-        principal,
-        query,
-        from_text=from_,
-        to_text=to,
-        interval_text=interval,
-        now=utcnow(),
-    )
+    now = utcnow()
+    series = parse_series_query(interval, from_, to, now, default=_DEFAULT_INTERVAL)
+    result = await service.fleet_market_value(session, principal, query, series, now)
     return _paged(request, render_market_value(result), result.fleet)

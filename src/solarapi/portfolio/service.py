@@ -19,11 +19,9 @@ from solarapi.auth.principal import Principal
 from solarapi.kit.grid import (
     IntArray,
     Interval,
+    SeriesQuery,
     TimeRange,
     bucket_count,
-    parse_interval,
-    parse_range,
-    widen_range,
 )
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import ReadableSystem, SystemRecord
@@ -42,8 +40,6 @@ from solarapi.readings.service import Summary
 from solarapi.systems.repository import FleetMember
 
 _UTC = ZoneInfo("UTC")
-# The buckets of the fleet's series when `interval` is not given.
-DEFAULT_INTERVAL = Interval.DAY
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +74,13 @@ async def fleet_readings(
     session: AsyncSession,
     principal: Principal,
     query: FleetQuery,
-    *,
-    from_text: str | None,
-    to_text: str | None,
-    interval_text: str | None,
+    series: SeriesQuery,
     now: datetime,
 ) -> FleetReadings:
-    interval = parse_interval(interval_text, default=DEFAULT_INTERVAL)
-    start, end = parse_range(from_text, to_text, now)
+    start, end, interval = series.start, series.end, series.interval
     # 400 before 404: the range is checked on the UTC calendar before any system is read
     # (a system's calendar moves edges by hours: at most one bucket).
-    widen_range(start, end, interval, _UTC)
+    series.widen(_UTC)
     fleet = await select_members(session, principal, query)
     # Widened once per time zone (systems of one zone share the range and its buckets).
     by_zone: dict[str, TimeRange] = {}
@@ -293,15 +285,11 @@ async def fleet_market_value(
     session: AsyncSession,
     principal: Principal,
     query: FleetQuery,
-    *,
-    from_text: str | None,
-    to_text: str | None,
-    interval_text: str | None,
+    series: SeriesQuery,
     now: datetime,
 ) -> FleetValue:
-    interval = parse_interval(interval_text, default=DEFAULT_INTERVAL)
-    start, end = parse_range(from_text, to_text, now)
-    widen_range(start, end, interval, _UTC)  # 400 before 404, as in fleet_readings
+    start, end, interval = series.start, series.end, series.interval
+    series.widen(_UTC)  # 400 before 404, as in fleet_readings
     fleet = await select_fleet(session, principal, query)
     # Widened once per time zone (systems of one zone share the range and its buckets).
     by_timezone: dict[str, IntArray] = {}

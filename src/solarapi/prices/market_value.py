@@ -24,6 +24,7 @@ from solarapi.kit.grid import (
     FloatArray,
     IntArray,
     Interval,
+    SeriesQuery,
     iso_strings,
     widen_range,
 )
@@ -56,20 +57,18 @@ async def read_market_value(
     session: AsyncSession,
     principal: Principal,
     system_id: str,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
+    query: SeriesQuery,
     now: datetime,
 ) -> MarketValue:
     """`GET /systems/{id}/market-value`: the caller's system `system_id` (404 if it is not
-    theirs; 409 without a market zone) valued over [start, end) widened to its grid."""
+    theirs; 409 without a market zone) valued over the query's range widened to its grid."""
     # The contract's order: 400 (parameters) before 404 (the system) before 409 (its state).
     # The range is checked on the UTC calendar first; the system's own calendar only moves
     # edges by hours, which matters for the bucket cap at most by one bucket.
-    widen_range(start, end, interval, _UTC)
+    query.widen(_UTC)
     system = await read_system(session, principal, system_id)
     zone = priced_zone(system)
-    return await value_of(session, system, zone, start, end, interval, now)
+    return await value_of(session, system, zone, query.start, query.end, query.interval, now)
 
 
 def priced_zone(system: ReadableSystem) -> Zone:
@@ -164,12 +163,6 @@ class MarketValue:
     @property
     def sums(self) -> ValueSums:
         return self.valued.sums
-
-    def to_api(self) -> dict[str, Any]:
-        """The body as Python values (for reports): the rendering parsed back, so there is
-        exactly one way a bucket is written."""
-        body: dict[str, Any] = orjson.loads(render(self))
-        return body
 
 
 async def value_of(
@@ -282,13 +275,47 @@ def _round(value: float | None, decimals: int) -> float | None:
 # --- rendering ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class ValuedBucket:
+    """One bucket of a market value as the body writes it: its `start` and `end` labels, its
+    figures rounded as rendered (None where the body has `null`)."""
+
+    start: str
+    end: str
+    start_s: int
+    energy_wh: float | None
+    price_eur_per_mwh: float | None
+    value_eur: float | None
+
+
+def _written(
+    valued: Valued,
+) -> tuple[list[str], list[float | None], list[float | None], list[float | None]]:
+    """The bucket edges' labels and the figures as the API writes them: the energy and price
+    rounded to 3 decimals, the value to 4, NaN as None."""
+    return (
+        iso_strings(valued.edges),
+        rounded_or_none(valued.energy_wh, 3),
+        rounded_or_none(valued.price_eur_per_mwh, 3),
+        rounded_or_none(valued.value_eur, 4),
+    )
+
+
+def each_bucket(valued: Valued) -> list[ValuedBucket]:
+    """Every bucket with the figures `bucket_items` writes for it, as values (what reports
+    read, without a JSON round trip)."""
+    stamps, energy_out, price_out, value_out = _written(valued)
+    starts = valued.edges.tolist()
+    return [
+        ValuedBucket(stamps[i], stamps[i + 1], starts[i], energy_out[i], price_out[i], value_out[i])
+        for i in range(len(energy_out))
+    ]
+
+
 def bucket_items(valued: Valued) -> list[dict[str, Any]]:
     """The buckets as the API writes them: `start`, `end`, the energy and price rounded to
     3 decimals, the value to 4, NaN as null."""
-    stamps = iso_strings(valued.edges)
-    energy_out = rounded_or_none(valued.energy_wh, 3)
-    price_out = rounded_or_none(valued.price_eur_per_mwh, 3)
-    value_out = rounded_or_none(valued.value_eur, 4)
+    stamps, energy_out, price_out, value_out = _written(valued)
     return [
         {
             "start": stamps[i],

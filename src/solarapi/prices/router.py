@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import SessionDep
-from solarapi.kit.grid import Interval, parse_interval, parse_range
+from solarapi.kit.grid import Interval, parse_series_query
 from solarapi.kit.openapi_fields import QUERY_INSTANT, QUERY_INTERVAL, query_enum
 from solarapi.kit.timefmt import utcnow
 from solarapi.kit.zones import ZONES
@@ -65,11 +65,10 @@ async def get_market_prices(
 ) -> Response:
     # The contract's order of 400s: the zone, the interval, then the range.
     priced_zone = service.find_zone(zone)
-    bucket = parse_interval(interval, service.PRICE_INTERVALS, Interval.HOUR)
-    start, end = parse_range(from_, to, utcnow())
-    prices = await service.market_prices(
-        session, principal.environment, priced_zone, start, end, bucket
+    query = parse_series_query(
+        interval, from_, to, utcnow(), service.PRICE_INTERVALS, Interval.HOUR
     )
+    prices = await service.market_prices(session, principal.environment, priced_zone, query)
     return Response(render_market_prices(prices), media_type="application/json")
 
 
@@ -100,9 +99,7 @@ async def get_market_value(
     ] = None,
 ) -> Response:
     now = utcnow()
-    parsed_interval = parse_interval(interval)  # (400s in the order the contract lists them)
-    start, end = parse_range(from_, to, now)
-    value = await market_value.read_market_value(
-        session, principal, system_id, start, end, parsed_interval, now
-    )
+    # (400s in the order the contract lists them: the interval, then the range)
+    query = parse_series_query(interval, from_, to, now)
+    value = await market_value.read_market_value(session, principal, system_id, query, now)
     return Response(market_value.render(value), media_type="application/json")

@@ -23,7 +23,7 @@ from solarapi.kit.grid import (
     FloatArray,
     IntArray,
     Interval,
-    widen_range,
+    SeriesQuery,
 )
 from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
@@ -238,13 +238,11 @@ async def market_prices(
     session: AsyncSession,
     environment: Environment,
     zone: Zone,
-    start: datetime,
-    end: datetime,
-    interval: Interval,
+    query: SeriesQuery,
 ) -> MarketPrices:
-    """Prices of `zone` in the buckets of [start, end) widened to `interval` on the zone's
-    calendar: live prices are the imported ones, the sandbox's the simulated model's."""
-    time_range = widen_range(start, end, interval, ZoneInfo(zone.timezone))
+    """Prices of `zone` in the buckets of the query's range widened to its interval on the
+    zone's calendar: live prices are the imported ones, the sandbox's the simulated model's."""
+    time_range = query.widen(ZoneInfo(zone.timezone))
     edges = time_range.edges()
     quarters, source = await quarter_hour_prices(
         session, environment, zone, int(edges[0]), int(edges[-1])

@@ -42,6 +42,7 @@ from solarapi.kit.timefmt import (
     utcnow,
 )
 from solarapi.models.systems import System, SystemRecord
+from solarapi.models.webhooks import EventType
 from solarapi.readings import repository
 from solarapi.readings.partitions import retention_horizon
 from solarapi.readings.store import NewBatch
@@ -474,14 +475,11 @@ async def _upload(
         session,
         account_id=locked.account_id,
         environment=locked.environment,
-        event_type=UPLOADED,
+        event_type=EventType.READINGS_UPLOADED,
         data=_event_data(locked.id, result),
     )
     await enqueue_alert_evaluation(session, locked.id)
     return result
-
-
-UPLOADED = "readings.uploaded"
 
 
 async def _stored_new(
@@ -506,7 +504,7 @@ async def _stored_new(
             datetime.fromtimestamp(hi_s - QUARTER_S, UTC),
             prepare_event(
                 account_id=system.account_id, environment=system.environment,
-                event_type=UPLOADED, data=_event_data(system.id, result), now=utcnow(),
+                event_type=EventType.READINGS_UPLOADED, data=_event_data(system.id, result), now=utcnow(),
             ),
             alert_evaluation_job(system.id),
             system.last_reading_at is None or system.last_reading_at < result.start,

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.auth.principal import Caller
 from solarapi.declarations import service as declaration_service
 from solarapi.declarations.metering import period_bounds
 from solarapi.declarations.views import DeclarationView
@@ -48,10 +49,7 @@ DECLARATION_COLUMNS = [
 async def declarations(
     session: AsyncSession, context: ReportContext, systems: list[System]
 ) -> ReportContent:
-    # The declarations service's own caller: reads only, so its actor is never recorded.
-    caller = declaration_service.Caller(
-        context.caller.account_id, context.caller.environment, f"report:{context.report.id}"
-    )
+    caller = context.caller  # the declarations service only reads for a report
     content = ReportContent(
         ReportKind.DECLARATIONS.heading,
         facts(context, systems),
@@ -82,7 +80,7 @@ class _Listed:
 
 async def _in_period(
     session: AsyncSession,
-    caller: declaration_service.Caller,
+    caller: Caller,
     context: ReportContext,
     system: System,
 ) -> list[DeclarationView]:

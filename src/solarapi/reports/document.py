@@ -20,7 +20,6 @@ from zoneinfo import ZoneInfo
 from solarapi.auth.principal import Caller
 from solarapi.jobs.queue import PermanentJobError
 from solarapi.kit.grid import Interval
-from solarapi.kit.timefmt import parse_timestamp
 from solarapi.models.reports import Report, ReportFormat
 from solarapi.models.systems import ReadableSystem
 from solarapi.reports.calendar import ReportCalendar
@@ -143,11 +142,6 @@ def bucket_key(start_s: int, interval: Interval, tz: ZoneInfo) -> datetime:
     if interval.is_calendar:
         return start.astimezone(tz).replace(tzinfo=None)
     return start.replace(tzinfo=None)
-
-
-def parse_seconds(start_iso: str) -> int:
-    """Epoch seconds of a bucket's `start` label as the market-value body writes it."""
-    return int(parse_timestamp(start_iso).timestamp())
 
 
 def period_label(key: datetime, interval: Interval, tz: ZoneInfo | None = None) -> str:

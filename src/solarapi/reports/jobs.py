@@ -39,6 +39,7 @@ from solarapi.kit.cpu import run_in_process
 from solarapi.kit.timefmt import utcnow
 from solarapi.metrics import recorder_for
 from solarapi.models.reports import Report, ReportFormat
+from solarapi.models.webhooks import EventType
 from solarapi.reports import repository
 from solarapi.reports.compose import build
 from solarapi.reports.csvfile import write_csv
@@ -184,7 +185,7 @@ async def generate_report(maker: async_sessionmaker[AsyncSession], payload: dict
                     session,
                     account_id=done.account_id,
                     environment=done.environment,
-                    event_type="report.completed",
+                    event_type=EventType.REPORT_COMPLETED,
                     data=report_to_api(done, finished_at),
                 )
     finally:
@@ -227,7 +228,7 @@ async def report_failed(session: AsyncSession, payload: dict[str, Any], error: s
             session,
             account_id=report.account_id,
             environment=report.environment,
-            event_type="report.failed",
+            event_type=EventType.REPORT_FAILED,
             data=report_to_api(report, utcnow()),
         )
 

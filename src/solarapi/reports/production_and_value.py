@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.models.reports import ReportKind
 from solarapi.models.systems import System
 from solarapi.performance import service as performance_service
-from solarapi.prices.market_value import priced_zone, value_of
+from solarapi.prices.market_value import ValuedBucket, each_bucket, priced_zone, value_of
 from solarapi.readings.rendering import BucketFigures
 from solarapi.readings.service import aggregate
 from solarapi.reports.document import (
@@ -34,7 +33,6 @@ from solarapi.reports.document import (
     facts,
     kwh,
     max_value,
-    parse_seconds,
     percent,
     period_label,
 )
@@ -384,16 +382,17 @@ async def market_value(
             context.now,
             timezone=context.calendar.bucket_zone(system.timezone),
         )
-        body = valued.to_api()
-        detail_rows = _market_value_buckets(content, context, system, body["data"], gathered)
-        totals = body["meta"]["totals"]
+        detail_rows = _market_value_buckets(
+            content, context, system, each_bucket(valued.valued), gathered
+        )
+        totals = valued.totals
         gathered.summary.append(
             [
                 system.name,
                 system.market_zone,
-                kwh(totals["energy_wh"]),
-                totals["value_eur"],
-                totals["price_eur_per_mwh"],
+                kwh(totals.energy_wh),
+                totals.value_eur,
+                totals.price_eur_per_mwh,
             ]
         )
         gathered.details.append(
@@ -417,7 +416,7 @@ def _market_value_buckets(
     content: ReportContent,
     context: ReportContext,
     system: System,
-    buckets: list[dict[str, Any]],
+    buckets: list[ValuedBucket],
     gathered: _Gathered,
 ) -> list[list[Cell]]:
     """As `_production_buckets`, for market value."""
@@ -425,11 +424,11 @@ def _market_value_buckets(
     tz = ZoneInfo(context.calendar.bucket_zone(system.timezone))
     detail_rows: list[list[Cell]] = []
     for bucket in buckets:
-        key = bucket_key(parse_seconds(bucket["start"]), interval, tz)
+        key = bucket_key(bucket.start_s, interval, tz)
         label = period_label(key, interval, context.tz)
         shared = gathered.per_bucket.setdefault(key, _Bucket())
-        shared.energy_wh = add_values(shared.energy_wh, bucket["energy_wh"])
-        shared.value_eur = add_values(shared.value_eur, bucket["value_eur"])
+        shared.energy_wh = add_values(shared.energy_wh, bucket.energy_wh)
+        shared.value_eur = add_values(shared.value_eur, bucket.value_eur)
         shared.priced_energy_wh += _priced_energy(bucket)
         gathered.total_rows += 1
         if context.wants_csv:
@@ -438,21 +437,21 @@ def _market_value_buckets(
                     system.id,
                     system.name,
                     system.market_zone,
-                    bucket["start"],
-                    bucket["end"],
+                    bucket.start,
+                    bucket.end,
                     label,
-                    bucket["energy_wh"],
-                    bucket["price_eur_per_mwh"],
-                    bucket["value_eur"],
+                    bucket.energy_wh,
+                    bucket.price_eur_per_mwh,
+                    bucket.value_eur,
                 ]
             )
             continue
         detail_rows.append(
             [
                 label,
-                kwh(bucket["energy_wh"]),
-                bucket["price_eur_per_mwh"],
-                bucket["value_eur"],
+                kwh(bucket.energy_wh),
+                bucket.price_eur_per_mwh,
+                bucket.value_eur,
             ]
         )
     return detail_rows
@@ -515,13 +514,13 @@ def _value_total(
     return total
 
 
-def _priced_energy(bucket: dict[str, Any]) -> float:
+def _priced_energy(bucket: ValuedBucket) -> float:
     """The bucket's production in quarter-hours that have a price. The API's bucket price is
     value ÷ that energy (the capture price), so the energy is value ÷ price; dividing a
     day's value by all its energy instead would count unpriced quarter-hours at 0 €/MWh.
     A bucket without a priced production has value 0 and adds 0 (its price is then the
     zone's time-weighted mean)."""
-    value, price, energy = bucket["value_eur"], bucket["price_eur_per_mwh"], bucket["energy_wh"]
+    value, price, energy = bucket.value_eur, bucket.price_eur_per_mwh, bucket.energy_wh
     if value is None or price is None or energy is None:
         return 0.0
     if price == 0:

@@ -18,6 +18,7 @@ from solarapi.kit.plans import Environment
 from solarapi.kit.text import excerpt
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import SYSTEM_STATUSES, DataSource, System, SystemStatus
+from solarapi.models.webhooks import EventType
 from solarapi.readings.upload import rebuild_daily_rollup
 from solarapi.systems import access, repository
 from solarapi.systems.schemas import MonitoringIn, SystemCreate, SystemPatch
@@ -187,7 +188,7 @@ async def add_system(session: AsyncSession, system: System) -> SystemView:
         session,
         account_id=system.account_id,
         environment=system.environment,
-        event_type="system.created",
+        event_type=EventType.SYSTEM_CREATED,
         data=view.render(),
     )
     return view
@@ -282,7 +283,7 @@ async def update_system(
         session,
         account_id=system.account_id,
         environment=system.environment,
-        event_type="system.updated",
+        event_type=EventType.SYSTEM_UPDATED,
         data=view.render(),
     )
     return view
@@ -301,6 +302,6 @@ async def delete_system(session: AsyncSession, principal: Caller, system_id: str
         session,
         account_id=principal.account_id,
         environment=principal.environment,
-        event_type="system.deleted",
+        event_type=EventType.SYSTEM_DELETED,
         data=data,
     )
