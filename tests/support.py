@@ -359,14 +359,14 @@ class LogCapture(logging.Handler):
 
 # --- the error shape -------------------------------------------------------------------------
 
-_GENERATED_ID = re.compile(r"req_[0-9A-HJKMNP-TV-Z]{26}")
+GENERATED_REQUEST_ID = re.compile(r"req_[0-9A-HJKMNP-TV-Z]{26}")
 
 
 def assert_common_headers(response: httpx.Response) -> None:
     """The headers every API response carries."""
     headers = response.headers
     assert headers["api-version"] == "1.0"
-    assert _GENERATED_ID.fullmatch(headers["x-request-id"]) or headers["x-request-id"]
+    assert GENERATED_REQUEST_ID.fullmatch(headers["x-request-id"]) or headers["x-request-id"]
     for name in (
         "x-ratelimit-limit",
         "x-ratelimit-remaining",

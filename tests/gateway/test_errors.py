@@ -4,22 +4,23 @@ headers every response carries."""
 from __future__ import annotations
 
 import gzip
-import re
 from collections.abc import AsyncIterator
 
-import httpx
 import orjson
 import pytest
 from fastapi import FastAPI
 
 from solarapi.config import Settings
 from tests.support import (
+    GENERATED_REQUEST_ID,
     PROBE_BODY_LIMIT,
     PROBE_BOOM,
     PROBE_ECHO,
     TEST_SECRET,
     LogCapture,
     Tenant,
+    assert_common_headers,
+    assert_error,
     client_for,
     free_port,
     need_service,
@@ -27,38 +28,6 @@ from tests.support import (
     running_app,
     settings_like,
 )
-
-_GENERATED_ID = re.compile(r"req_[0-9A-HJKMNP-TV-Z]{26}")
-
-
-def assert_common_headers(response: httpx.Response) -> None:
-    headers = response.headers
-    assert headers["api-version"] == "1.0"
-    assert _GENERATED_ID.fullmatch(headers["x-request-id"]) or headers["x-request-id"]
-    for name in (
-        "x-ratelimit-limit",
-        "x-ratelimit-remaining",
-        "x-ratelimit-reset",
-        "x-ratelimit-limit-minute",
-        "x-ratelimit-remaining-minute",
-        "ratelimit-policy",
-        "ratelimit",
-    ):
-        assert name in headers, f"{name} missing on {response.status_code}"
-    assert int(headers["x-ratelimit-remaining"]) >= 0
-    assert int(headers["x-ratelimit-reset"]) % 60 == 0
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, str]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error", "code"}, body
-    assert body["code"] == code
-    assert isinstance(body["error"], str)
-    assert body["error"]
-    assert_common_headers(response)
-    return body  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("with_key", [False, True])
@@ -214,7 +183,7 @@ async def test_request_id_echo_or_generation(app: FastAPI, sent: str, echoed: bo
     if echoed:
         assert response.headers["x-request-id"] == sent
     else:
-        assert _GENERATED_ID.fullmatch(response.headers["x-request-id"])
+        assert GENERATED_REQUEST_ID.fullmatch(response.headers["x-request-id"])
 
 
 async def test_generated_request_ids_are_unique(app: FastAPI) -> None:
