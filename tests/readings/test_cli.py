@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -64,40 +65,17 @@ async def test_bad_row_names_its_line_and_keeps_earlier_batches(
     path = _csv(tmp_path / "bad.csv", rows, header="timestamp,energy_wh")
     text_row = _csv(tmp_path / "text.csv", [f"{iso(start)},lots"], header="timestamp,energy_wh")
     bad_header = _csv(tmp_path / "header.csv", [f"{iso(start)},1"], header="time,wh")
+    env = settings_env(app.state.settings)
+
+    def import_file(system: str, file: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(env, "readings", "import", system, file, check=False)
+
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
-        failed = run_cli(
-            settings_env(app.state.settings),
-            "readings",
-            "import",
-            system_id,
-            str(path),
-            check=False,
-        )
-        text = run_cli(
-            settings_env(app.state.settings),
-            "readings",
-            "import",
-            system_id,
-            str(text_row),
-            check=False,
-        )
-        header = run_cli(
-            settings_env(app.state.settings),
-            "readings",
-            "import",
-            system_id,
-            str(bad_header),
-            check=False,
-        )
-        unknown = run_cli(
-            settings_env(app.state.settings),
-            "readings",
-            "import",
-            "sys_nope",
-            str(text_row),
-            check=False,
-        )
+        failed = import_file(system_id, str(path))
+        text = import_file(system_id, str(text_row))
+        header = import_file(system_id, str(bad_header))
+        unknown = import_file("sys_nope", str(text_row))
         totals = await _day(client, system_id, start, 200)
     assert failed.returncode == 1
     # Line 1 is the header, so item 10,500 is on line 10,502.
