@@ -69,17 +69,21 @@ class DriverQuery:
         self._compiled[dialect.name] = compiled
         return compiled
 
-    async def raw(self, session: AsyncSession, params: Mapping[str, Any]) -> Sequence[Any]:
-        """The rows as the driver gives them, no column converted: for reads of numbers only,
-        which go on into numpy arrays."""
-        dialect = session.get_bind().dialect
-        compiled = self._compiled.get(dialect.name) or await self._compile(session, dialect)
-        return await fetch_rows(session, compiled.sql, [params[name] for name in compiled.names])
-
-    async def all(self, session: AsyncSession, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    async def _run(
+        self, session: AsyncSession, params: Mapping[str, Any]
+    ) -> tuple[_Compiled, Sequence[Any]]:
         dialect = session.get_bind().dialect
         compiled = self._compiled.get(dialect.name) or await self._compile(session, dialect)
         rows = await fetch_rows(session, compiled.sql, [params[name] for name in compiled.names])
+        return compiled, rows
+
+    async def raw(self, session: AsyncSession, params: Mapping[str, Any]) -> Sequence[Any]:
+        """The rows as the driver gives them, no column converted: for reads of numbers only,
+        which go on into numpy arrays."""
+        return (await self._run(session, params))[1]
+
+    async def all(self, session: AsyncSession, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        compiled, rows = await self._run(session, params)
         processors = compiled.processors
         if not processors:
             return [tuple(row) for row in rows]
