@@ -8,17 +8,25 @@ import asyncio
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from fastapi import FastAPI
-from sqlalchemy import update
+from sqlalchemy import func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.auth.principal import Caller
+from solarapi.errors import RateLimited
 from solarapi.jobs import repository
 from solarapi.jobs.queue import enqueue
 from solarapi.jobs.runner import JobRunner, Lane
 from solarapi.kit.ids import new_id
+from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.jobs import Job
 from solarapi.models.reports import Report
+from solarapi.reports.parameters import ReportParameters
+from solarapi.reports.schemas import ReportCreate
+from solarapi.reports.service import ReportQuota, create_report
 from tests.jobs import handlers
 from tests.jobs.test_runner import load, maker_of
 from tests.reports.helpers import make_system
@@ -153,3 +161,124 @@ async def _quota_scenario(app: FastAPI, enterprise: Tenant) -> None:
                 update(Report).where(Report.id == listed[0]["id"]).values(file_name=None)
             )
         assert (await client.post("/api/v1/reports", json=body)).status_code == 202
+
+
+# Two transactions at the same moment: the second must wait for the first and count what it
+# added. On PostgreSQL the second's backend is seen waiting on a lock before the first
+# commits; on SQLite the second waits on the database's write lock (or runs after the commit),
+# so either way it counts the first's row.
+
+
+async def _backend_pid(session: AsyncSession) -> int | None:
+    if session.get_bind().dialect.name != "postgresql":
+        return None
+    return int((await session.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+async def _until_waiting(app: FastAPI, second: asyncio.Task[Any], pid: asyncio.Future[Any]) -> None:
+    """Until the second transaction waits on a lock (PostgreSQL), or has ended: without the
+    lock it would not wait, and the caller's assertion on its result fails."""
+    backend_pid = await pid
+    if backend_pid is None:
+        return
+    deadline = time.monotonic() + DEADLINE_S
+    while not second.done():
+        async with maker_of(app)() as session:
+            waiting = (
+                await session.execute(
+                    text("SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid"),
+                    {"pid": backend_pid},
+                )
+            ).scalar()
+        if waiting == "Lock":
+            return
+        assert time.monotonic() < deadline, "the second transaction neither waited nor ended"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_capped_claim_counts_the_claim_still_in_flight(app: FastAPI) -> None:
+    kind = f"test.fair.{uuid.uuid4().hex[:8]}"
+    account = new_id("acct")
+    start = utcnow() - timedelta(minutes=10)
+    async with maker_of(app)() as session, session.begin():
+        jobs = [
+            await enqueue(
+                session, kind, {}, account_id=account, run_at=start + timedelta(seconds=n)
+            )
+            for n in range(2)
+        ]
+    pid: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+
+    async def second_claim() -> str | None:
+        async with maker_of(app)() as session, session.begin():
+            pid.set_result(await _backend_pid(session))
+            job = await repository.claim(
+                session,
+                worker_id="second",
+                now=utcnow(),
+                lease=timedelta(seconds=60),
+                kinds={kind},
+                per_account=1,
+            )
+        return None if job is None else job.id
+
+    async with maker_of(app)() as first, first.begin():
+        claimed = await repository.claim(
+            first,
+            worker_id="first",
+            now=utcnow(),
+            lease=timedelta(seconds=60),
+            kinds={kind},
+            per_account=1,
+        )
+        assert claimed is not None
+        assert claimed.id == jobs[0]
+        second = asyncio.ensure_future(second_claim())
+        await _until_waiting(app, second, pid)
+    # The account runs one job now, its cap: the second claim, counted after the first
+    # committed, takes nothing.
+    assert await second is None
+    assert (await load(app, jobs[1])).status == "queued"
+
+
+async def test_two_reports_at_once_do_not_pass_the_pending_quota(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Roof", "Europe/Amsterdam")
+    body = ReportCreate.model_validate(
+        {"type": "production", "format": "csv", "system_ids": [system["id"]], **PERIOD}
+    )
+    caller = Caller(enterprise.account_id, Environment.LIVE)
+    quota = ReportQuota(pending=1, kept=10)
+    pid: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+
+    async def second_report() -> str:
+        async with maker_of(app)() as session, session.begin():
+            pid.set_result(await _backend_pid(session))
+            now = utcnow()
+            try:
+                await create_report(
+                    session, caller, ReportParameters.from_request(body, now), now, quota
+                )
+            except RateLimited as refused:
+                return str(refused)
+        return "created"
+
+    try:
+        async with maker_of(app)() as first, first.begin():
+            now = utcnow()
+            await create_report(first, caller, ReportParameters.from_request(body, now), now, quota)
+            second = asyncio.ensure_future(second_report())
+            await _until_waiting(app, second, pid)
+        assert "1 reports queued or running" in await second
+        async with maker_of(app)() as session:
+            count = select(func.count()).where(Report.account_id == enterprise.account_id)
+            assert (await session.execute(count)).scalar_one() == 1
+    finally:
+        async with maker_of(app)() as session, session.begin():
+            await session.execute(
+                update(Job)
+                .where(Job.account_id == enterprise.account_id, Job.status == "queued")
+                .values(status="cancelled", finished_at=utcnow())
+            )

@@ -12,7 +12,7 @@ from solarapi.readings.rendering import _Frame, _many_totals, _nansum, _totals
 
 
 def _frame(count: int) -> _Frame:
-    return _Frame(count, [], b"", np.ones(count), 4 * count, "", "")
+    return _Frame(count, b"", np.ones(count), 4 * count, "", "")
 
 
 def test_many_totals_equal_one_series_totals() -> None:

@@ -88,6 +88,14 @@ class Backend(ABC):
         that is no key, for a database that can only lock by writing)."""
 
     @abstractmethod
+    async def hold_lock(self, session: AsyncSession, name: str, table: Table) -> None:
+        """Hold the lock called `name` for the rest of the session's transaction, so another
+        transaction that asks for it waits until this one ends, and whatever this one reads
+        after it is what the last holder committed: a count checked before an insert (a
+        quota, a cap) stays true until the commit. `table`: any table of the schema, for a
+        database that can only lock by writing (the whole database then, not the name)."""
+
+    @abstractmethod
     async def commit_without_flush_wait(self, session: AsyncSession) -> None:
         """Let the session's transaction commit without waiting for its log to reach the disk
         (where the database allows it): for bookkeeping a later synchronous commit makes

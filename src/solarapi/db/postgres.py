@@ -128,6 +128,12 @@ class PostgresBackend(Backend):
             select(literal(1)).select_from(table).where(table.c[key] == value).with_for_update()
         )
 
+    async def hold_lock(self, session: AsyncSession, name: str, table: Table) -> None:
+        # A transaction-level advisory lock: it touches no row, so it blocks nobody else.
+        await session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"), {"name": name}
+        )
+
     async def commit_without_flush_wait(self, session: AsyncSession) -> None:
         await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Table, event, update
+from sqlalchemy import Table, delete, event, false, update
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Engine, make_url
@@ -220,6 +220,13 @@ class SQLiteBackend(Backend):
         await session.execute(
             update(table).where(table.c[key] == value).values({touch: table.c[touch]})
         )
+
+    async def hold_lock(self, session: AsyncSession, name: str, table: Table) -> None:
+        # A write that changes nothing still starts the transaction and takes the database's
+        # one write lock now (the sqlite3 module begins a transaction only before a write, so
+        # the reads before it were each on their own), and a second writer waits on
+        # busy_timeout: every name shares that one lock.
+        await session.execute(delete(table).where(false()))
 
     async def commit_without_flush_wait(self, session: AsyncSession) -> None:
         pass  # synchronous=NORMAL in WAL mode already commits without an fsync

@@ -15,7 +15,10 @@ from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, u
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from solarapi.db import session_backend
 from solarapi.models.jobs import Job, JobStatus
+
+_JOBS = Job.metadata.tables[Job.__tablename__]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +90,11 @@ async def claim(
     """Take the next due job of `kinds`. Fair across accounts: the job of the account that
     runs the fewest jobs of these kinds now goes first (then the oldest), and an account
     already running `per_account` of them waits (None: no cap; a job of no account is never
-    capped). Across workers the count is what is committed, so two claims at the same
-    moment may both count one job fewer: the cap is exact on SQLite and close on
-    PostgreSQL."""
+    capped). A capped claim holds the claim lock to the end of its transaction, so claims
+    across workers count one after the other and the cap is exact on both databases (on
+    PostgreSQL two claims reading at once would otherwise both count one job fewer)."""
+    if per_account is not None:
+        await session_backend(session).hold_lock(session, "jobs.claim", _JOBS)
     candidate = aliased(Job)
     other = aliased(Job)
     # Aliases, so the subqueries are not correlated to the UPDATE's own table.

@@ -115,11 +115,14 @@ def page_response(
 
 
 def _link_header(request: Request, params: PageParams, total_pages: int) -> str:
-    query = [(k, v) for k, v in request.query_params.multi_items() if k not in ("page", "limit")]
+    # The other parameters are encoded once for the four links; page and limit are digits.
+    kept = urlencode(
+        [(k, v) for k, v in request.query_params.multi_items() if k not in ("page", "limit")]
+    )
+    prefix = f"{request.url.path}?{kept}&" if kept else f"{request.url.path}?"
 
     def url(page: int) -> str:
-        qs = urlencode([*query, ("page", str(page)), ("limit", str(params.limit))])
-        return f"{request.url.path}?{qs}"
+        return f"{prefix}page={page}&limit={params.limit}"
 
     links: list[str] = []
     last = max(total_pages, 1)

@@ -25,6 +25,7 @@ from solarapi.kit.grid import (
     QUARTER_S,
     EnergySeries,
     FloatArray,
+    IntArray,
     ManyBuckets,
     TimeRange,
     iso_strings,
@@ -158,13 +159,7 @@ def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: i
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
     hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
-    # Every bucket's numbers, in the order the frames' templates take them: energy and
-    # average power as one piece (`_energy_and_average`), maximum power, samples.
-    args: list[bytes] = [b""] * (3 * (b1 - b0))
-    if b1 > b0:
-        args[0::3] = _energy_and_average(energy, hours)
-        args[1::3] = orjson.dumps(np.round(power_max, 3), option=_NUMPY)[1:-1].split(b",")
-        args[2::3] = orjson.dumps(samples, option=_NUMPY)[1:-1].split(b",")
+    args = _template_args(energy, hours, power_max, samples)
     pieces: list[bytes] = []
     at = 0
     for k, frame in zip(range(lo, hi), frames, strict=True):
@@ -199,9 +194,22 @@ def _frames(time_ranges: tuple[TimeRange, ...]) -> list[_Frame]:
     return frames
 
 
+def _template_args(
+    energy: FloatArray, hours: FloatArray, power_max: FloatArray, samples: IntArray
+) -> list[bytes]:
+    """Every bucket's numbers, in the order a frame's template takes them: energy and
+    average power as one piece (`_energy_and_average`), maximum power, samples."""
+    args: list[bytes] = [b""] * (3 * len(energy))
+    if len(energy):
+        args[0::3] = _energy_and_average(energy, hours)
+        args[1::3] = orjson.dumps(np.round(power_max, 3), option=_NUMPY)[1:-1].split(b",")
+        args[2::3] = orjson.dumps(samples, option=_NUMPY)[1:-1].split(b",")
+    return args
+
+
 def _energy_and_average(energy: FloatArray, hours: FloatArray) -> list[bytes]:
     """Per bucket `<energy>,"power_avg_w":<average power>`, the numbers rounded to 3 decimals
-    as `_numbers` writes them: one orjson call writes the pairs as rows (`[[e,a],[e,a],…]`),
+    as `_rounded` rounds them: one orjson call writes the pairs as rows (`[[e,a],[e,a],…]`),
     the only comma inside a row becomes the key between them, and the rows are split apart
     (one object per bucket instead of two)."""
     pairs = np.round(np.stack((energy, energy / hours), axis=1), 3)
@@ -217,25 +225,11 @@ def _rounded(
     return np.round(np.stack((energy, energy / hours, power_max), axis=1), 3)
 
 
-def _numbers(energy: FloatArray, hours: FloatArray, power_max: FloatArray) -> list[bytes]:
-    """`_rounded` as orjson writes it (NaN as null), bucket after bucket."""
-    if not len(energy):
-        return []
-    values = _rounded(energy, hours, power_max)
-    return orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
-
-
 def _data(buckets: EnergySeries, frame: _Frame) -> bytes:
     if not frame.count:
         return b""
-    numbers = _numbers(buckets.energy_wh, frame.hours, buckets.power_max_w)
-    samples = orjson.dumps(buckets.samples, option=_NUMPY)[1:-1].split(b",")
-    parts = frame.parts.copy()
-    parts[1::8] = numbers[0::3]
-    parts[3::8] = numbers[1::3]
-    parts[5::8] = numbers[2::3]
-    parts[7::8] = samples
-    return b"".join(parts)
+    args = _template_args(buckets.energy_wh, frame.hours, buckets.power_max_w, buckets.samples)
+    return frame.template % tuple(args)
 
 
 def _totals_body(totals: Totals) -> dict[str, Any]:
@@ -304,15 +298,12 @@ def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
 
 @dataclass(frozen=True, slots=True)
 class _Frame:
-    """The data-independent text of a range's buckets. `parts` holds, for bucket i, at
-    8i + 0, 2, 4, 6 the text before its energy, average power, maximum power and samples
-    (the previous bucket's closing text joined to this one's opening), at the odd places
-    room for those four numbers, and at the end the last bucket's closing text."""
+    """The data-independent text of a range's buckets: `template` holds, per bucket, its
+    `start`, `end` and `expected_samples` written out and `%s` where its numbers go — energy
+    and average power together (`_energy_and_average`), maximum power, samples
+    (`_template_args`) — so a body is one %-format of it."""
 
     count: int
-    parts: list[bytes]
-    # `parts` joined for %-formatting: per bucket `%s` for energy and average power together
-    # (`_energy_and_average`), `%s` for the maximum power, `%s` for the samples.
     template: bytes
     hours: FloatArray  # each bucket's length in hours
     expected_samples: int
@@ -321,41 +312,29 @@ class _Frame:
 
 
 def _frame_size(frame: _Frame) -> int:
-    return 384 * frame.count + 256  # roughly the bytes it holds
+    return 192 * frame.count + 256  # roughly the bytes it holds
 
 
 # A range's frame is a pure function of it, so kept without any invalidation; bounded in
-# bytes (a 10,000-bucket range holds ~2.5 MB). Shared by the event loop and any thread
-# that renders, hence the lock.
+# bytes (a 10,000-bucket range holds ~1.5 MB). Shared by the event loop and any thread
+# that renders, hence the lock. A fleet's uncached reads make a new one per request, so it
+# is written in one pass: one f-string per bucket, encoded once (the labels and counts
+# hold no `%`).
 @cached(LRUCache(maxsize=32 * 2**20, getsizeof=_frame_size), lock=threading.Lock())
 def _frame(time_range: TimeRange) -> _Frame:
     edges = time_range.edges()
     lengths = np.diff(edges)
     expected = (lengths // QUARTER_S).tolist()
     labels = iso_strings(edges)
-    parts: list[bytes] = []
-    closing = b""
-    for start, end, bucket_expected in zip(labels, labels[1:], expected, strict=False):
-        parts += [
-            closing + b'{"start":"%s","end":"%s","energy_wh":' % (start.encode(), end.encode()),
-            b"",
-            b',"power_avg_w":',
-            b"",
-            b',"power_max_w":',
-            b"",
-            b',"samples":',
-            b"",
+    template = ",".join(
+        [
+            f'{{"start":"{start}","end":"{end}","energy_wh":%s,"power_max_w":%s,'
+            f'"samples":%s,"expected_samples":{bucket_expected}}}'
+            for start, end, bucket_expected in zip(labels, labels[1:], expected, strict=False)
         ]
-        closing = b',"expected_samples":%d},' % bucket_expected
-    parts.append(closing[:-1])
-    template = b"".join(
-        b"%s" if i % 2 else part.replace(b"%", b"%%")
-        for i, part in enumerate(parts)
-        if i % 8 not in (2, 3)  # the average power's key and slot: in the energy's piece
-    )
+    ).encode()
     return _Frame(
         count=len(expected),
-        parts=parts,
         template=template,
         hours=lengths / 3600.0,
         expected_samples=int(sum(expected)),

@@ -9,11 +9,13 @@ from datetime import datetime
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.db import session_backend
 from solarapi.models.account import Account
 from solarapi.models.reports import Report, ReportStatus
 from solarapi.models.systems import System
 
 _ACTIVE = (ReportStatus.QUEUED.value, ReportStatus.RUNNING.value)
+_REPORTS = Report.metadata.tables[Report.__tablename__]
 
 
 async def add(session: AsyncSession, report: Report) -> None:
@@ -167,7 +169,11 @@ async def system_timezones(session: AsyncSession, system_ids: Sequence[str]) -> 
 
 
 async def quota_counts(session: AsyncSession, account_id: str) -> tuple[int, int]:
-    """(queued or running, completed with a file kept) reports of an account."""
+    """(queued or running, completed with a file kept) reports of an account, counted under
+    the account's report lock, held to the end of the transaction: two requests of one
+    account at the same moment are counted one after the other, so the report the first
+    adds is in the second's count and a quota is never exceeded."""
+    await session_backend(session).hold_lock(session, f"reports.quota:{account_id}", _REPORTS)
     pending = Report.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value])
     kept = (Report.status == ReportStatus.COMPLETED.value) & Report.file_name.is_not(None)
     row = (
