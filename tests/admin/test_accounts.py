@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from solarapi.jobs.queue import enqueue
 from solarapi.kit.plans import Plan
@@ -124,6 +124,24 @@ async def _rows_naming(app: FastAPI, needles: set[str]) -> list[tuple[str, str]]
     return found
 
 
+# A system's measured data: tables without a foreign key to `systems` (migrations 0018 and
+# 0019), so a scan by foreign keys would not find them; counted by name.
+READINGS_TABLES = ("readings", "reading_hours", "reading_days", "reading_changes")
+
+
+async def _readings_rows(app: FastAPI, system_id: str) -> dict[str, int]:
+    counts = {}
+    async with app.state.engine.connect() as connection:
+        for table in READINGS_TABLES:
+            counts[table] = int(
+                await connection.scalar(
+                    text(f"SELECT count(*) FROM {table} WHERE system_id = :id"),  # noqa: S608
+                    {"id": system_id},
+                )
+            )
+    return counts
+
+
 async def test_delete_erases_the_account_and_everything_tied_to_it(app: FastAPI) -> None:
     doomed = await make_tenant(app, Plan.ENTERPRISE)
     bystander = await make_tenant(app, Plan.ENTERPRISE)
@@ -175,13 +193,19 @@ async def test_delete_erases_the_account_and_everything_tied_to_it(app: FastAPI)
         *doomed.key_ids.values(),
     }
     assert await _rows_naming(app, needles)  # the scan sees what is there
+    stored = await _readings_rows(app, system["id"])
+    assert stored["readings"] == stored["reading_changes"] == 96
+    assert stored["reading_hours"] == 24
+    assert stored["reading_days"] > 0
 
     result = run_cli(
         settings_env(app.state.settings), "accounts", "delete", doomed.email, "--yes", "--json"
     )
     erased = orjson.loads(result.stdout)
     assert erased["id"] == doomed.account_id
-    assert erased["rows"]["readings"] == 96
+    # Each readings table erased row by row and counted, not left to the trigger on systems.
+    assert {table: erased["rows"][table] for table in READINGS_TABLES} == stored
+    assert await _readings_rows(app, system["id"]) == dict.fromkeys(READINGS_TABLES, 0)
     assert erased["rows"]["systems"] == 4  # the live one and the sandbox's three
     assert erased["jobs"] >= 3  # the queued report, the webhook delivery, the test job
     assert erased["report_files"] == 1

@@ -3,7 +3,9 @@
 The rows to erase are derived from the tables themselves (`Base.metadata`), not listed by
 hand: a row belongs to the account when a foreign key leads from it, through any chain of
 foreign keys, to the account's row. A table added later by another area is erased with the
-account without a change here, as long as its rows reference their owner by foreign key.
+account without a change here, as long as its rows reference their owner by foreign key — or
+name it on the column (`info={"owner": "systems.id"}`), where a foreign key was dropped for
+its cost per row (the readings tables, migration 0019).
 What is not tied by a key (queued jobs, whose payload names the objects they work on) is
 found by the ids those rows hold.
 """
@@ -13,8 +15,19 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, String, Table, bindparam, delete, or_, select
+from sqlalchemy import (
+    BindParameter,
+    Column,
+    ColumnElement,
+    String,
+    Table,
+    bindparam,
+    delete,
+    or_,
+    select,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import TypeEngine
 
@@ -43,13 +56,28 @@ def _owned_tables() -> tuple[_Owned, ...]:
         if table is accounts:
             continue
         paths = [
-            fk.parent.in_(select(fk.column).where(belongs[fk.column.table]))
-            for fk in sorted(table.foreign_keys, key=lambda fk: fk.parent.name)
-            if fk.column.table in belongs
+            column.in_(select(owner).where(belongs[owner.table]))
+            for column, owner in _references(table)
+            if owner.table in belongs
         ]
         if paths:
             belongs[table] = or_(*paths)
     return tuple(_Owned(table, condition) for table, condition in belongs.items())
+
+
+def _references(table: Table) -> list[tuple[Column[Any], Column[Any]]]:
+    """(column, the column it refers to) for each foreign key of `table`, and for each column
+    that names its owner without a constraint (`info["owner"]`, "table.column": the readings
+    tables, whose writers hold the owner's lock instead, models.readings), by column name."""
+    references: list[tuple[Column[Any], Column[Any]]] = [
+        (fk.parent, fk.column) for fk in table.foreign_keys
+    ]
+    for column in table.columns:
+        owner = column.info.get("owner")
+        if owner is not None:
+            owner_table, owner_column = str(owner).split(".")
+            references.append((column, Base.metadata.tables[owner_table].c[owner_column]))
+    return sorted(references, key=lambda pair: pair[0].name)
 
 
 async def owned_ids(session: AsyncSession, account_id: str) -> set[str]:

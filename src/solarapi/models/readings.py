@@ -8,11 +8,19 @@ SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, Float, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.kit.plans import Environment
 from solarapi.models.base import Base, StrEnumType
+from solarapi.models.systems import System
+
+# No foreign key to `systems` on any table here (a key's check per row cost a bulk upload more
+# than the row: migrations 0018 and 0019_readings_without_fk). Every writer holds the system's
+# row lock and writes nothing when the system is gone; a trigger on `systems` deletes a deleted
+# system's rows. The owner is declared on the column instead, for account erasure
+# (`admin.repository`), and each table depends on `systems` for the tables' order.
+OWNER = {"owner": "systems.id"}
 
 # SQLite: a WITHOUT ROWID table is clustered on its primary key, so one system's range of
 # quarter-hours is contiguous on disk (PostgreSQL ignores the option).
@@ -26,9 +34,7 @@ class Reading(Base):
     # PostgreSQL: by month of `start_s` (readings.partitions; SQLite ignores it).
     __table_args__ = ({**_CLUSTERED, "postgresql_partition_by": "RANGE (start_s)"},)
 
-    system_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
-    )
+    system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
     start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     energy_wh: Mapped[float] = mapped_column(Float)
     power_w: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -40,9 +46,7 @@ class ReadingHour(Base):
     __tablename__ = "reading_hours"
     __table_args__ = (_CLUSTERED,)
 
-    system_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
-    )
+    system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
     hour_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     energy_wh: Mapped[float] = mapped_column(Float)
     samples: Mapped[int] = mapped_column(Integer)
@@ -56,9 +60,7 @@ class ReadingDay(Base):
     __tablename__ = "reading_days"
     __table_args__ = (_CLUSTERED,)
 
-    system_id: Mapped[str] = mapped_column(
-        String(40), ForeignKey("systems.id", ondelete="CASCADE"), primary_key=True
-    )
+    system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
     day_start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     energy_wh: Mapped[float] = mapped_column(Float)
     samples: Mapped[int] = mapped_column(Integer)
@@ -76,9 +78,7 @@ class ReadingChange(Base):
     change). It carries the reading's values too, so a page reads the log alone, without a
     probe of `readings` per row (the feed's database time, docs/changes.md).
 
-    No foreign key: every writer holds the system's row lock and writes nothing when the
-    system is gone, and a trigger on `systems` deletes a deleted system's rows (migration
-    `0018_change_log_partitions`); a foreign key's check per row cost more than the row. On
+    No foreign key, as for the readings (`OWNER`; migration `0018_change_log_partitions`). On
     PostgreSQL partitioned by month of `start_s` like `readings` (`readings.partitions`),
     where `seq` is not a key (a partitioned table's keys hold the partition key): the unique
     (`system_id`, `start_s`) is."""
@@ -93,10 +93,16 @@ class ReadingChange(Base):
     seq: Mapped[int] = mapped_column(
         BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
     )
-    system_id: Mapped[str] = mapped_column(String(40))
+    system_id: Mapped[str] = mapped_column(String(40), info=OWNER)
     start_s: Mapped[int] = mapped_column(BigInteger)
     account_id: Mapped[str] = mapped_column(String(40))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     txid: Mapped[int] = mapped_column(BigInteger)
     energy_wh: Mapped[float] = mapped_column(Float)
     power_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+for _model in (Reading, ReadingHour, ReadingDay, ReadingChange):
+    Base.metadata.tables[_model.__tablename__].add_is_dependent_on(
+        Base.metadata.tables[System.__tablename__]
+    )
