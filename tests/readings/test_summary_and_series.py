@@ -245,8 +245,8 @@ async def test_reads_of_many_systems_match_each_systems_read(
 ) -> None:
     """`rows_of_many` gives each system exactly its own `rows` (every double bit for bit,
     unreported power as NaN), with its place in the ids as owner — for a few ids and for more
-    than 1,024 (on SQLite the packed keys then no longer fit a float64's 53 bits, and the
-    rows are converted another way), for the raw quarter-hours and both rollups."""
+    than 1,024 (on SQLite the packed owner-and-key integers then pass 2**53), for the raw
+    quarter-hours and both rollups."""
     start = datetime(2025, 6, 15, tzinfo=UTC)
     count = 96 * 2
     async with client_for(app, enterprise.live) as client:
