@@ -15,7 +15,7 @@ from solarapi.models.systems import System
 from solarapi.readings import repository
 from solarapi.readings.repository import reading_store
 from solarapi.readings.service import aggregate, period_totals, quarter_hours
-from solarapi.readings.store import HOURS, in_time_order
+from solarapi.readings.store import DAYS, HOURS, RAW, in_time_order
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, iso, quarter_series, upload
 
@@ -238,3 +238,59 @@ def test_columns_out_of_order_are_sorted_by_time() -> None:
     assert sorted_power[3] == 40.0
     ordered = [np.array([0, 900], dtype=np.int64), np.array([5.0, 6.0])]
     assert in_time_order(ordered) is ordered
+
+
+async def test_reads_of_many_systems_match_each_systems_read(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """`rows_of_many` gives each system exactly its own `rows` (every double bit for bit,
+    unreported power as NaN), with its place in the ids as owner — for a few ids and for more
+    than 1,024 (on SQLite the packed owner-and-key integers then pass 2**53), for the raw
+    quarter-hours and both rollups."""
+    start = datetime(2025, 6, 15, tzinfo=UTC)
+    count = 96 * 2
+    async with client_for(app, enterprise.live) as client:
+        ids = []
+        for k in range(2):
+            ids.append(
+                (
+                    await create_system(
+                        client,
+                        location={"latitude": 52.0, "longitude": 5.0,
+                                  "timezone": "Europe/Amsterdam", "country": "NL"},
+                    )
+                )["id"]
+            )  # fmt: skip
+            items: list[dict[str, object]] = []
+            for i in range(count):
+                item: dict[str, object] = {
+                    "timestamp": iso(start + timedelta(minutes=15 * i)),
+                    "energy_wh": (i + 1) / 3.0 + 1e-9 * i + k,
+                }
+                if (i + k) % 4:
+                    item["power_w"] = (i + 1) / 7.0 + k
+                items.append(item)
+            response = await upload(client, ids[-1], items)
+            assert response.status_code == 200, response.text
+    lo, hi = int(start.timestamp()) - 86400, int(start.timestamp()) + 3 * 86400
+    unknown = [f"sys_unknown_{i}" for i in range(1100)]
+    async with app.state.sessionmaker() as session:
+        store = reading_store(session)
+        for series in (RAW, HOURS, DAYS):
+            own = [await store.rows(session, series, system_id, lo, hi) for system_id in ids]
+            for listed in ([*ids], [ids[0], *unknown, ids[1]]):
+                owners, rows = await store.rows_of_many(session, series, listed, lo, hi)
+                places = [listed.index(system_id) for system_id in ids]
+                assert owners.tolist() == [
+                    place for place, part in zip(places, own, strict=True)
+                    for _ in range(len(part.starts))
+                ]  # fmt: skip
+                at = 0
+                for part in own:
+                    end = at + len(part.starts)
+                    for name in ("starts", "energy_wh", "samples", "power_max_w"):
+                        got = getattr(rows, name)[at:end]
+                        assert got.dtype == getattr(part, name).dtype
+                        assert np.array_equal(got, getattr(part, name), equal_nan=True)
+                    at = end
+                assert at == len(rows.starts)
