@@ -202,7 +202,10 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
     """Callers share snapshot reads, but one that asks while a read is out waits for the
     next: the read out may predate a commit the caller has already seen end. Here the read
     out is held (it waits for an advisory lock the test holds) across such a commit."""
-    held = "SELECT pg_current_snapshot()::text FROM pg_advisory_xact_lock_shared(1717)"
+    held = (
+        "SELECT pg_current_snapshot()::text, (SELECT epoch FROM auth_epoch WHERE id = 1)"
+        " FROM pg_advisory_xact_lock_shared(1717)"
+    )
     monkeypatch.setattr(db_postgres, "SNAPSHOT_SQL", held)
     engine = create_engine(postgres_settings)
     name = make_url(postgres_settings.database_url).database
