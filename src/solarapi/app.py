@@ -103,7 +103,8 @@ def create_app(
         on_fallback=app.state.metrics.limiter_fell_back if app.state.metrics else None,
     )
     app.state.clock = clock
-    # Callers' Principals by key hash, while the database is unchanged (`kit.versioned`).
+    # Callers' Principals by key hash, while no key or account changes (the auth epoch of
+    # `db.committed_version`, kept with `kit.versioned`).
     app.state.principals = VersionedCache[Principal](maxsize=10_000)
 
     install_error_handlers(app, outside_api=http_error_page)

@@ -12,6 +12,7 @@ file (its own engine, reader and caches, exactly as a worker has), and a real
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -20,9 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 
 from solarapi.auth import repository as auth_repository
@@ -37,6 +40,7 @@ from solarapi.db import postgres as db_postgres
 from solarapi.db import sqlite as db_sqlite
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.versioned import VersionedCache
+from solarapi.models import Base
 from solarapi.readings import service as readings_service
 from tests.support import (
     DATABASES,
@@ -44,6 +48,7 @@ from tests.support import (
     TEST_SECRET,
     Server,
     Tenant,
+    TestClock,
     admin_connection,
     client_for,
     make_tenant,
@@ -202,7 +207,10 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
     """Callers share snapshot reads, but one that asks while a read is out waits for the
     next: the read out may predate a commit the caller has already seen end. Here the read
     out is held (it waits for an advisory lock the test holds) across such a commit."""
-    held = "SELECT pg_current_snapshot()::text FROM pg_advisory_xact_lock_shared(1717)"
+    held = (
+        "SELECT pg_current_snapshot()::text, (SELECT epoch FROM auth_epoch WHERE id = 1)"
+        " FROM pg_advisory_xact_lock_shared(1717)"
+    )
     monkeypatch.setattr(db_postgres, "SNAPSHOT_SQL", held)
     engine = create_engine(postgres_settings)
     name = make_url(postgres_settings.database_url).database
@@ -502,3 +510,313 @@ def _logged_pid(server: Server, request_id: str) -> object:
                 return line["pid"]
         assert time.monotonic() < deadline, f"no request line for {request_id}"
         time.sleep(0.02)
+
+
+# --- The auth epoch: callers kept while no key or account changes (migration 0020) ---------
+
+
+class _OtherConnection:
+    """A connection of the test's own to the app's database, outside the app (as another
+    process's would be): `sqlite3` or asyncpg, autocommit; `run` takes one or more
+    statements (literals only: the two drivers spell parameters differently)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._sqlite: sqlite3.Connection | None = None
+        self._pg: Any = None
+
+    async def __aenter__(self) -> _OtherConnection:
+        url = make_url(self._settings.database_url)
+        if self._settings.is_postgres:
+            self._pg = await admin_connection(url.database)
+        else:
+            self._sqlite = sqlite3.connect(str(url.database), isolation_level=None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._pg is not None:
+            await self._pg.close()
+        if self._sqlite is not None:
+            self._sqlite.close()
+
+    async def run(self, sql: str, row_id: str) -> None:
+        """One statement, `:id` bound to `row_id`."""
+        if self._pg is not None:
+            await self._pg.execute(sql.replace(":id", "$1"), row_id)
+        else:
+            assert self._sqlite is not None
+            self._sqlite.execute(sql, {"id": row_id})
+
+    async def rolled_back(self, sql: str, row_id: str) -> None:
+        """`run` in a transaction that is rolled back."""
+        await self._plain("BEGIN")
+        await self.run(sql, row_id)
+        await self._plain("ROLLBACK")
+
+    async def _plain(self, sql: str) -> None:
+        if self._pg is not None:
+            await self._pg.execute(sql)
+        else:
+            assert self._sqlite is not None
+            self._sqlite.execute(sql)
+
+
+class _KeyStatements:
+    """The statements reading `api_keys` that the app's engine sends to the database, seen at
+    the driver: a query logger on each asyncpg connection as the pool hands it out
+    (PostgreSQL), a trace callback on the event loop's reader, where the gateway's reads go,
+    and on each aiosqlite connection as the pool hands it out (SQLite)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.sql: list[str] = []
+        self._watched: set[int] = set()
+        engine = app.state.engine.sync_engine
+        event.listen(engine.pool, "checkout", self._checkout)
+        if not app.state.settings.is_postgres:
+            reader = db_sqlite.loop_reader(engine)
+            assert reader is not None
+            reader.set_trace_callback(self._seen)
+
+    def _seen(self, sql: str) -> None:
+        if "api_keys" in sql:
+            self.sql.append(sql)
+
+    def _checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        if id(driver) in self._watched:
+            return
+        self._watched.add(id(driver))
+        if isinstance(driver, asyncpg.Connection):
+            driver.add_query_logger(lambda logged: self._seen(logged.query))
+        else:  # aiosqlite: its sqlite3 connection, used on aiosqlite's thread
+            driver._conn.set_trace_callback(self._seen)
+
+    async def count(self) -> int:
+        """How many so far (asyncpg calls its loggers one turn of the loop after the query)."""
+        await asyncio.sleep(0)
+        return len(self.sql)
+
+
+def _pinned(clock: TestClock) -> TestClock:
+    """The apps' clock held still, so no request of the test is due to refresh its key's
+    `last_used_at` (a write, which reads the key again) however slowly the machine runs."""
+    clock.pinned = time.time()
+    return clock
+
+
+async def test_the_auth_epoch_moves_with_keys_and_accounts_and_nothing_else(
+    fresh: Settings, tmp_path: Path
+) -> None:
+    settings = fresh
+    async with running_app(settings) as app, _OtherConnection(settings) as other:
+        tenant = await make_tenant(app, Plan.ENTERPRISE)
+        key, account = _live_id(tenant), tenant.account_id
+        async with client_for(app, tenant.live) as client:
+            system_id = (await create_system(client))["id"]
+
+            async def versions() -> Any:
+                read = await committed_version(app.state.engine)
+                assert read is not None
+                return read
+
+            async def leaves_it(change: Callable[[], Awaitable[object]]) -> None:
+                before = await versions()
+                await change()
+                assert (await versions()).auth == before.auth
+
+            async def moves_it(sql: str, row_id: str) -> None:
+                before = await versions()
+                await other.run(sql, row_id)
+                after = await versions()
+                assert after.auth != before.auth, sql
+                assert after.data != before.data
+
+            before = await versions()
+            readings = await upload(client, system_id, quarter_series(DAY, 4, 100.0))
+            assert readings.is_success
+            assert (await versions()).data != before.data  # a commit: the data moved
+            await leaves_it(lambda: upload(client, system_id, quarter_series(DAY, 8, 50.0)))
+            await leaves_it(  # written once a minute per key in use: not part of what is kept
+                lambda: other.run(
+                    "UPDATE api_keys SET last_used_at = '2030-01-01 00:00:00.000000' WHERE id = :id",
+                    key,
+                )
+            )
+            await leaves_it(  # the same values written again
+                lambda: other.run(
+                    "UPDATE accounts SET name = name, plan = plan WHERE id = :id", account
+                )
+            )
+            await leaves_it(  # rolled back
+                lambda: other.rolled_back(
+                    "UPDATE api_keys SET revoked_at = '2030-01-01 00:00:00.000000' WHERE id = :id",
+                    key,
+                )
+            )
+        await moves_it("UPDATE api_keys SET name = 'renamed' WHERE id = :id", key)
+        await moves_it("UPDATE accounts SET plan = 'pro' WHERE id = :id", account)
+        await moves_it("UPDATE accounts SET name = 'Renamed' WHERE id = :id", account)
+        await moves_it(
+            "UPDATE accounts SET disabled_at = '2030-01-01 00:00:00.000000' WHERE id = :id", account
+        )
+        await moves_it(
+            "UPDATE api_keys SET revoked_at = '2030-01-01 00:00:00.000000' WHERE id = :id", key
+        )
+        await moves_it("DELETE FROM api_keys WHERE id = :id", tenant.key_ids[Environment.TEST])
+        copy = (
+            "INSERT INTO api_keys (id, account_id, name, environment, key_hash, display,"
+            " created_at) SELECT 'key_copy', account_id, name, environment, 'copy', display,"
+            " created_at FROM api_keys WHERE id = :id"
+        )
+        await moves_it(copy, key)
+        await moves_it("DELETE FROM accounts WHERE id = :id", account)  # keys go with it
+
+
+def test_every_column_of_keys_and_accounts_is_watched_but_last_used_at(
+    fresh: Settings, tmp_path: Path
+) -> None:
+    """A column added to `api_keys` or `accounts` later may be one a Principal is made of:
+    the epoch's triggers (migration 0020) must then name it, or a change to it would not
+    reach the kept callers. `last_used_at` alone is left out on purpose."""
+    settings = fresh
+    if settings.is_postgres:
+        definitions = (
+            "SELECT c.relname, pg_get_triggerdef(t.oid) FROM pg_trigger t"
+            " JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname LIKE 'auth_epoch_%_update'"
+        )
+    else:
+        definitions = (
+            "SELECT tbl_name, sql FROM sqlite_master"
+            " WHERE type = 'trigger' AND name LIKE 'auth_epoch_%_update'"
+        )
+
+    async def read() -> dict[str, str]:
+        engine = create_oneshot_engine(settings)
+        try:
+            async with engine.connect() as connection:
+                rows = (await connection.execute(text(definitions))).all()
+                return {str(row[0]): str(row[1]) for row in rows}
+        finally:
+            await dispose_engine(engine)
+
+    triggers = {table: sql.lower() for table, sql in asyncio.run(read()).items()}
+    assert set(triggers) == {"api_keys", "accounts"}
+    for name, sql in triggers.items():
+        listed = re.search(r"after update of (.*?) on ", sql)
+        assert listed is not None, sql
+        of = {column.strip() for column in listed.group(1).split(",")}
+        for column in Base.metadata.tables[name].columns:
+            watched = not (name == "api_keys" and column.name == "last_used_at")
+            compared = re.search(rf"\bold\.{column.name}\b", sql) is not None
+            assert (column.name in of, compared) == (watched, watched), f"{name}.{column.name}"
+
+
+async def test_commits_of_readings_do_not_make_the_next_request_read_the_key(
+    fresh: Settings, tmp_path: Path, clock: TestClock
+) -> None:
+    """The fleet's case: loggers upload all day (each upload a commit) while a worker
+    answers an integration's reads. The worker reads the key once; after every upload it
+    reads the readings afresh (they changed) but not the key."""
+    settings = fresh
+    clock = _pinned(clock)
+    async with running_app(settings, clock) as writer_app, running_app(settings, clock) as app:
+        tenant = await make_tenant(writer_app, Plan.ENTERPRISE)
+        async with (
+            client_for(writer_app, tenant.live) as writer,
+            client_for(app, tenant.live) as reader,
+        ):
+            system_id = (await create_system(writer))["id"]
+            for _ in range(2):  # the first use writes `last_used_at`; the second keeps it
+                assert (await reader.get("/api/v1/account")).status_code == 200
+            key_reads = _KeyStatements(app)
+            for n in range(1, 11):
+                readings = quarter_series(DAY, n, 10.0)
+                assert (await upload(writer, system_id, readings)).is_success
+                assert await _energy(reader, system_id) == n * 10.0  # read afresh
+            assert await key_reads.count() == 0, key_reads.sql
+            # What it counts is real: a change to the key is read at the next request.
+            async with _OtherConnection(settings) as other:
+                await other.run(
+                    "UPDATE api_keys SET name = 'renamed' WHERE id = :id", _live_id(tenant)
+                )
+            renamed = await reader.get("/api/v1/account")
+            assert renamed.json()["key"]["name"] == "renamed"
+            assert await key_reads.count() == 1, key_reads.sql
+
+
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        (("keys", "revoke", "{key}"), True),
+        (("accounts", "disable", "{account}"), True),
+        (("accounts", "set-plan", "{account}", "pro"), False),
+    ],
+    ids=["revoked key", "disabled account", "plan change"],
+)
+async def test_a_change_to_the_caller_is_seen_at_once_while_readings_commit(
+    fresh: Settings, tmp_path: Path, clock: TestClock, change: tuple[str, ...], refused: bool
+) -> None:
+    """The guarantee, under the fleet's load: another account's logger commits uploads
+    through another worker all along, while the change is made by the operator's command
+    (an engine of its own), and the first request after the command returns sees it."""
+    settings = fresh
+    clock = _pinned(clock)
+    async with running_app(settings, clock) as writer_app, running_app(settings, clock) as app:
+        tenant = await make_tenant(writer_app, Plan.ENTERPRISE)
+        logger = await make_tenant(writer_app, Plan.ENTERPRISE)
+        async with (
+            client_for(writer_app, logger.live) as writer,
+            client_for(app, tenant.live) as reader,
+        ):
+            system_id = (await create_system(writer))["id"]
+            for _ in range(2):  # the first use writes `last_used_at`; the second keeps it
+                kept = await reader.get("/api/v1/account")
+                assert kept.status_code == 200
+                assert kept.json()["plan"] == "enterprise"
+            uploads = 0
+            uploaded = asyncio.Event()
+            done = asyncio.Event()
+
+            async def upload_all_along() -> None:
+                nonlocal uploads
+                while not done.is_set():
+                    n = uploads % 96 + 1
+                    assert (await upload(writer, system_id, quarter_series(DAY, n))).is_success
+                    uploads += 1
+                    uploaded.set()
+
+            uploading = asyncio.ensure_future(upload_all_along())
+
+            async def more_uploads(count: int) -> None:
+                target = uploads + count
+                while uploads < target:
+                    uploaded.clear()
+                    waiting = asyncio.ensure_future(uploaded.wait())
+                    await asyncio.wait({waiting, uploading}, return_when=asyncio.FIRST_COMPLETED)
+                    waiting.cancel()
+                    if uploading.done():
+                        uploading.result()  # an upload failed: say why instead of waiting
+
+            try:
+                await more_uploads(3)  # commits are going on, and the key is still kept
+                key_reads = _KeyStatements(app)
+                assert (await reader.get("/api/v1/account")).status_code == 200
+                assert await key_reads.count() == 0, key_reads.sql
+                names = {"key": _live_id(tenant), "account": tenant.account_id}
+                command = [part.format(**names) for part in change]
+                await asyncio.to_thread(run_cli, settings_env(settings), *command)
+                after = await reader.get("/api/v1/account")
+                await more_uploads(3)  # and later, while the uploads go on
+                later = await reader.get("/api/v1/account")
+                assert later.status_code == after.status_code
+            finally:
+                done.set()
+                await uploading
+        assert uploads >= 6
+        if refused:
+            assert after.status_code == 401, after.text
+            assert after.json()["code"] == "unauthorized"
+        else:
+            assert after.status_code == 200, after.text
+            assert after.json()["plan"] == "pro"
+            assert after.headers["x-ratelimit-limit-minute"] == "60"

@@ -22,7 +22,13 @@ Who commits, and why:
 Repositories and services never commit.
 """
 
-from solarapi.db.backend import Backend, CommittedVersion, LogPage, driver_connection
+from solarapi.db.backend import (
+    Backend,
+    CommittedVersion,
+    DatabaseVersions,
+    LogPage,
+    driver_connection,
+)
 from solarapi.db.engine import (
     backend_of,
     create_engine,
@@ -52,6 +58,7 @@ __all__ = [
     "SQLITE",
     "Backend",
     "CommittedVersion",
+    "DatabaseVersions",
     "DriverQuery",
     "LogPage",
     "SessionDep",

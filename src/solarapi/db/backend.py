@@ -11,7 +11,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,17 @@ from solarapi.config import Settings
 # A version of the database (`committed_version`): (a number of the reader or engine that
 # read it, unique in the process; SQLite's `data_version` or PostgreSQL's snapshot).
 CommittedVersion = tuple[int, int | str]
+
+
+class DatabaseVersions(NamedTuple):
+    """What `committed_version` reads, in one statement (so one snapshot): `data`, which
+    changes with every commit, and `auth`, which changes only with the commits that change
+    an API key or an account (the auth epoch, migration 0020), each with the number of the
+    reader or engine that read it."""
+
+    data: CommittedVersion
+    auth: CommittedVersion
+
 
 # Numbers of the readers and engines a version is read from, unique in the process.
 version_sources = itertools.count(1)
@@ -69,7 +80,7 @@ class Backend(ABC):
         """Rows of one statement outside any session."""
 
     @abstractmethod
-    async def read_version(self, engine: Engine, engine_number: int) -> CommittedVersion | None:
+    async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         """The database's `committed_version` now (None where it has none)."""
 
     @abstractmethod

@@ -17,14 +17,15 @@ from sqlalchemy.util import greenlet_spawn
 from solarapi.config import Settings
 from solarapi.db.backend import (
     Backend,
-    CommittedVersion,
+    DatabaseVersions,
     LogPage,
     driver_connection,
     sync_engine_of,
 )
 from solarapi.dbfaults import DatabaseUnreachable, watch_connects
 
-SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text"
+# The snapshot and the auth epoch in one statement: one round trip, one snapshot.
+SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text, (SELECT epoch FROM auth_epoch WHERE id = 1)"
 
 
 @asynccontextmanager
@@ -107,10 +108,11 @@ class PostgresBackend(Backend):
         async with pooled_connection(engine.sync_engine) as connection:
             return list(await connection.fetch(sql))
 
-    async def read_version(self, engine: Engine, engine_number: int) -> CommittedVersion | None:
+    async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         # The server's snapshot says nothing of which server: told apart by the engine's number.
         async with pooled_connection(engine) as connection:
-            return engine_number, str(await connection.fetchval(SNAPSHOT_SQL))
+            snapshot, epoch = await connection.fetchrow(SNAPSHOT_SQL)
+        return DatabaseVersions((engine_number, str(snapshot)), (engine_number, int(epoch)))
 
     async def result_type_codes(
         self, session: AsyncSession, sql: str, column_count: int

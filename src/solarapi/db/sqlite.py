@@ -21,7 +21,7 @@ from sqlalchemy.pool import NullPool
 from solarapi.config import Settings
 from solarapi.db.backend import (
     Backend,
-    CommittedVersion,
+    DatabaseVersions,
     LogPage,
     driver_connection,
     sync_engine_of,
@@ -194,17 +194,18 @@ class SQLiteBackend(Backend):
         async with engine.connect() as connection:  # in memory, or busy: through aiosqlite
             return list((await connection.exec_driver_sql(sql)).all())
 
-    async def read_version(self, engine: Engine, engine_number: int) -> CommittedVersion | None:
-        # `PRAGMA data_version` on the event loop's reader (~4 µs: it compares the WAL index
-        # header, no table is read; a commit of any other connection changes it).
+    async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
+        # `PRAGMA data_version` on the event loop's reader (it compares the WAL index header;
+        # a commit of any other connection changes it) and the auth epoch's one row, in one
+        # statement (one read transaction, ended by `fetchall`).
         reader = loop_reader(engine)
         if reader is None:
             return None
         try:
-            row = reader.execute("PRAGMA data_version").fetchone()
+            ((data_version, epoch),) = reader.execute(VERSION_SQL).fetchall()
         except sqlite3.OperationalError:
             return None
-        return reader.number, int(row[0])
+        return DatabaseVersions((reader.number, int(data_version)), (reader.number, int(epoch)))
 
     async def result_type_codes(
         self, session: AsyncSession, sql: str, column_count: int
@@ -265,6 +266,11 @@ class SQLiteBackend(Backend):
         for connection in _READERS.pop(engine.sync_engine, {}).values():
             connection.close()
 
+
+# `committed_version`: the connection's data version and the auth epoch (migration 0020).
+VERSION_SQL = (
+    "SELECT data_version, (SELECT epoch FROM auth_epoch WHERE id = 1) FROM pragma_data_version"
+)
 
 _CHANGE_LOG = (
     "SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes "

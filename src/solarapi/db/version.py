@@ -1,5 +1,6 @@
-"""The database's `committed_version`: a value that changes with every commit, read for the
-callers who ask together at once."""
+"""The database's `committed_version`: a value that changes with every commit, and the auth
+epoch, which changes with every commit that changes a key or an account, read together for
+the callers who ask together at once."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import weakref
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from solarapi.db.backend import CommittedVersion, version_sources
+from solarapi.db.backend import DatabaseVersions, version_sources
 from solarapi.db.engine import backend_of
 
 
@@ -30,11 +31,11 @@ class _VersionReads:
         self.loop = asyncio.get_running_loop()  # its waiters and its task are this loop's
         # PostgreSQL's snapshots say nothing of which server: told apart by this engine's.
         self._number = next(version_sources)
-        self._waiting: list[asyncio.Future[CommittedVersion | None]] = []
+        self._waiting: list[asyncio.Future[DatabaseVersions | None]] = []
         self._serving: asyncio.Task[None] | None = None
 
-    async def read(self) -> CommittedVersion | None:
-        waiter: asyncio.Future[CommittedVersion | None] = self.loop.create_future()
+    async def read(self) -> DatabaseVersions | None:
+        waiter: asyncio.Future[DatabaseVersions | None] = self.loop.create_future()
         self._waiting.append(waiter)
         if self._serving is None:
             self._serving = asyncio.ensure_future(self._serve())
@@ -65,22 +66,34 @@ class _VersionReads:
 _VERSION_READS: weakref.WeakKeyDictionary[Engine, _VersionReads] = weakref.WeakKeyDictionary()
 
 
-async def committed_version(engine: AsyncEngine) -> CommittedVersion | None:
-    """A value that stays the same for exactly as long as nothing is committed to the
-    database — by any connection of any process — so that what was read from it while the
-    value held can be reused while it still holds (`kit.versioned`), and is re-read on the
-    first request after any commit: a revoked key, a plan change, a new reading. Read for
-    the callers who ask together at once (`_VersionReads`).
+async def committed_version(engine: AsyncEngine) -> DatabaseVersions | None:
+    """Two values read in one statement (so at one moment of the database):
 
-    SQLite: `PRAGMA data_version` on the event loop's reader (~4 µs: it compares the WAL
-    index header, no table is read; a commit of any other connection changes it). None where
-    there is no such value: an in-memory database, a busy one.
+    - `data` stays the same for exactly as long as nothing is committed to the database — by
+      any connection of any process — so that what was read from it while the value held
+      can be reused while it still holds (`kit.versioned`), and is re-read on the first
+      request after any commit: a new reading, a deleted system;
+    - `auth`, the auth epoch, stays the same for as long as no commit changes an API key
+      (but its `last_used_at`) or an account: a revoked key, a plan change, a disabled
+      account. Triggers bump it in the same transaction as the change (migration 0020), so
+      no write path can forget to. The callers' Principals are kept under it, so a fleet's
+      uploads do not make every next request read its key again.
 
-    PostgreSQL: the server's snapshot, `pg_current_snapshot()`. Two equal snapshots mean no
-    transaction that wrote ended in between (one in progress at the first is listed in it
-    and would be gone from the second; one begun later would have moved the second's upper
-    bound past its id when it ended); a counter row instead would serialize every writer
-    that bumps it (docs/foundation.md)."""
+    Read for the callers who ask together at once (`_VersionReads`). Whatever is kept under
+    either must be read *after* it (`kit.versioned`): a change committed in between leaves a
+    newer value under an older version, which the next request no longer matches.
+
+    SQLite: `PRAGMA data_version` (it compares the WAL index header; a commit of any other
+    connection changes it) and the epoch's row, in one statement on the event loop's reader.
+    None where there is no such value: an in-memory database, a busy one.
+
+    PostgreSQL: the server's snapshot, `pg_current_snapshot()`, and the epoch's row, in one
+    statement (one round trip, one snapshot). Two equal snapshots mean no transaction that
+    wrote ended in between (one in progress at the first is listed in it and would be gone
+    from the second; one begun later would have moved the second's upper bound past its id
+    when it ended); a counter row bumped by every writer instead would serialize them all
+    (docs/foundation.md) — the epoch's row is bumped only by the rare writers of keys and
+    accounts."""
     sync_engine = engine.sync_engine
     reads = _VERSION_READS.get(sync_engine)
     if reads is None or reads.loop is not asyncio.get_running_loop():

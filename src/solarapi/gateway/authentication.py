@@ -1,4 +1,4 @@
-"""Authentication: the caller's Principal from its key, kept while the database is unchanged."""
+"""Authentication: the caller's Principal from its key, kept while no key or account changes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,16 @@ from solarapi.gateway.exchange import Exchange
 async def authenticate_request(exchange: Exchange, now: float) -> Principal | Unauthorized:
     """The caller of the request, or why it has none.
 
-    The version of the database the request is served at (`db.committed_version`) is taken
-    first: what the request reads, the caller's Principal among them, may be kept under it
-    and reused (`kit.versioned`), so a revoked key, a plan change, anything committed by any
-    process is seen by the next request. When the key is read, it is in the request's one
-    session, which the endpoint's SessionDep continues and the gateway closes
+    The versions of the database the request is served at (`db.committed_version`) are
+    taken first, in one statement: what the request reads may be kept under them and reused
+    (`kit.versioned`). The caller's Principal is kept under the auth epoch, which every
+    commit that changes a key or an account moves (a revoked key, a plan change, a disabled
+    account; by any process) and nothing else does: read before the key, so such a change
+    committed in between leaves the newer Principal under the older epoch, which the next
+    request no longer matches, and a request that begins after it commits reads the key
+    again. Uploads of readings leave it. What the endpoint keeps (a readings body) is kept
+    under the data version, which every commit moves. When the key is read, it is in the
+    request's one session, which the endpoint's SessionDep continues and the gateway closes
     (`finish.finish`) when the response is done."""
     state = exchange.state
     scope_state = exchange.scope["state"]
@@ -29,9 +34,10 @@ async def authenticate_request(exchange: Exchange, now: float) -> Principal | Un
         )
     except Unauthorized as refused:
         return refused
-    version = await committed_version(state.engine)
-    scope_state[DATA_VERSION] = version
-    kept: Principal | None = state.principals.get(hashed, version)
+    versions = await committed_version(state.engine)
+    epoch = None if versions is None else versions.auth
+    scope_state[DATA_VERSION] = None if versions is None else versions.data
+    kept: Principal | None = state.principals.get(hashed, epoch)
     if kept is not None and not needs_touch(kept, moment):
         return kept
     session = state.sessionmaker()
@@ -43,8 +49,10 @@ async def authenticate_request(exchange: Exchange, now: float) -> Principal | Un
     if found.wrote:
         # Its own commit: `last_used_at` stays whatever the endpoint does, and on SQLite the
         # write lock is not held through the endpoint. What the request reads after it is
-        # newer than `version`: harmless (see kit.versioned).
+        # newer than the versions: harmless (see kit.versioned). Not kept: the next request
+        # reads the key again and keeps what this one committed (`last_used_at` does not
+        # move the epoch).
         await session.commit()
     else:
-        state.principals.put(hashed, version, found.principal)
+        state.principals.put(hashed, epoch, found.principal)
     return found.principal

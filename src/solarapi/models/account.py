@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.kit.plans import Environment, Plan
@@ -52,3 +52,17 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class AuthEpoch(Base):
+    """One row whose `epoch` grows in the same transaction as every change to what a caller's
+    `Principal` is made of: an API key (but its `last_used_at`) or an account. Triggers on
+    `api_keys` and `accounts` bump it (migration 0020), so no write path can forget to; the
+    gateway keeps Principals under it instead of under every commit (`db.committed_version`),
+    so uploads of readings leave the kept callers alone."""
+
+    __tablename__ = "auth_epoch"
+    __table_args__ = (CheckConstraint("id = 1", name="one_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    epoch: Mapped[int] = mapped_column(BigInteger)
