@@ -419,6 +419,75 @@ async def measure_db(args: argparse.Namespace, state: dict[str, Any]) -> None:
     print(f"(load {load()})")
 
 
+async def measure_drop(args: argparse.Namespace) -> int:
+    """Destructive (`--drop`, on --part): the oldest month of readings and of the change log
+    dropped by hand (DROP TABLE and COMMIT, timed from the client), then the daily job with a
+    retention that retires the next month (`maintain_partitions`, as the runner calls it, and
+    the `solarapi readings partitions` command). Rows and sizes are printed before."""
+    from solarapi.config import Settings
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.readings.jobs import maintain_partitions
+    from solarapi.readings.partitions import SCHEMA, month_start
+
+    url = f"{SERVER}/{args.part}"
+    connection = await asyncpg.connect(url)
+    try:
+        parts = await connection.fetch(
+            "SELECT c.relname, c.reltuples::bigint AS rows, pg_total_relation_size(c.oid) AS bytes"
+            " FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'readings'::regclass AND c.relname ~ '^m[0-9]'"
+            " ORDER BY c.relname"
+        )
+        oldest = parts[0]
+        print(f"\nDrop (load {load()}): {len(parts)} months; the oldest, {oldest['relname']}: "
+              f"{oldest['rows']:,} rows, {oldest['bytes'] / 2**20:,.0f} MB with its index")  # fmt: skip
+        began = time.perf_counter()
+        async with connection.transaction():
+            await connection.execute(f"DROP TABLE {SCHEMA}.{oldest['relname']}")
+            await connection.execute(f"DROP TABLE {SCHEMA}.changes_{oldest['relname']}")
+            statement = time.perf_counter() - began
+        print(f"DROP TABLE of {oldest['relname']} and changes_{oldest['relname']}: "
+              f"{statement * 1000:.0f} ms, with the commit {(time.perf_counter() - began) * 1000:.0f} ms")  # fmt: skip
+    finally:
+        await connection.close()
+    # The next month past retention: the job drops it (and its log's month).
+    nxt = parts[1]["relname"]
+    year, month = int(nxt[1:5]), int(nxt[6:8])
+    now = utcnow()
+    retention = (now.year * 12 + now.month) - (year * 12 + month) - 1
+    assert month_start(now, -retention) == month_start(datetime(year, month, 1, tzinfo=UTC), 1)
+    settings = Settings(database_url=url, secret_key=SECRET, data_dir=Path(tempfile.mkdtemp()))
+    engine = create_oneshot_engine(settings)
+    try:
+        began = time.perf_counter()
+        done = await maintain_partitions(sessionmaker_for(engine, settings), now, retention)
+        print(f"daily job (maintain_partitions, retention {retention} months): dropped "
+              f"{list(done.dropped)}, created {list(done.created)}, {done.purged_rows} rows "
+              f"purged, in {(time.perf_counter() - began) * 1000:.0f} ms (load {load()})")  # fmt: skip
+    finally:
+        await engine.dispose()
+    return retention
+
+
+def drop_by_command(part: str, retention: int) -> None:
+    """The next month again, by the operator's command (the process whole)."""
+    url = f"{SERVER}/{part}"
+    env = {**os.environ, "SOLARAPI_DATABASE_URL": url, "SOLARAPI_SECRET_KEY": SECRET,
+           "SOLARAPI_READINGS_RETENTION_MONTHS": str(retention - 1),
+           "SOLARAPI_DATA_DIR": tempfile.mkdtemp()}  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "solarapi", "readings", "partitions"],
+        env=env, check=False, capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"solarapi readings partitions failed: {done.stdout}{done.stderr}")
+    out = done.stdout.strip()
+    print(f"`solarapi readings partitions` (retention {retention - 1} months), the process "
+          f"whole: {time.perf_counter() - began:.2f} s: {out} (load {load()})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", required=True, help="the partitioned database (run.py --monthly)")
@@ -433,6 +502,8 @@ def main() -> None:
     parser.add_argument("--workloads", default="W1,W2,W3")
     parser.add_argument("--port", type=int, default=9550)
     parser.add_argument("--only", choices=["api", "db"])
+    parser.add_argument("--drop", action="store_true",
+                        help="after measuring: drop months of --part (destructive), timed")  # fmt: skip
     args = parser.parse_args()
     args.workloads = args.workloads.split(",")
     for name in (args.part, args.flat):
@@ -448,6 +519,10 @@ def main() -> None:
         measure_api(args, state, logs)
     if args.only != "api":
         asyncio.run(measure_db(args, state))
+    if args.drop:
+        retention = asyncio.run(measure_drop(args))
+        if retention > 1:
+            drop_by_command(args.part, retention)
 
 
 if __name__ == "__main__":
