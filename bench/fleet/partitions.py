@@ -252,7 +252,8 @@ def run_wrk(port: int, paths: list[str], key: str, secs: int, connections: int) 
 
 
 def backends(db: str) -> list[int]:
-    out = psql("postgres", f"SELECT pid FROM pg_stat_activity WHERE datname = '{db}'")  # noqa: S608
+    sql = f"SELECT pid FROM pg_stat_activity WHERE datname = '{db}'"  # noqa: S608
+    out = psql("postgres", sql + " AND backend_type = 'client backend'")
     return [int(line) for line in out.split() if line]
 
 
