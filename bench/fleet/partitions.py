@@ -503,7 +503,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--workloads", default="W1,W2,W3")
     parser.add_argument("--port", type=int, default=9550)
-    parser.add_argument("--only", choices=["api", "db"])
+    parser.add_argument("--only", choices=["api", "db", "drop"])
     parser.add_argument("--drop", action="store_true",
                         help="after measuring: drop months of --part (destructive), timed")  # fmt: skip
     args = parser.parse_args()
@@ -517,11 +517,11 @@ def main() -> None:
         make_flat(args.part, args.flat)
     logs = Path(tempfile.mkdtemp(prefix="bench-parts-"))
     print(f"logs in {logs}; load {load()}")
-    if args.only != "db":
+    if args.only in (None, "api"):
         measure_api(args, state, logs)
-    if args.only != "api":
+    if args.only in (None, "db"):
         asyncio.run(measure_db(args, state))
-    if args.drop:
+    if args.drop or args.only == "drop":
         retention = asyncio.run(measure_drop(args))
         if retention > 1:
             drop_by_command(args.part, retention)
