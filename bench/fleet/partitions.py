@@ -376,7 +376,7 @@ async def measure_db(args: argparse.Namespace, state: dict[str, Any]) -> None:
         for label, span in (("W1: system + quarter-hours, 24 h", 86_400),
                             ("system + quarter-hours, 30 days", 30 * 86_400)):  # fmt: skip
             got: dict[str, dict[str, list[float]]] = {
-                t: {"plan": [], "exec": [], "buffers": [], "parts": [], "rtt": []}
+                t: {"plan": [], "exec": [], "buffers": [], "read": [], "parts": [], "rtt": []}
                 for t in connections
             }
             prepared = {t: await c.prepare(sql) for t, c in connections.items()}
@@ -393,6 +393,7 @@ async def measure_db(args: argparse.Namespace, state: dict[str, Any]) -> None:
                         f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", *params))  # fmt: skip
                     got[t]["plan"].append(plan["Planning Time"])
                     got[t]["exec"].append(plan["Execution Time"])
+                    got[t]["read"].append(int(plan["Plan"].get("Shared Read Blocks", 0)))
                     got[t]["buffers"].append(
                         _buffers(plan["Plan"]) + _buffers(plan.get("Planning", {}))
                     )
@@ -413,7 +414,7 @@ async def measure_db(args: argparse.Namespace, state: dict[str, Any]) -> None:
                 )
 
             parts = sorted(set(got["part"]["parts"]))
-            print(f"| {label} | {m('plan')} | {m('exec')} | {m('buffers', 0)} | "
+            print(f"| {label} | {m('plan')} | {m('exec')} | {m('buffers', 0)} ({m('read', 0)} read) | "
                   f"{'–'.join(map(str, parts))} of the partitioned | {m('rtt')} |", flush=True)  # fmt: skip
     finally:
         for c in connections.values():
