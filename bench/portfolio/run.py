@@ -146,6 +146,34 @@ COMMIT;""")  # fmt: skip  # noqa: S608 - the bench's own ids
     psql(url, "VACUUM ANALYZE")
 
 
+def monthly_partitions(settings: Settings, url: str, start: datetime) -> None:
+    """`--monthly`: the fleet in a month partition per UTC month (of `readings` and of the
+    change log), as the daily job leaves a backfill of history, instead of in the table from
+    before the cut-over. The job runs first (it drops the fresh install's empty cut-over table
+    and makes the months ahead); the fleet's past months are made here, before the rows go in
+    (the job would make them too, moving every row out of the default partition)."""
+    from solarapi.db import create_oneshot_engine, sessionmaker_for
+    from solarapi.kit.timefmt import utcnow
+    from solarapi.readings.jobs import maintain_partitions
+    from solarapi.readings.partitions import SCHEMA, month_start, month_table
+
+    async def run_job() -> None:
+        engine = create_oneshot_engine(settings)
+        try:
+            await maintain_partitions(sessionmaker_for(engine, settings), utcnow(), None)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run_job())
+    month, first_ahead = month_start(start), month_start(utcnow())
+    while month < first_ahead:
+        lo, hi = int(month.timestamp()), int(month_start(month, 1).timestamp())
+        for parent, prefix in (("readings", ""), ("reading_changes", "changes_")):
+            psql(url, f"CREATE TABLE {SCHEMA}.{prefix}{month_table(month)} PARTITION OF"
+                      f" {parent} FOR VALUES FROM ({lo}) TO ({hi})")  # fmt: skip
+        month = month_start(month, 1)
+
+
 async def build_sqlite(settings: Settings, ids: list[str], start: datetime, end: datetime) -> None:
     from solarapi.db import create_oneshot_engine, sessionmaker_for
     from solarapi.models.systems import System
@@ -235,6 +263,8 @@ def prepare(args: argparse.Namespace) -> tuple[Settings, dict[str, str], dict[st
     print(f"building {args.systems:,} systems × {args.days} days "
           f"= {args.systems * args.days * 96:,} quarter-hours (load {load()})", flush=True)  # fmt: skip
     began = time.perf_counter()
+    if args.postgres and args.monthly:
+        monthly_partitions(settings, env["SOLARAPI_DATABASE_URL"], start)
     if args.postgres:
         build_postgres(env["SOLARAPI_DATABASE_URL"], account_id, ids, start, end, args.log_days)
     else:
@@ -521,6 +551,8 @@ def main() -> None:
                         help="measure the change feed only (no portfolio, no upload)")  # fmt: skip
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--monthly", action="store_true",
+                        help="PostgreSQL: the fleet in monthly partitions, not the cut-over table")  # fmt: skip
     args = parser.parse_args()
     settings, env, state = prepare(args)
     if not args.build_only:
