@@ -251,6 +251,13 @@ async def test_list_filters_order_and_pagination(app: FastAPI, enterprise: Tenan
         active_nl = (
             await client.get("/api/v1/systems", params={"status": "active", "market_zone": "NL"})
         ).json()
+        # Past the end of a filtered list: the total is the filter's (read without a row).
+        active_nl_past_end = (
+            await client.get(
+                "/api/v1/systems",
+                params={"status": "active", "market_zone": "NL", "limit": 1, "page": 3},
+            )
+        ).json()
         bad_status = await client.get("/api/v1/systems", params={"status": "gone"})
         bad_zone = await client.get("/api/v1/systems", params={"market_zone": "ZZ"})
         bad_limit = await client.get("/api/v1/systems", params={"limit": 101})
@@ -273,6 +280,14 @@ async def test_list_filters_order_and_pagination(app: FastAPI, enterprise: Tenan
     assert past_end["data"] == []
     assert past_end["pagination"]["total"] == 4
     assert sorted(item["id"] for item in active_nl["data"]) == sorted([ids[0], ids[3]])
+    assert active_nl_past_end["data"] == []
+    assert active_nl_past_end["pagination"] == {
+        "page": 3,
+        "limit": 1,
+        "total": 2,
+        "total_pages": 2,
+        "has_more": False,
+    }
     assert bad_status.status_code == 400
     assert "status must be one of" in bad_status.json()["error"]
     assert bad_zone.status_code == 400

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, true, update
+from sqlalchemy import ColumnElement, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, api_time, session_backend
@@ -84,10 +83,7 @@ def record(values: Sequence[Any]) -> SystemRecord:
     return SystemRecord(*values)
 
 
-@functools.cache
-def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
-    """One page of an environment's systems and how many there are, in one statement: the
-    count LEFT JOINed with the page, so a page past the end is one row of the count alone."""
+def _conditions(by_status: bool, by_zone: bool) -> list[ColumnElement[bool]]:
     conditions = [
         System.account_id == bindparam("account_id"),
         System.environment == bindparam("environment"),
@@ -96,30 +92,40 @@ def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
         conditions.append(System.status == bindparam("status"))
     if by_zone:
         conditions.append(System.market_zone == bindparam("market_zone"))
-    total = select(func.count().label("total")).select_from(System).where(*conditions)
-    counted = total.subquery("counted")
-    page = (
-        select(*_VIEW_COLUMNS)
+    return conditions
+
+
+@functools.cache
+def _page_query(by_status: bool, by_zone: bool) -> DriverQuery:
+    """One page of an environment's systems and how many there are, in one statement: the
+    count as an uncorrelated scalar subquery beside each row (evaluated once by both
+    databases). A page past the end has no row to carry it: `_count_query` then.
+
+    This shape, not the count LEFT JOINed with the page as a subquery: SQLite materialised
+    that page and sorted it again, 266 against 201 µs of CPU a page (bench/fleet W4)."""
+    conditions = _conditions(by_status, by_zone)
+    total = select(func.count()).select_from(System).where(*conditions).scalar_subquery()
+    return DriverQuery(
+        select(total.label("total"), *_VIEW_COLUMNS)
         .where(*conditions)
         .order_by(System.created_at, System.id)
         .limit(bindparam("limit"))
         .offset(bindparam("offset"))
-        .subquery("page")
     )
+
+
+@functools.cache
+def _count_query(by_status: bool, by_zone: bool) -> DriverQuery:
     return DriverQuery(
-        select(counted.c.total, *page.c)
-        .select_from(counted.outerjoin(page, true()))
-        .order_by(page.c.created_at, page.c.id)
+        select(func.count()).select_from(System).where(*_conditions(by_status, by_zone))
     )
 
 
 # A listed system's columns, in `SystemView`'s order, its timestamps as the API's text.
 _TIMESTAMPS = frozenset({"first_reading_at", "last_reading_at", "created_at", "updated_at"})
 _VIEW_COLUMNS = tuple(
-    api_time(_SYSTEMS.c[field.name]).label(field.name)
-    if field.name in _TIMESTAMPS
-    else _SYSTEMS.c[field.name]
-    for field in dataclasses.fields(SystemView)
+    api_time(_SYSTEMS.c[field]).label(field) if field in _TIMESTAMPS else _SYSTEMS.c[field]
+    for field in SystemView._fields
 )
 
 
@@ -136,19 +142,25 @@ async def page_of_views(
     """A page of the environment's systems as views (ordered by `created_at`, `id`) and
     their total, read in one statement straight through the driver (no ORM object, no
     datetime per timestamp, and before any transaction a lone read)."""
-    rows = await _page_query(status is not None, market_zone is not None).all(
-        session,
-        {
-            "account_id": account_id,
-            "environment": environment,
-            "status": status,
-            "market_zone": market_zone,
-            "limit": limit,
-            "offset": offset,
-        },
-    )
-    total = int(rows[0][0]) if rows else 0
-    return [SystemView(*row[1:]) for row in rows if row[1] is not None], total
+    shape = (status is not None, market_zone is not None)
+    params = {
+        "account_id": account_id,
+        "environment": environment,
+        "status": status,
+        "market_zone": market_zone,
+        "limit": limit,
+        "offset": offset,
+    }
+    rows = await _page_query(*shape).all(session, params)
+    if rows:
+        make = SystemView._make
+        return [make(row[1:]) for row in rows], int(rows[0][0])
+    # No row: none match (at offset 0), or the page is past the end and the total is read
+    # alone.
+    if offset == 0:
+        return [], 0
+    counted = await _count_query(*shape).first(session, params)
+    return [], int(counted[0]) if counted else 0
 
 
 async def list_for_account(

@@ -1,12 +1,17 @@
 """A system as the API shows it: a frozen value with its timestamps already in the API's
 text, rendered once (`render`, documented by `schemas.SystemOut`). The list reads its views
 in one statement (the database formats the timestamps, `db.api_time`); a single system's
-answer, its events' `data` and the CLI build theirs from the system (`SystemView.of`)."""
+answer, its events' `data` and the CLI build theirs from the system (`SystemView.of`).
+
+A `NamedTuple`, not a frozen dataclass: as immutable, and a page of 50 is made from its rows
+by `tuple.__new__` in C. A frozen dataclass's `__init__` sets its 25 fields one
+`object.__setattr__` at a time — 2.8 µs a view against 0.2 µs, ~12 % of the CPU of an
+uncached `GET /systems` page (py-spy, bench/fleet W4)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime
+from typing import NamedTuple
 
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import format_optional, format_timestamp
@@ -14,8 +19,7 @@ from solarapi.models.systems import DEFAULT_MODEL, DataSource, ReadableSystem, S
 from solarapi.systems.span import simulated_span
 
 
-@dataclass(frozen=True, slots=True)
-class SystemView:
+class SystemView(NamedTuple):
     id: str
     name: str
     status: SystemStatus
