@@ -30,8 +30,16 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
             yield unit
         return
     maker: async_sessionmaker[AsyncSession] = request.app.state.sessionmaker
-    async with maker() as own, _unit_of_work(own) as unit:
-        yield unit
+    own = maker()
+    try:
+        async with _unit_of_work(own) as unit:
+            yield unit
+    finally:
+        # A session that never began a transaction holds no connection and no object, and
+        # closing it would only cost `AsyncSession.close`'s shielded task (an extra turn of
+        # the event loop per request): every uncached read ends here untouched.
+        if not untouched(own):
+            await own.close()
 
 
 def untouched(session: AsyncSession) -> bool:
