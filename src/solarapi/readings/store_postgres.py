@@ -202,13 +202,17 @@ class PostgresReadingStore:
         rows = ([], [], []) if copied else (
             batch.starts.tolist(), batch.energy_wh.tolist(), _nullable(batch.power_w)
         )  # fmt: skip
+        # A large batch after the last reading: the statement adds the first hour and day to
+        # the rollups, the rest are new rows that go by COPY after it (`_STORE_NEW`).
+        sums = 1 if copied and batch.after_last_reading else None
+        hours, days = batch.hours, batch.days
         params = (
             batch.system_id, batch.account_id, batch.environment, batch.timezone,
             batch.capacity_kwp, *rows, int(batch.starts.min()), int(batch.starts.max()),
-            batch.hours.starts.tolist(), batch.hours.energy_wh.tolist(),
-            batch.hours.samples.tolist(), _nullable(batch.hours.power_max_w),
-            batch.days.starts.tolist(), batch.days.energy_wh.tolist(),
-            batch.days.samples.tolist(), _nullable(batch.days.power_max_w),
+            hours.starts[:sums].tolist(), hours.energy_wh[:sums].tolist(),
+            hours.samples[:sums].tolist(), _nullable(hours.power_max_w[:sums]),
+            days.starts[:sums].tolist(), days.energy_wh[:sums].tolist(),
+            days.samples[:sums].tolist(), _nullable(days.power_max_w[:sums]),
             batch.first, batch.last,
             event.id, event.type, event.data, event.created_at, list(event.delivery_ids),
             event.delivery_kind, event.delivery_max_attempts,
@@ -242,6 +246,15 @@ class PostgresReadingStore:
                             owner, span[2], batch.starts, batch.energy_wh, batch.power_w
                         ),
                     )  # fmt: skip
+                    if sums is not None:
+                        # Plain rows, as the statement's INSERT would write them: a row
+                        # already there fails the COPY, and the upload takes the general way.
+                        await _copy_rollup(
+                            connection, "reading_hours", "hour_s", batch.system_id, hours, sums
+                        )
+                        await _copy_rollup(
+                            connection, "reading_days", "day_start_s", batch.system_id, days, sums
+                        )
         except asyncpg.UniqueViolationError:
             # A quarter-hour committed by another upload after this statement's snapshot
             # and before it had the system's lock: nothing was written.
@@ -303,6 +316,25 @@ async def _copy(
     await connection.copy_records_to_table(table, records=records, columns=list(columns))
 
 
+async def _copy_rollup(
+    connection: asyncpg.Connection,
+    table: str,
+    key: str,
+    system_id: str,
+    sums: EnergySeries,
+    first: int,
+) -> None:
+    """The rollup rows `sums[first:]` into `table` by binary COPY (sent only if any)."""
+    if len(sums.starts) > first:
+        await connection.copy_to_table(
+            table, columns=["system_id", key, "energy_wh", "samples", "power_max_w"],
+            source=binary_copy(len(sums.starts) - first, [
+                system_id.encode(), sums.starts[first:], sums.energy_wh[first:],
+                sums.samples[first:].astype(np.int32), sums.power_max_w[first:],
+            ]), format="binary",
+        )  # fmt: skip
+
+
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, no extension
 _COPY_TRAILER = b"\xff\xff"
 
@@ -310,13 +342,14 @@ _COPY_TRAILER = b"\xff\xff"
 def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -> memoryview:
     """`count` rows in PostgreSQL's binary COPY format, built column by column with numpy
     (no Python object per value): a column is one value for every row (`bytes`: text, `int`:
-    int8) or an array (int64: int8; float64: float8, NaN written as NULL). A memoryview:
-    asyncpg takes `bytes` for a file's path."""
+    int8) or an array (int64: int8; int32: int4; float64: float8, NaN written as NULL). A
+    memoryview: asyncpg takes `bytes` for a file's path."""
     fields: list[tuple[str, str]] = [("n", ">i2")]
     for i, column in enumerate(columns):
         kind = (
             f"S{len(column)}" if isinstance(column, bytes)
-            else ">i8" if isinstance(column, int) or column.dtype.kind in "iu" else ">f8"
+            else ">i8" if isinstance(column, int)
+            else f">i{column.dtype.itemsize}" if column.dtype.kind in "iu" else ">f8"
         )  # fmt: skip
         fields += [(f"l{i}", ">i4"), (f"v{i}", kind)]
     record = np.dtype(fields)
@@ -324,7 +357,7 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
     rows["n"] = len(columns)
     nulls: list[tuple[int, npt.NDArray[np.bool_]]] = []
     for i, column in enumerate(columns):
-        rows[f"l{i}"] = len(column) if isinstance(column, bytes) else 8
+        rows[f"l{i}"] = record.fields[f"v{i}"][0].itemsize  # type: ignore[index]
         rows[f"v{i}"] = column
         if not isinstance(column, bytes | int) and column.dtype.kind == "f":
             missing = np.isnan(column)
@@ -502,7 +535,9 @@ _STORE_NEW = {
         present=" AND start_s = ANY($6::int8[])" if not (copied or after_last) else "",
         absent=_AFTER_LAST if after_last else _NONE_PRESENT,
         rows=_UNUSED_ROWS if copied else _ROWS,
-        rollups=_ADD_FIRST if after_last else _ADD_ALL,
+        # A large batch after the last reading sends only the first hour and day (the rest
+        # go by COPY after it, `store_new`); a small one sends all, the statement splits them.
+        rollups=_ADD_FIRST if after_last and not copied else _ADD_ALL,
     )
     for copied in (False, True)
     for after_last in (False, True)
