@@ -212,12 +212,13 @@ async def _sums_of_readings(
 
 def _varied(start: datetime, count: int, offset: int) -> list[dict[str, Any]]:
     """Quarter-hours with energies exact in binary (sums do not depend on their order) and
-    a power missing from every third."""
+    a power missing from every third, and from whole hours (a rollup row without a maximum,
+    NULL in the COPY)."""
     items = quarter_series(start, count)
     for i, item in enumerate(items):
         n = offset + i
         item["energy_wh"] = 1.0 + (n % 7) * 0.5
-        item["power_w"] = None if n % 3 == 0 else float(n % 13) * 10.0
+        item["power_w"] = None if n % 3 == 0 or n // 8 % 5 == 0 else float(n % 13) * 10.0
     return items
 
 
@@ -225,11 +226,11 @@ def _varied(start: datetime, count: int, offset: int) -> list[dict[str, Any]]:
 async def test_rollups_are_the_sums_of_the_readings_after_uploads_one_after_another(
     app: FastAPI, enterprise: Tenant, size: int
 ) -> None:
-    """Each upload after the system's last reading: on PostgreSQL only its first hour and
-    first local day are added to stored rows, the rest inserted. Uploads that continue in the
-    hour and the local day of the one before (none, one and seven quarter-hours apart), in
-    a half-hour zone (Adelaide's midnight is at :30 UTC): the rollups must equal the sums of
-    the stored readings."""
+    """Each upload after the system's last reading: on PostgreSQL a large one adds only its
+    first hour and first local day to stored rows and COPYs the rest as new. Uploads that
+    continue in the hour and the local day of the one before (none, one and seven
+    quarter-hours apart), in a half-hour zone (Adelaide's midnight is at :30 UTC): the
+    rollups must equal the sums of the stored readings."""
     start = datetime(2025, 6, 10, 10, 30, tzinfo=UTC)
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client, location=ADELAIDE))["id"]
@@ -246,16 +247,18 @@ async def test_rollups_are_the_sums_of_the_readings_after_uploads_one_after_anot
     assert hours == expected_hours
     assert days == expected_days
     assert len(days) > 1
+    assert None in {power for _, _, power in hours.values()}
 
 
 @pytest.mark.parametrize("size", [120, 700])  # one statement; the COPY after it
-async def test_a_rollup_row_beyond_the_first_hour_sends_the_upload_the_general_way(
+async def test_a_rollup_row_beyond_the_first_hour_and_day_is_added_to(
     app: FastAPI, enterprise: Tenant, size: int
 ) -> None:
-    """A rollup row where, after the system's last reading, none should be (the plain INSERT
-    of the one statement assumes none): the upload fails that statement as a whole and takes
-    the general way, which adds to the row. Everything else is as for any upload: every
-    reading stored and logged once, one event, the other rollup rows the readings' sums."""
+    """A rollup row where, after the system's last reading, none should be. A large batch's
+    COPY of the rollup rows after its first hour and day assumes none: it fails, the whole
+    transaction with it, and the upload takes the general way, which adds to the row, as
+    the one statement of a small batch does. Either way every reading is stored and logged
+    once, one event, the planted rows added to and the others the readings' sums."""
     from tests.changes.test_feed import follow
 
     async with client_for(app, enterprise.live) as client:

@@ -202,17 +202,21 @@ class PostgresReadingStore:
         rows = ([], [], []) if copied else (
             batch.starts.tolist(), batch.energy_wh.tolist(), _nullable(batch.power_w)
         )  # fmt: skip
-        # A large batch after the last reading: the statement adds the first hour and day to
-        # the rollups, the rest are new rows that go by COPY after it (`_STORE_NEW`).
-        sums = 1 if copied and batch.after_last_reading else None
+        # A large batch after the system's last reading: only its first hour and first local
+        # day can have a rollup row already (the last stored reading's); the statement adds
+        # those, the rest are new rows and go by COPY after it — half the database's time of
+        # `ON CONFLICT DO UPDATE` per row, and 10,000 fewer Python values to encode
+        # (bench/readings/README.md). Correctness does not rest on it: a row already there
+        # fails the COPY, the transaction with it, and the upload takes the general way.
+        added = 1 if copied and batch.after_last_reading else None
         hours, days = batch.hours, batch.days
         params = (
             batch.system_id, batch.account_id, batch.environment, batch.timezone,
             batch.capacity_kwp, *rows, int(batch.starts.min()), int(batch.starts.max()),
-            hours.starts[:sums].tolist(), hours.energy_wh[:sums].tolist(),
-            hours.samples[:sums].tolist(), _nullable(hours.power_max_w[:sums]),
-            days.starts[:sums].tolist(), days.energy_wh[:sums].tolist(),
-            days.samples[:sums].tolist(), _nullable(days.power_max_w[:sums]),
+            hours.starts[:added].tolist(), hours.energy_wh[:added].tolist(),
+            hours.samples[:added].tolist(), _nullable(hours.power_max_w[:added]),
+            days.starts[:added].tolist(), days.energy_wh[:added].tolist(),
+            days.samples[:added].tolist(), _nullable(days.power_max_w[:added]),
             batch.first, batch.last,
             event.id, event.type, event.data, event.created_at, list(event.delivery_ids),
             event.delivery_kind, event.delivery_max_attempts,
@@ -246,14 +250,12 @@ class PostgresReadingStore:
                             owner, span[2], batch.starts, batch.energy_wh, batch.power_w
                         ),
                     )  # fmt: skip
-                    if sums is not None:
-                        # Plain rows, as the statement's INSERT would write them: a row
-                        # already there fails the COPY, and the upload takes the general way.
+                    if added is not None:
                         await _copy_rollup(
-                            connection, "reading_hours", "hour_s", batch.system_id, hours, sums
+                            connection, "reading_hours", "hour_s", batch.system_id, hours, added
                         )
                         await _copy_rollup(
-                            connection, "reading_days", "day_start_s", batch.system_id, days, sums
+                            connection, "reading_days", "day_start_s", batch.system_id, days, added
                         )
         except asyncpg.UniqueViolationError:
             # A quarter-hour committed by another upload after this statement's snapshot
@@ -324,7 +326,8 @@ async def _copy_rollup(
     sums: EnergySeries,
     first: int,
 ) -> None:
-    """The rollup rows `sums[first:]` into `table` by binary COPY (sent only if any)."""
+    """The rollup rows `sums[first:]` into `table` by binary COPY, as a plain INSERT would
+    write them (sent only if there are any)."""
     if len(sums.starts) > first:
         await connection.copy_to_table(
             table, columns=["system_id", key, "energy_wh", "samples", "power_max_w"],
@@ -357,7 +360,7 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
     rows["n"] = len(columns)
     nulls: list[tuple[int, npt.NDArray[np.bool_]]] = []
     for i, column in enumerate(columns):
-        rows[f"l{i}"] = record.fields[f"v{i}"][0].itemsize  # type: ignore[index]
+        rows[f"l{i}"] = np.dtype(fields[2 + 2 * i][1]).itemsize
         rows[f"v{i}"] = column
         if not isinstance(column, bytes | int) and column.dtype.kind == "f":
             missing = np.isnan(column)
@@ -434,12 +437,13 @@ def _additive(table: str) -> str:
 #   not in `present`; the plain INSERT then fails on the primary key and the whole statement
 #   with it (the caller catches it and takes the general way).
 # - The rollups are added to (exact: only new quarter-hours, the system locked; ON CONFLICT
-#   updates the latest row version); the change feed's log gets its rows with this
-#   transaction's id, as `log_changes` writes them.
-_STORE_NEW_TEMPLATE = """
+#   updates the latest row version; a large batch after the last reading sends its first hour
+#   and day alone, the rest go by COPY after it, `store_new`); the change feed's log gets its
+#   rows with this transaction's id, as `log_changes` writes them.
+_STORE_NEW_TEMPLATE = f"""
 WITH present AS (
     SELECT count(*) AS n FROM reading_changes
-    WHERE system_id = $1 AND start_s >= $9 AND start_s <= $10{present}
+    WHERE system_id = $1 AND start_s >= $9 AND start_s <= $10{{present}}
 ), hooks AS (
     SELECT id, row_number() OVER (ORDER BY created_at, id) AS rn FROM webhook_endpoints
     WHERE account_id = $2 AND environment = $3 AND enabled AND (events::jsonb) ? $22
@@ -452,10 +456,20 @@ WITH present AS (
             THEN $20 ELSE last_reading_at END
     WHERE id = $1 AND account_id = $2 AND environment = $3 AND timezone = $4
         AND capacity_kwp = $5 AND data_source = 'metered'
-        AND {absent}
+        AND {{absent}}
         AND (SELECT count(*) FROM hooks) <= cardinality($25::text[])
     RETURNING id, first_reading_at, last_reading_at
-){rows}{rollups}, evt AS (
+){{rows}}, hrs AS (
+    INSERT INTO reading_hours (system_id, hour_s, energy_wh, samples, power_max_w)
+    SELECT sys.id, h.* FROM sys,
+        unnest($11::int8[], $12::float8[], $13::int4[], $14::float8[]) AS h
+    ON CONFLICT (system_id, hour_s) DO UPDATE SET {_additive("reading_hours")}
+), dys AS (
+    INSERT INTO reading_days (system_id, day_start_s, energy_wh, samples, power_max_w)
+    SELECT sys.id, d.* FROM sys,
+        unnest($15::int8[], $16::float8[], $17::int4[], $18::float8[]) AS d
+    ON CONFLICT (system_id, day_start_s) DO UPDATE SET {_additive("reading_days")}
+), evt AS (
     INSERT INTO events (id, account_id, environment, type, data, created_at)
     SELECT $21, $2, $3, $22, $23::json, $24 FROM sys
 ), dlv AS (
@@ -471,7 +485,7 @@ WITH present AS (
     SELECT $28, $29, $33, $30::json, 'queued', 0, $31, $32, $32 FROM sys
 )
 SELECT first_reading_at, last_reading_at, pg_current_xact_id()::text::bigint FROM sys
-"""
+"""  # noqa: S608 - table names and clauses are constants of this module
 _ROWS = """, batch AS (
     SELECT * FROM unnest($6::int8[], $7::float8[], $8::float8[]) AS u(s, e, p)
 ), ins AS (
@@ -483,62 +497,22 @@ _ROWS = """, batch AS (
     SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint, batch.e, batch.p
     FROM sys, batch
 )"""
-
-
-def _rollup(name: str, table: str, key: str, first: int, rows: str, add: bool) -> str:
-    """A CTE `name` writing the rollup rows `rows` (a slice, "" for all) of the batch's sums
-    in parameters `first`… `first + 3`: added to a stored row (`add`) or a plain INSERT."""
-    arrays = ", ".join(
-        f"(${first + i}::{kind}[]){rows}"
-        for i, kind in enumerate(("int8", "float8", "int4", "float8"))
-    )
-    clause = f"\n    ON CONFLICT (system_id, {key}) DO UPDATE SET {_additive(table)}" if add else ""
-    columns = f"system_id, {key}, energy_wh, samples, power_max_w"
-    return (
-        f", {name} AS (\n    INSERT INTO {table} ({columns})\n"  # noqa: S608 - constants
-        f"    SELECT sys.id, r.* FROM sys, unnest({arrays}) AS r{clause}\n)"
-    )
-
-
-# The rollups: every row added to a stored one (`INSERT … ON CONFLICT DO UPDATE`), or, for a
-# batch after the system's last reading, only the first hour and the first local day (the
-# ones the system's last stored reading can share; the sums are in ascending order): the
-# rest are new and go by plain INSERT, about half the cost of the upsert per row
-# (bench/readings/README.md). Correctness does not rest on that: a rollup row beyond them
-# fails the plain INSERT on the primary key, the statement with it, and the upload takes the
-# general way (tests/readings/test_upload_paths.py).
-_ADD_ALL = _rollup("hrs", "reading_hours", "hour_s", 11, "", add=True) + _rollup(
-    "dys", "reading_days", "day_start_s", 15, "", add=True
-)
-_ADD_FIRST = "".join(
-    _rollup(f"{name}{part}", table, key, first, rows, add=part == "")
-    for name, table, key, first in (
-        ("hrs", "reading_hours", "hour_s", 11), ("dys", "reading_days", "day_start_s", 15)
-    )
-    for part, rows in (("", "[1:1]"), ("_new", "[2:]"))
-)  # fmt: skip
-
 # The statements by (rows by COPY after it, the batch after the system's last reading):
 # - in the statement (a small batch) or by COPY after it (a large one; $6–$8 then sent empty
 #   and typed in a CTE that is never run, so every variant takes the same parameters);
 # - a batch after the system's last reading (the usual upload) is new whole when that still
 #   holds under the lock: the log is not read (an unreferenced CTE is not even planned, and a
-#   statement that reads the partitioned log would be planned anew on every execution), and
-#   its rollups after the first hour and day are plain inserts (above);
+#   statement that reads the partitioned log would be planned anew on every execution);
 #   else none of its quarter-hours may be in the log yet (the COPY: nothing of the system in
 #   the batch's span, so it finds no conflict).
 _AFTER_LAST = "(last_reading_at IS NULL OR last_reading_at < $19)"
 _NONE_PRESENT = "(SELECT n FROM present) = 0"
 _UNUSED_ROWS = ", unused AS (SELECT $6::int8[], $7::float8[], $8::float8[])"
 _STORE_NEW = {
-    (copied, after_last): _STORE_NEW_TEMPLATE.format(
-        present=" AND start_s = ANY($6::int8[])" if not (copied or after_last) else "",
-        absent=_AFTER_LAST if after_last else _NONE_PRESENT,
-        rows=_UNUSED_ROWS if copied else _ROWS,
-        # A large batch after the last reading sends only the first hour and day (the rest
-        # go by COPY after it, `store_new`); a small one sends all, the statement splits them.
-        rollups=_ADD_FIRST if after_last and not copied else _ADD_ALL,
-    )
-    for copied in (False, True)
-    for after_last in (False, True)
+    (False, True): _STORE_NEW_TEMPLATE.format(present="", absent=_AFTER_LAST, rows=_ROWS),
+    (False, False): _STORE_NEW_TEMPLATE.format(
+        present=" AND start_s = ANY($6::int8[])", absent=_NONE_PRESENT, rows=_ROWS
+    ),
+    (True, True): _STORE_NEW_TEMPLATE.format(present="", absent=_AFTER_LAST, rows=_UNUSED_ROWS),
+    (True, False): _STORE_NEW_TEMPLATE.format(present="", absent=_NONE_PRESENT, rows=_UNUSED_ROWS),
 }
