@@ -6,9 +6,11 @@ delivery ids, a re-upload. Both databases (SQLite always takes the general way).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
@@ -16,6 +18,7 @@ from solarapi.events.service import PREPARED_DELIVERIES
 from solarapi.events.types import DELIVERY_JOB_KIND
 from solarapi.jobs.kinds import ALERTS_EVALUATE
 from solarapi.models.jobs import Job
+from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, quarter_series, upload
 from tests.webhooks.test_endpoints import PUBLIC_URL
@@ -158,3 +161,129 @@ async def test_a_large_batch_stores_what_a_small_one_stores(
         assert deleted.status_code == 204, deleted.text
         rows, _ = await follow(client)
         assert {row["system_id"] for row in rows} == {small}
+
+
+ADELAIDE = {"latitude": -34.93, "longitude": 138.6, "timezone": "Australia/Adelaide"}
+
+
+async def _rollups(app: FastAPI, system_id: str) -> tuple[dict[int, Any], dict[int, Any]]:
+    """The system's hourly and daily rollup rows as stored: key → (energy, samples, max power)."""
+    async with app.state.sessionmaker() as session:
+        tables = []
+        for model, key in ((ReadingHour, ReadingHour.hour_s), (ReadingDay, ReadingDay.day_start_s)):
+            rows = await session.execute(
+                select(key, model.energy_wh, model.samples, model.power_max_w).where(
+                    model.system_id == system_id
+                )
+            )
+            tables.append({row[0]: tuple(row[1:]) for row in rows})
+        return tables[0], tables[1]
+
+
+async def _sums_of_readings(
+    app: FastAPI, system_id: str, timezone: str
+) -> tuple[dict[int, Any], dict[int, Any]]:
+    """The hourly and local-daily sums of the system's stored readings, computed here."""
+    zone = ZoneInfo(timezone)
+    async with app.state.sessionmaker() as session:
+        rows = (
+            await session.execute(
+                select(Reading.start_s, Reading.energy_wh, Reading.power_w).where(
+                    Reading.system_id == system_id
+                )
+            )
+        ).all()
+    hours: dict[int, list[Any]] = {}
+    days: dict[int, list[Any]] = {}
+    for start_s, energy, power in rows:
+        local = datetime.fromtimestamp(start_s, zone)
+        midnight = int(datetime.combine(local.date(), time(), zone).timestamp())
+        for table, key in ((hours, start_s - start_s % 3600), (days, midnight)):
+            row = table.setdefault(key, [0.0, 0, None])
+            row[0] += energy
+            row[1] += 1
+            if power is not None and (row[2] is None or power > row[2]):
+                row[2] = power
+    return (
+        {key: tuple(row) for key, row in hours.items()},
+        {key: tuple(row) for key, row in days.items()},
+    )
+
+
+def _varied(start: datetime, count: int, offset: int) -> list[dict[str, Any]]:
+    """Quarter-hours with energies exact in binary (sums do not depend on their order) and
+    a power missing from every third, and from whole hours (a rollup row without a maximum,
+    NULL in the COPY)."""
+    items = quarter_series(start, count)
+    for i, item in enumerate(items):
+        n = offset + i
+        item["energy_wh"] = 1.0 + (n % 7) * 0.5
+        item["power_w"] = None if n % 3 == 0 or n // 8 % 5 == 0 else float(n % 13) * 10.0
+    return items
+
+
+@pytest.mark.parametrize("size", [6, 700])  # one statement; the COPY after it
+async def test_rollups_are_the_sums_of_the_readings_after_uploads_one_after_another(
+    app: FastAPI, enterprise: Tenant, size: int
+) -> None:
+    """Each upload after the system's last reading: on PostgreSQL a large one adds only its
+    first hour and first local day to stored rows and COPYs the rest as new. Uploads that
+    continue in the hour and the local day of the one before (none, one and seven
+    quarter-hours apart), in a half-hour zone (Adelaide's midnight is at :30 UTC): the
+    rollups must equal the sums of the stored readings."""
+    start = datetime(2025, 6, 10, 10, 30, tzinfo=UTC)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client, location=ADELAIDE))["id"]
+        offset = 0
+        for gap in (0, 1, 7, 0, 1):
+            offset += gap
+            moment = start + timedelta(minutes=15 * offset)
+            response = await upload(client, system_id, _varied(moment, size, offset))
+            assert response.json() == {"received": size, "inserted": size, "updated": 0}
+            offset += size
+    hours, days = await _rollups(app, system_id)
+    expected_hours, expected_days = await _sums_of_readings(app, system_id, "Australia/Adelaide")
+    assert sum(samples for _, samples, _ in expected_hours.values()) == 5 * size
+    assert hours == expected_hours
+    assert days == expected_days
+    assert len(days) > 1
+    assert None in {power for _, _, power in hours.values()}
+
+
+@pytest.mark.parametrize("size", [120, 700])  # one statement; the COPY after it
+async def test_a_rollup_row_beyond_the_first_hour_and_day_is_added_to(
+    app: FastAPI, enterprise: Tenant, size: int
+) -> None:
+    """A rollup row where, after the system's last reading, none should be. A large batch's
+    COPY of the rollup rows after its first hour and day assumes none: it fails, the whole
+    transaction with it, and the upload takes the general way, which adds to the row, as
+    the one statement of a small batch does. Either way every reading is stored and logged
+    once, one event, the planted rows added to and the others the readings' sums."""
+    from tests.changes.test_feed import follow
+
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]  # Europe/Amsterdam: midnight 22:00 UTC
+        first = await upload(client, system_id, _varied(JUNE, 4, 0))
+        assert first.status_code == 200, first.text
+        planted_hour = int(JUNE.timestamp()) + 3 * 3600
+        planted_day = int(datetime(2025, 6, 10, 22, tzinfo=UTC).timestamp())  # 11 June
+        async with app.state.sessionmaker() as session, session.begin():
+            session.add(ReadingHour(system_id=system_id, hour_s=planted_hour, energy_wh=1000.0,
+                                    samples=1, power_max_w=5000.0))  # fmt: skip
+            session.add(ReadingDay(system_id=system_id, day_start_s=planted_day,
+                                   energy_wh=2000.0, samples=2, power_max_w=None))  # fmt: skip
+        response = await upload(client, system_id, _varied(JUNE + timedelta(hours=1), size, 4))
+        assert response.json() == {"received": size, "inserted": size, "updated": 0}
+        rows, _ = await follow(client)
+        events = (await client.get("/api/v1/events")).json()["data"]
+    assert len(rows) == 4 + size
+    assert len({row["timestamp"] for row in rows}) == 4 + size
+    assert [e["type"] for e in events].count("readings.uploaded") == 2
+    hours, days = await _rollups(app, system_id)
+    expected_hours, expected_days = await _sums_of_readings(app, system_id, "Europe/Amsterdam")
+    energy, samples, power = expected_hours.pop(planted_hour)
+    assert hours.pop(planted_hour) == (1000.0 + energy, 1 + samples, 5000.0)
+    assert hours == expected_hours
+    energy, samples, power = expected_days.pop(planted_day)
+    assert days.pop(planted_day) == (2000.0 + energy, 2 + samples, power)
+    assert days == expected_days
