@@ -127,7 +127,7 @@ def render(readings: Readings) -> bytes:
             "totals": _totals_body(_totals(readings.buckets, frame)),
         }
     )
-    return b'{"data":[' + _data(readings.buckets, frame) + b'],"meta":' + meta + b"}"
+    return b"".join((b'{"data":[', _data(readings.buckets, frame), b'],"meta":', meta, b"}"))
 
 
 @dataclass(frozen=True, slots=True)
