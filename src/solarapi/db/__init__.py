@@ -43,6 +43,7 @@ from solarapi.db.schema import is_outage, schema_revision
 from solarapi.db.session import (
     DATA_VERSION,
     REQUEST_SESSION,
+    RequestSession,
     SessionDep,
     get_session,
     untouched,
@@ -61,6 +62,7 @@ __all__ = [
     "DatabaseVersions",
     "DriverQuery",
     "LogPage",
+    "RequestSession",
     "SessionDep",
     "api_time",
     "backend_of",

@@ -3,7 +3,6 @@ token may make. Request parsing and response shaping only."""
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import Annotated
 
 import orjson
@@ -12,7 +11,7 @@ from starlette.responses import Response
 
 from solarapi.audit.service import Actor
 from solarapi.auth.principal import PrincipalDep
-from solarapi.db import SessionDep, get_session
+from solarapi.db import RequestSession, SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
@@ -134,10 +133,6 @@ async def ingest_readings(request: Request) -> Response:
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = batch_from_json(payload)
-    async with _session(request) as session:
+    async with RequestSession(request) as session:
         result = await service.upload(session, caller, batch, utcnow())
     return OrjsonResponse(result.to_api())
-
-
-# The request's session as `SessionDep` gives it, without FastAPI's dependency solving.
-_session = asynccontextmanager(get_session)

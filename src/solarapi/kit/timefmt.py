@@ -30,6 +30,14 @@ class TimestampError(ValueError):
 
 def parse_timestamp(text: str) -> datetime:
     """Parse RFC 3339 with `Z` or a numeric offset and return an aware UTC datetime."""
+    if len(text) == 20 and _FAST_UTC.fullmatch(text) is not None:
+        # `YYYY-MM-DDTHH:MM:SSZ`, the form nearly every client sends: fromisoformat reads it
+        # as it is (UTC already, as below), a third of the general way's cost (every
+        # time-series request has two). An impossible date takes the way below for its error.
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass
     match = _RFC3339.fullmatch(text)
     if match is None:
         raise TimestampError(

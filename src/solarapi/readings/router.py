@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-
 import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from solarapi.auth.principal import get_principal
-from solarapi.db import DATA_VERSION, get_session
+from solarapi.db import DATA_VERSION, RequestSession
 from solarapi.errors import ValidationFailed
 from solarapi.kit.bodylimit import UPLOAD_BODY, body_limit
 from solarapi.kit.direct_endpoints import direct, direct_query, query_parameter
@@ -28,10 +26,6 @@ router = APIRouter(tags=["Readings"])
 
 # Rendered readings bodies, at most 64 MB of them, each while the database is unchanged.
 _BODIES = VersionedCache[bytes](maxsize=64 * 2**20, getsizeof=len)
-
-# The request's session as the `SessionDep` dependency gives it (the gateway's, committed
-# when the endpoint returns), without FastAPI's dependency solving.
-_session = asynccontextmanager(get_session)
 
 
 @router.get(
@@ -79,7 +73,7 @@ async def get_readings(system_id: str, request: Request) -> Response:
     )
 
     async def read() -> tuple[bytes, bool]:
-        async with _session(request) as session:
+        async with RequestSession(request) as session:
             readings = await service.read_readings(session, principal, system_id, query, now)
         return render(readings), not readings.simulated
 
@@ -118,7 +112,7 @@ async def upload_readings(system_id: str, request: Request) -> Response:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = upload.batch_from_json(payload)
     upload.refuse_duplicate_keys(raw, payload)
-    async with _session(request) as session:
+    async with RequestSession(request) as session:
         result = await upload.upload_to_system(
             session,
             system_id,

@@ -231,14 +231,15 @@ async def read_readings(
     # usual case: one read); a zone whose clock is off the UTC hour reads again.
     store = reading_store(session)
     guess = query.widen(_UTC)
+    guess_source = _source(guess)
     found, rows = await store.system_and_rows(
-        session, _source(guess), system_id, guess.start_s, guess.end_s
+        session, guess_source, system_id, guess.start_s, guess.end_s
     )
     system = owned(found, principal, system_id)
     time_range = query.widen(ZoneInfo(system.timezone))
     source = _source(time_range)
     if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
-        source is not _source(guess)
+        source is not guess_source
     ):
         rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
     if system.data_source == "simulated":

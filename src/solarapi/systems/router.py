@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import get_args
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from solarapi.auth.principal import PrincipalDep, get_principal
-from solarapi.db import SessionDep, get_session
+from solarapi.db import RequestSession, SessionDep
 from solarapi.kit.bodylimit import SMALL_BODY, body_limit
 from solarapi.kit.direct_endpoints import direct, direct_query, query_parameter
 from solarapi.kit.jsonresp import OrjsonResponse
@@ -63,7 +62,7 @@ async def list_systems(request: Request) -> Response:
     page = parse_page(
         query.get("page"), query.get("limit"), default_limit=DEFAULT_LIMIT, max_limit=MAX_LIMIT
     )
-    async with _session(request) as session:
+    async with RequestSession(request) as session:
         systems, total = await service.list_systems(
             session,
             principal,
@@ -72,10 +71,6 @@ async def list_systems(request: Request) -> Response:
             page=page,
         )
     return page_response(request, [system.render() for system in systems], total, page)
-
-
-# The request's session as `SessionDep` gives it, without FastAPI's dependency solving.
-_session = asynccontextmanager(get_session)
 
 
 @router.post(
