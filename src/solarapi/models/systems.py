@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 from dataclasses import FrozenInstanceError, dataclass
 from datetime import date, datetime
 from typing import Any, NamedTuple
@@ -153,14 +152,10 @@ class SystemRecord(_SystemColumns):
     object outside the session would silently vanish. Its fields are the table's columns,
     in table order.
 
-    A NamedTuple, made from a row in C (`make`, ~0.2 µs), where a frozen dataclass of 29
+    A NamedTuple, made from a row in C (`_make`, ~0.2 µs), where a frozen dataclass of 29
     fields took ~2.7 µs to build: every readings request reads one."""
 
     __slots__ = ()
-
-    @classmethod
-    def make(cls, values: Iterable[Any]) -> SystemRecord:
-        return tuple.__new__(cls, values)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")

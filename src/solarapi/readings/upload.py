@@ -148,14 +148,11 @@ def refuse_duplicate_keys(raw: bytes, payload: dict[str, object]) -> None:
     if not isinstance(readings, list):
         return
     expected = {"readings": 1}
-    # Counted by C-level passes when every item is a dict (a decoded upload): a generator
-    # per key cost ~2 ms for 10,000 items.
-    dicts = set(map(type, readings)) <= {dict}
+    # The items that are objects picked once, each key then counted by a C-level pass: a
+    # generator per key cost ~2 ms for 10,000 items.
+    items = [item for item in readings if isinstance(item, dict)]
     for name in _ITEM_FIELDS:
-        expected[name] = (
-            sum(map(dict.__contains__, readings, itertools.repeat(name))) if dicts
-            else sum(1 for item in readings if isinstance(item, dict) and name in item)
-        )  # fmt: skip
+        expected[name] = sum(map(dict.__contains__, items, itertools.repeat(name)))
     for name, count in expected.items():
         if raw.count(b'"' + name.encode() + b'"') > count:
             raise ValidationFailed(

@@ -80,7 +80,7 @@ async def get_record(session: AsyncSession, system_id: str) -> SystemRecord | No
 
 def record(values: Sequence[Any]) -> SystemRecord:
     """A SystemRecord from the values of SYSTEM_COLUMNS, converted as the ORM converts them."""
-    return SystemRecord.make(values)
+    return SystemRecord._make(values)
 
 
 def _conditions(by_status: bool, by_zone: bool) -> list[ColumnElement[bool]]:
