@@ -73,6 +73,7 @@ async def pg_reader(session: AsyncSession) -> AsyncIterator[Any]:
 class PostgresBackend(Backend):
     name = "postgresql"
     batch_migrations = False
+    projects_skipped_rows = True
 
     def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:
         # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
