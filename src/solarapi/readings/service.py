@@ -255,11 +255,12 @@ async def read_readings(
 
 
 # How far a calendar interval's range widened to a zone's calendar can reach beyond the
-# range as asked: a bucket (25 h for a day with a summer-time change) and the zone's offset.
+# range as asked: less than its longest bucket (a local day of 25 h at a summer-time change),
+# with an hour to spare.
 _CALENDAR_MARGIN_S = {
-    Interval.DAY: 2 * 86_400,
-    Interval.WEEK: 8 * 86_400,
-    Interval.MONTH: 32 * 86_400,
+    Interval.DAY: 26 * 3_600,
+    Interval.WEEK: 7 * 86_400 + 2 * 3_600,
+    Interval.MONTH: 31 * 86_400 + 2 * 3_600,
 }
 
 
