@@ -62,6 +62,10 @@ class Backend(ABC):
     name: str
     # Alembic's batch mode (copy-and-move tables): SQLite cannot ALTER most of a table.
     batch_migrations: bool
+    # Whether a query's select list is computed for the rows its OFFSET skips (PostgreSQL's
+    # scan projects every row it hands the LIMIT above it; SQLite skips a row before
+    # computing its columns): a paged read then formats its columns around the page.
+    projects_skipped_rows: bool
 
     @abstractmethod
     def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:

@@ -12,7 +12,7 @@ from sqlalchemy import Table, literal, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import NullPool
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.util import await_, greenlet_spawn
 
 from solarapi.config import Settings
 from solarapi.db.backend import (
@@ -37,18 +37,45 @@ async def pooled_connection(engine: Engine) -> AsyncIterator[Any]:
     try:
         yield connection
     except BaseException as exc:
-        # An error the server reported leaves the connection usable (no transaction is
-        # open), unless it closed it (a terminated backend); anything else — a lost
-        # connection, a cancellation mid-protocol — may have left it unusable.
-        closed = connection.is_closed()
-        if closed or not isinstance(exc, asyncpg.PostgresError):
-            await greenlet_spawn(pooled.invalidate)
-        if closed and isinstance(exc, Exception):
-            # asyncpg's "connection is closed" is a plain InterfaceError: say what it means.
-            raise DatabaseUnreachable("the database closed the connection") from exc
+        await greenlet_spawn(_after_failure, pooled, connection, exc)
         raise
     finally:
         await greenlet_spawn(pooled.close)  # back to the pool (or closed, if invalidated)
+
+
+async def lone_fetch(engine: Engine, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """The rows of one statement on a connection checked out of the engine's pool for it,
+    as `pooled_connection` would run it, with the checkout, the statement and the return in
+    one greenlet: the pool may need to await (connect, wait, close), so it runs in one, and
+    one instead of two saves ~20 µs of CPU per read — the reads every request makes."""
+    return await greenlet_spawn(_fetch_checked_out, engine, sql, params)
+
+
+def _fetch_checked_out(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any]:
+    pooled = engine.raw_connection()
+    connection = pooled.driver_connection
+    assert connection is not None
+    try:
+        rows: list[Any] = await_(connection.fetch(sql, *params))
+        return rows
+    except BaseException as exc:
+        _after_failure(pooled, connection, exc)
+        raise
+    finally:
+        pooled.close()  # back to the pool (or closed, if invalidated)
+
+
+def _after_failure(pooled: Any, connection: Any, exc: BaseException) -> None:
+    """After a statement on a pooled connection failed (in a greenlet: invalidating may
+    await). An error the server reported leaves the connection usable (no transaction is
+    open), unless it closed it (a terminated backend); anything else — a lost connection, a
+    cancellation mid-protocol — may have left it unusable."""
+    closed = connection.is_closed()
+    if closed or not isinstance(exc, asyncpg.PostgresError):
+        pooled.invalidate()
+    if closed and isinstance(exc, Exception):
+        # asyncpg's "connection is closed" is a plain InterfaceError: say what it means.
+        raise DatabaseUnreachable("the database closed the connection") from exc
 
 
 @asynccontextmanager
@@ -73,6 +100,7 @@ async def pg_reader(session: AsyncSession) -> AsyncIterator[Any]:
 class PostgresBackend(Backend):
     name = "postgresql"
     batch_migrations = False
+    projects_skipped_rows = True
 
     def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:
         # asyncpg waits 60 s for a connection by default: an unreachable (not refusing)
@@ -101,17 +129,18 @@ class PostgresBackend(Backend):
     async def fetch_rows(
         self, session: AsyncSession, sql: str, params: Sequence[Any]
     ) -> Sequence[Any]:
-        async with pg_reader(session) as connection:
-            return list(await connection.fetch(sql, *params))
+        # `pg_reader`'s connection, without its two context managers around the hot reads.
+        if session.get_transaction() is not None:
+            connection = await driver_connection(session)
+            return await connection.fetch(sql, *params)  # type: ignore[no-any-return]
+        return await lone_fetch(sync_engine_of(session), sql, params)
 
     async def lone_read(self, engine: AsyncEngine, sql: str) -> list[Any]:
-        async with pooled_connection(engine.sync_engine) as connection:
-            return list(await connection.fetch(sql))
+        return await lone_fetch(engine.sync_engine, sql)
 
     async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         # The server's snapshot says nothing of which server: told apart by the engine's number.
-        async with pooled_connection(engine) as connection:
-            snapshot, epoch = await connection.fetchrow(SNAPSHOT_SQL)
+        ((snapshot, epoch),) = await lone_fetch(engine, SNAPSHOT_SQL)
         return DatabaseVersions((engine_number, str(snapshot)), (engine_number, int(epoch)))
 
     async def result_type_codes(

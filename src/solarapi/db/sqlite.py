@@ -166,6 +166,7 @@ async def _in_write_transaction(session: AsyncSession) -> bool:
 class SQLiteBackend(Backend):
     name = "sqlite"
     batch_migrations = True
+    projects_skipped_rows = False
 
     def create_engine(self, settings: Settings, *, pooled: bool) -> AsyncEngine:
         _ensure_sqlite_dir(settings)

@@ -49,7 +49,7 @@ from solarapi.readings import repository
 from solarapi.readings.rendering import ManyReadings, Readings, Totals, totals_of
 from solarapi.readings.repository import reading_store
 from solarapi.readings.store import DAYS, HOURS, RAW, Series
-from solarapi.systems.access import owned, read_system
+from solarapi.systems.access import owned
 from solarapi.systems.repository import FleetMember, get_record
 from solarapi.systems.span import simulated_since
 
@@ -219,32 +219,57 @@ async def read_readings(
     theirs) in the buckets of the query's range widened to its grid (the system's zone).
     Raises ValidationFailed for an empty/reversed range or over 10,000 buckets.
 
-    Calendar intervals need the system's zone first: the system is read, then `aggregate`
-    (what reports, declarations and the dashboard call) reads its rows. For 15m, 30m and 1h
-    in a whole-hour zone the widened range is the UTC grid's, known before the system is,
-    so the system and its rows come in one read (one round trip on PostgreSQL), bucketed by
-    the same `_bucketed` (a zone whose clock is off the UTC hour reads its rows again)."""
-    if query.interval.is_calendar:
-        system = await read_system(session, principal, system_id)
-        return await aggregate(session, system, query.start, query.end, query.interval, now)
-    # Read with the UTC grid's range, which is the system's own in whole-hour zones (the
-    # usual case: one read); a zone whose clock is off the UTC hour reads again.
+    The grid depends on the system's zone, which comes with the system: the system and the
+    rows of a guessed range come in one read (one round trip on PostgreSQL), and the rows of
+    the range widened to its zone are taken from them, bucketed by the same `_bucketed` as
+    `aggregate` (what reports, declarations and the dashboard call). For 15m, 30m and 1h the
+    guess is the UTC grid's range, the system's own in whole-hour zones; for calendar
+    intervals the local days around the range as asked that any zone's calendar could widen
+    it to. A zone whose grid falls outside the guess (1h off the UTC hour) reads again."""
     store = reading_store(session)
-    guess = query.widen(_UTC)
-    guess_source = _source(guess)
+    if query.interval.is_calendar:
+        # Widened for the zone only once it is known (after the 404 check, as the endpoint
+        # always answered); the rollup of local days serves every calendar interval.
+        margin = _CALENDAR_MARGIN_S[query.interval]
+        guess_source = DAYS
+        guess_start = int(query.start.timestamp()) - margin
+        guess_end = int(query.end.timestamp()) + 1 + margin
+    else:
+        guess = query.widen(_UTC)
+        guess_source = _source(guess)
+        guess_start, guess_end = guess.start_s, guess.end_s
     found, rows = await store.system_and_rows(
-        session, guess_source, system_id, guess.start_s, guess.end_s
+        session, guess_source, system_id, guess_start, guess_end
     )
     system = owned(found, principal, system_id)
     time_range = query.widen(ZoneInfo(system.timezone))
     source = _source(time_range)
-    if (time_range.start_s, time_range.end_s) != (guess.start_s, guess.end_s) or (
-        source is not guess_source
-    ):
-        rows = await store.rows(session, source, system_id, time_range.start_s, time_range.end_s)
+    start_s, end_s = time_range.start_s, time_range.end_s
+    if source is not guess_source or start_s < guess_start or end_s > guess_end:
+        rows = await store.rows(session, source, system_id, start_s, end_s)
+    elif (start_s, end_s) != (guess_start, guess_end):
+        rows = _within(rows, start_s, end_s)
     if system.data_source == "simulated":
         rows = await _simulated_rows(system, time_range, now)
     return _bucketed(system, time_range, rows)
+
+
+# How far a calendar interval's range widened to a zone's calendar can reach beyond the
+# range as asked: less than its longest bucket (a local day of 25 h at a summer-time change),
+# with an hour to spare.
+_CALENDAR_MARGIN_S = {
+    Interval.DAY: 26 * 3_600,
+    Interval.WEEK: 7 * 86_400 + 2 * 3_600,
+    Interval.MONTH: 31 * 86_400 + 2 * 3_600,
+}
+
+
+def _within(rows: EnergySeries, start_s: int, end_s: int) -> EnergySeries:
+    """The rows (in time order) that start in [start_s, end_s): those `rows` reads for it."""
+    lo, hi = np.searchsorted(rows.starts, [start_s, end_s]).tolist()
+    return EnergySeries(
+        rows.starts[lo:hi], rows.energy_wh[lo:hi], rows.samples[lo:hi], rows.power_max_w[lo:hi]
+    )
 
 
 def time_range_of(
