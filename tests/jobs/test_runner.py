@@ -290,3 +290,39 @@ async def test_each_job_logs_when_it_starts_and_how_it_ends_with_its_duration(
     assert events[(failed, "failed")]["level"] == "error"
     assert events[(failed, "failed")]["attempt"] == 1
     assert "duration_s" not in events[(done, "started")]
+
+
+async def test_a_lanes_statements_built_once_bind_each_calls_time_lease_and_worker(
+    app: FastAPI,
+) -> None:
+    """The peek, the claim and the finish are built once per lane and reused (their time,
+    lease and worker bound at each call): a job due in five minutes is not claimable now and
+    is later, in the same cached statements, and the claim writes that call's values."""
+    now = utcnow().replace(microsecond=0)
+    later = now + timedelta(minutes=6)
+    async with maker_of(app)() as session, session.begin():
+        await repository.insert_job(
+            session, job_id="job_due_later", kind="test.later", payload={},
+            run_at=now + timedelta(minutes=5), max_attempts=2, now=now,
+        )  # fmt: skip
+    for _ in range(2):  # the second round runs the statements the first one built
+        async with maker_of(app)() as session:
+            assert not await repository.any_claimable(session, now, {"test.later"})
+            assert await repository.any_claimable(session, later, {"test.later"})
+            assert not await repository.any_claimable(session, later, {"test.other"})
+    for worker, at in (("early", now), ("on-time", later)):
+        async with maker_of(app)() as session, session.begin():
+            claimed = await repository.claim(
+                session, worker_id=worker, now=at, lease=timedelta(seconds=30),
+                kinds={"test.later"}, per_account=1,
+            )  # fmt: skip
+        assert (claimed is None) == (worker == "early")
+    job = await load(app, "job_due_later")
+    assert (job.status, job.lease_owner, job.attempts) == ("running", "on-time", 1)
+    assert (job.started_at, job.heartbeat_at) == (later, later)
+    assert job.lease_expires_at == later + timedelta(seconds=30)
+    async with maker_of(app)() as session, session.begin():
+        assert not await repository.mark_succeeded(session, job.id, "early", later)
+        assert await repository.mark_succeeded(session, job.id, "on-time", later)
+    done = await load(app, "job_due_later")
+    assert (done.status, done.lease_owner, done.finished_at) == ("succeeded", None, later)
