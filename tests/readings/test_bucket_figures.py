@@ -56,3 +56,51 @@ def test_each_bucket_is_the_rendered_body(
         assert as_body == bucket
         assert format_timestamp(datetime.fromtimestamp(start_s, UTC)) == bucket["start"]
     assert asdict(readings.totals) == body["meta"]["totals"]
+
+
+@pytest.mark.parametrize(
+    ("energy", "power"),
+    [
+        ([12.5], [np.nan]),  # one bucket: its numbers are the dump's first and last piece
+        ([np.nan], [3.0]),
+        (
+            [np.nan, 1e300, 0.0004, -0.0, 123456.7891, 5e-324, 2.0**53 + 1, np.nan],
+            [1e-7, np.nan, 1e300, 0.1, 1 / 3, 1e16, 99999999999.9995, 7.0],
+        ),
+    ],
+)
+def test_rendered_numbers_are_orjsons_own(energy: list[float], power: list[float]) -> None:
+    """The body's buckets, byte for byte, as orjson writes one dict per bucket (the rounded
+    values, NaN as null): first and last values, NaN at either end, extreme floats."""
+    days = len(energy)
+    start = datetime(2025, 3, 28, tzinfo=UTC)
+    end = datetime.fromtimestamp(start.timestamp() + days * 86_400, UTC)
+    zone = ZoneInfo("Europe/Amsterdam")  # (its spring DST day among the buckets)
+    edges = widen_range(start, end, Interval.DAY, zone).edges()[: days + 1]
+    time_range = widen_range(start, datetime.fromtimestamp(int(edges[-1]), UTC), Interval.DAY, zone)
+    edges = time_range.edges()
+    assert len(edges) == days + 1
+    values = np.array(energy)
+    samples = np.where(np.isnan(values), 0, np.arange(1, days + 1)).astype(np.int64)
+    buckets = aggregate_into(edges, edges[:-1], values, samples, np.array(power))
+    body = render(Readings("sys_1", "Europe/Amsterdam", time_range, buckets))
+
+    def written(value: float) -> float | None:
+        rounded = float(np.round(np.float64(value), 3))
+        return None if np.isnan(rounded) else rounded
+
+    labels = [format_timestamp(datetime.fromtimestamp(int(edge), UTC)) for edge in edges]
+    hours = np.diff(edges) / 3600.0
+    expected = [
+        {
+            "start": labels[i],
+            "end": labels[i + 1],
+            "energy_wh": written(buckets.energy_wh[i]),
+            "power_avg_w": written(buckets.energy_wh[i] / hours[i]),
+            "power_max_w": written(buckets.power_max_w[i]),
+            "samples": int(buckets.samples[i]),
+            "expected_samples": int(hours[i] * 4),
+        }
+        for i in range(days)
+    ]
+    assert body.split(b'],"meta":')[0] == b'{"data":' + orjson.dumps(expected)[:-1]

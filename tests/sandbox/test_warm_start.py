@@ -4,6 +4,8 @@ the first sandbox request does not wait seconds for pvlib (it did: 2.75 s) — u
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +71,52 @@ def test_serve_app_freezes_what_start_up_left_alive(tmp_path: Path) -> None:
     before, after = (int(n) for n in result.stdout.split())
     assert before == 0
     assert after > 10_000
+
+
+# The sources this test runs (a worktree's, on PYTHONPATH, over the installed ones).
+_SOURCES = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+
+_MALLOC_PROBE = """
+import ctypes
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+from solarapi.app import serve_app
+serve_app()
+mapped = libc.mallinfo2().hblks
+block = bytearray(8 * 2**20)  # over glibc's default threshold, under the worker's
+print(libc.mallinfo2().hblks - mapped)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc thresholds")
+@pytest.mark.parametrize(
+    ("operator_env", "mapped"), [({}, 0), ({"MALLOC_MMAP_THRESHOLD_": "131072"}, 1)]
+)
+def test_serve_app_keeps_large_blocks_on_the_heap(
+    tmp_path: Path, operator_env: dict[str, str], mapped: int
+) -> None:
+    """A worker's blocks of megabytes (a portfolio body and its pieces) come from malloc's
+    heap, kept between requests, not mapped and unmapped each time (a page fault per 4 KiB
+    again on every request) — unless the operator set glibc's own variables, which win."""
+    result = subprocess.run(
+        [sys.executable, "-c", _MALLOC_PROBE],
+        env=settings_env(
+            _settings(tmp_path),
+            SOLARAPI_WARM_START="false",
+            PATH="/usr/bin:/bin",
+            **_SOURCES,
+            **operator_env,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == mapped
