@@ -11,7 +11,10 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import update
 
+from solarapi.dashboard import service as dashboard_service
+from solarapi.kit.grid import local_midnight
 from solarapi.models.systems import System
+from solarapi.systems.span import simulated_span
 from tests.dashboard.helpers import browser_for, log_in
 from tests.support import Tenant, client_for
 
@@ -247,8 +250,11 @@ async def test_sandbox_systems_show_in_the_sandbox_view_only(
         assert created.status_code == 201, created.text
         system_id = created.json()["id"]
         await log_in(client, enterprise.email, enterprise.password)
+        # The summary before and after the page: a quarter-hour may end between the two
+        # requests, and the page then agrees with one of them.
+        before = (await sandbox_api.get(f"/api/v1/systems/{system_id}/summary")).json()
         sandbox = await client.get("/overview?env=test")
-        summary = (await sandbox_api.get(f"/api/v1/systems/{system_id}/summary")).json()
+        after = (await sandbox_api.get(f"/api/v1/systems/{system_id}/summary")).json()
         live = await client.get("/overview")
         page = await client.get(f"/systems/{system_id}")
     card = re.search(rf'id="system-{system_id}">.*?</section>', sandbox.text, re.S)
@@ -256,10 +262,12 @@ async def test_sandbox_systems_show_in_the_sandbox_view_only(
     # A simulated system: today's energy and last reading agree with the API's summary.
     today = re.search(r'data-energy-wh="([^"]*)"', card.group(0))
     assert today
-    expected = summary["energy_today_wh"]
-    assert (float(today.group(1)) if today.group(1) else None) == expected
-    last = summary["last_reading_at"]
-    assert f"{last[:10]} {last[11:16]} UTC" in card.group(0)
+    shown = float(today.group(1)) if today.group(1) else None
+    assert shown in {before["energy_today_wh"], after["energy_today_wh"]}
+    assert any(
+        f"{last[:10]} {last[11:16]} UTC" in card.group(0)
+        for last in (before["last_reading_at"], after["last_reading_at"])
+    )
     assert system_id not in live.text
     assert page.status_code == 200
     assert "Sandbox</span>" in page.text
@@ -326,3 +334,41 @@ async def test_an_unexpected_failure_is_an_html_500_page(app: FastAPI, enterpris
     assert page.headers["x-request-id"] in page.text
     assert "Traceback" not in page.text
     assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_a_simulated_systems_card_shows_the_apis_last_reading_at_a_local_midnight(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """In the first quarter-hour of a local day no quarter-hour of today has ended: the card
+    still shows the API's last reading (yesterday's last quarter-hour), not "none yet"."""
+    sydney = ZoneInfo("Australia/Sydney")
+    async with client_for(app, enterprise.test) as sandbox_api:
+        created = await sandbox_api.post(
+            "/api/v1/systems",
+            json={
+                "name": "Midnight roof",
+                "capacity_kwp": 4.0,
+                "installed_on": "2025-01-01",
+                "location": {
+                    "latitude": -33.87,
+                    "longitude": 151.2,
+                    "timezone": "Australia/Sydney",
+                },
+            },
+        )
+    assert created.status_code == 201, created.text
+    midnight = datetime.fromtimestamp(
+        local_midnight(datetime.now(sydney).date() - timedelta(days=1), sydney), UTC
+    )
+    async with app.state.sessionmaker() as session:
+        system = await session.get(System, created.json()["id"])
+        assert system is not None
+        for after_midnight, last in ((5, -15), (14, -15), (15, 0), (31, 15)):
+            now = midnight + timedelta(minutes=after_midnight)
+            (card,) = await dashboard_service.system_cards(session, [system], now)
+            assert card.last_reading_at == midnight + timedelta(minutes=last)
+            api_last = simulated_span(system.installed_on, system.timezone, now)[1]
+            assert api_last is not None
+            assert card.last_reading_at == datetime.fromisoformat(api_last)
+            if after_midnight < 15:
+                assert card.energy_today_wh is None  # no quarter-hour of today yet

@@ -41,6 +41,7 @@ from solarapi.readings.rendering import BucketFigures, Totals
 from solarapi.sandbox.provision import ensure_sandbox
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import tenant_system
+from solarapi.systems.span import simulated_last_start
 
 LOGIN_FAILED = "E-mail or password is incorrect."
 ACCOUNT_DISABLED = (
@@ -323,9 +324,11 @@ async def _card(session: AsyncSession, system: System, now: datetime) -> SystemC
     readings = await readings_service.aggregate(session, system, start, end, Interval.MIN15, now)
     last_reading_at = system.last_reading_at
     if system.data_source == "simulated":
-        # The model's readings are not stored: its last one is today's last filled bucket.
-        filled = [bucket.start_s for bucket in readings.each_bucket() if bucket.samples]
-        last_reading_at = datetime.fromtimestamp(filled[-1], UTC) if filled else None
+        # The model's readings are not stored: its last one is the API's (`last_reading_at`
+        # of the system), the last quarter-hour that has ended — yesterday's in the first
+        # quarter-hour of a local day, which today's buckets do not hold.
+        last = simulated_last_start(system.installed_on, system.timezone, now)
+        last_reading_at = None if last is None else datetime.fromtimestamp(last, UTC)
     return SystemCard(system, readings.totals.energy_wh, last_reading_at)
 
 
