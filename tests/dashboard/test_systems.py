@@ -235,18 +235,7 @@ async def test_sandbox_systems_show_in_the_sandbox_view_only(
     app: FastAPI, enterprise: Tenant
 ) -> None:
     async with client_for(app, enterprise.test) as sandbox_api, browser_for(app) as client:
-        created = await sandbox_api.post(
-            "/api/v1/systems",
-            json={
-                "name": "Sandbox roof",
-                "capacity_kwp": 4.0,
-                "location": {
-                    "latitude": -33.87,
-                    "longitude": 151.2,
-                    "timezone": "Australia/Sydney",
-                },
-            },
-        )
+        created = await _sydney_roof(sandbox_api, "Sandbox roof")
         assert created.status_code == 201, created.text
         system_id = created.json()["id"]
         await log_in(client, enterprise.email, enterprise.password)
@@ -343,19 +332,7 @@ async def test_a_simulated_systems_card_shows_the_apis_last_reading_at_a_local_m
     still shows the API's last reading (yesterday's last quarter-hour), not "none yet"."""
     sydney = ZoneInfo("Australia/Sydney")
     async with client_for(app, enterprise.test) as sandbox_api:
-        created = await sandbox_api.post(
-            "/api/v1/systems",
-            json={
-                "name": "Midnight roof",
-                "capacity_kwp": 4.0,
-                "installed_on": "2025-01-01",
-                "location": {
-                    "latitude": -33.87,
-                    "longitude": 151.2,
-                    "timezone": "Australia/Sydney",
-                },
-            },
-        )
+        created = await _sydney_roof(sandbox_api, "Midnight roof", installed_on="2025-01-01")
     assert created.status_code == 201, created.text
     midnight = datetime.fromtimestamp(
         local_midnight(datetime.now(sydney).date() - timedelta(days=1), sydney), UTC
@@ -372,3 +349,13 @@ async def test_a_simulated_systems_card_shows_the_apis_last_reading_at_a_local_m
             assert card.last_reading_at == datetime.fromisoformat(api_last)
             if after_midnight < 15:
                 assert card.energy_today_wh is None  # no quarter-hour of today yet
+
+
+async def _sydney_roof(api: httpx.AsyncClient, name: str, **fields: str) -> httpx.Response:
+    """`POST /systems` of a 4 kWp roof in Sydney (a zone far from UTC: its local midnight is
+    13:00 or 14:00 UTC), with `fields` added."""
+    location = {"latitude": -33.87, "longitude": 151.2, "timezone": "Australia/Sydney"}
+    return await api.post(
+        "/api/v1/systems",
+        json={"name": name, "capacity_kwp": 4.0, "location": location, **fields},
+    )

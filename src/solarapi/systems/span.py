@@ -38,18 +38,24 @@ def simulated_span(
     """`first_reading_at` / `last_reading_at` of a simulated system installed on
     `installed_on` in `timezone`: the starts of the first and last quarter-hours it serves
     (its history's start, and the last quarter-hour that has ended by `now`)."""
-    last = simulated_last_start(installed_on, timezone, now or utcnow())
-    if last is None:
+    first, last = _simulated_since(installed_on, timezone), _last_ended(now or utcnow())
+    if last < first:
         return None, None
     return (
-        format_timestamp(datetime.fromtimestamp(_simulated_since(installed_on, timezone), UTC)),
+        format_timestamp(datetime.fromtimestamp(first, UTC)),
         format_timestamp(datetime.fromtimestamp(last, UTC)),
     )
 
 
 def simulated_last_start(installed_on: date | None, timezone: str, now: datetime) -> int | None:
-    """The start (epoch s) of the last quarter-hour a simulated system serves at `now`: the
-    last one that has ended, whichever local day it belongs to; None before its history."""
-    now_s = int(now.timestamp())
-    last = now_s - now_s % QUARTER_S - QUARTER_S
+    """The start (epoch s) of the last quarter-hour a simulated system serves at `now`, as
+    `simulated_span` gives it: the last one that has ended, whichever local day it belongs
+    to; None before its history."""
+    last = _last_ended(now)
     return None if last < _simulated_since(installed_on, timezone) else last
+
+
+def _last_ended(now: datetime) -> int:
+    """The start (epoch s) of the last quarter-hour that has ended by `now`."""
+    now_s = int(now.timestamp())
+    return now_s - now_s % QUARTER_S - QUARTER_S
