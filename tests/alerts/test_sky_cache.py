@@ -184,13 +184,17 @@ def test_the_cache_keeps_at_most_its_bound_and_the_values_of_a_computation() -> 
     # Another site evicts the first one's oldest days, never beyond the bound.
     sky.window(Site(*SITES[0]), full)
     assert len(sky) == 45
-    # One day computed alone: pvlib's sun on it and the clear sky of that sun.
-    day = np.arange(START, START + DAY, QUARTER_S, dtype=np.int64)
-    sun, clear_wh = SkyCache().window(site, day)
-    expected = sun_at(site, day)
-    assert np.array_equal(sun.elevation_deg, expected.elevation_deg)
-    assert np.array_equal(sun.aoi_deg, expected.aoi_deg)
-    assert np.array_equal(clear_wh, detectors.clear_sky_energy_wh(site, expected))
+    # Days computed together (the cache's clear sky only where the sun is up): bit for bit
+    # pvlib's sun on them and the clear sky of that sun, at night too.
+    for spec in SITES:
+        site = Site(*spec)
+        days = np.arange(START, START + 3 * DAY, QUARTER_S, dtype=np.int64)
+        sun, clear_wh = SkyCache().window(site, days)
+        expected = sun_at(site, days)
+        assert np.array_equal(sun.elevation_deg, expected.elevation_deg)
+        assert np.array_equal(sun.aoi_deg, expected.aoi_deg)
+        assert np.array_equal(clear_wh, detectors.clear_sky_energy_wh(site, expected))
+        assert (clear_wh[expected.elevation_deg <= 0] == 0).all()
 
 
 def test_the_day_of_the_year_is_pandas_one_across_leap_years() -> None:

@@ -201,7 +201,22 @@ def _compute_days(site: Site, days: list[int]) -> list[FloatArray]:
         + np.arange(0, 86400, QUARTER_S, dtype=np.int64)[None, :]
     ).ravel()
     sun = sun_at(site, starts)
-    stacked = np.stack([sun.elevation_deg, sun.aoi_deg, clear_sky_energy_wh(site, sun)])
+    # The clear sky only where the sun is up (it is 0 elsewhere): every step is per element,
+    # so the values are those of the whole computation (tests/alerts/test_sky_cache.py).
+    up = sun.elevation_deg > 0
+    clear_wh = np.zeros(starts.size)
+    clear_wh[up] = clear_sky_energy_wh(
+        site,
+        Sun(
+            starts[up],
+            sun.elevation_deg[up],
+            sun.aoi_deg[up],
+            sun.zenith_deg[up],
+            sun.apparent_zenith_deg[up],
+            sun.azimuth_deg[up],
+        ),
+    )
+    stacked = np.stack([sun.elevation_deg, sun.aoi_deg, clear_wh])
     return [
         np.ascontiguousarray(stacked[:, k * DAY_QUARTERS : (k + 1) * DAY_QUARTERS])
         for k in range(len(days))
