@@ -159,6 +159,10 @@ class SkyCache:
     def __len__(self) -> int:
         return len(self._days)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._days.clear()
+
     def window(self, site: Site, starts: IntArray) -> tuple[SunGrid, FloatArray]:
         """The sun and the clear-sky energy (Wh) at `starts`, a run of consecutive
         quarter-hour starts (as `detectors.grid` makes)."""
