@@ -190,7 +190,19 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
         days = await repository.days_between(
             session, system_id, int(start.timestamp()), int(end.timestamp())
         )
+        raw = await repository.readings_between(
+            session, system_id, int(start.timestamp()), int(end.timestamp())
+        )
+        energy_only = await repository.energy_between(
+            session, system_id, int(start.timestamp()), int(end.timestamp())
+        )
     assert series.energy_wh.tolist() == energies
+    # The alert rules' read: the raw readings' starts and energy, without their power.
+    assert energy_only.starts.tolist() == raw.starts.tolist()
+    assert energy_only.starts.dtype == np.int64
+    assert energy_only.energy_wh.tolist() == raw.energy_wh.tolist() == energies
+    assert energy_only.samples.tolist() == [1] * count
+    assert np.isnan(energy_only.power_max_w).all()
     assert [None if np.isnan(p) else p for p in series.power_max_w.tolist()] == powers
     hour_starts = [int(start.timestamp()) + 3600 * h for h in range(count // 4)]
     assert hours.starts.tolist() == hour_starts

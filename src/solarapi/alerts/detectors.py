@@ -16,13 +16,15 @@ from datetime import UTC, datetime
 import numpy as np
 
 from solarapi.alerts.sky import (
+    PROCESS_SKY,
     QUARTER_S,
     FloatArray,
     IntArray,
     Site,
+    SkyCache,
     Sun,
+    SunGrid,
     clear_sky_energy_wh,
-    sun_at,
 )
 from solarapi.models.alerts import AlertType
 
@@ -100,7 +102,7 @@ def grid(now_s: int, days: int) -> IntArray:
 # --- system.offline ----------------------------------------------------------------------------
 
 
-def offline(sun: Sun, last_reading_s: int | None, now_s: int, settings: Settings) -> Finding:
+def offline(sun: SunGrid, last_reading_s: int | None, now_s: int, settings: Settings) -> Finding:
     """Daylight hours (sun above 5°) since the last stored quarter-hour ended, counted on the
     quarter-hour grid of `sun` (which must reach back far enough; older hours are not
     counted, so a gap longer than the grid counts only the grid's daylight)."""
@@ -125,7 +127,7 @@ def offline(sun: Sun, last_reading_s: int | None, now_s: int, settings: Settings
 # --- system.zero_production --------------------------------------------------------------------
 
 
-def zero_production(sun: Sun, observations: Observations) -> Finding:
+def zero_production(sun: SunGrid, observations: Observations) -> Finding:
     """`sun` is at the stored quarter-hours (`observations.starts`)."""
     bright = (sun.elevation_deg >= ZERO_ELEVATION_DEG) & (sun.aoi_deg < 90.0)
     energy = observations.energy_wh[bright]
@@ -176,7 +178,7 @@ class DayRatios:
     envelope: FloatArray  # the day's highest quarter-hour ratio (NaN: too few rated)
 
 
-def day_ratios(site: Site, sun: Sun, clear_wh: FloatArray, energy_wh: FloatArray) -> DayRatios:
+def day_ratios(site: Site, sun: SunGrid, clear_wh: FloatArray, energy_wh: FloatArray) -> DayRatios:
     """`sun`, `clear_wh` and `energy_wh` on the full quarter-hour grid (NaN: no reading)."""
     day = (sun.starts + int(site.longitude * 240)) // 86400
     first = int(day[0])
@@ -206,17 +208,19 @@ def day_ratios(site: Site, sun: Sun, clear_wh: FloatArray, energy_wh: FloatArray
 
 def underperforming(
     site: Site,
-    sun: Sun,
+    sun: SunGrid,
     observations: Observations,
     now_s: int,
     settings: Settings,
     *,
     frozen_baseline: float | None = None,
+    clear_wh: FloatArray | None = None,
 ) -> Finding:
     """The energy performance index of the last 7 complete solar days. `sun` is on the full
-    quarter-hour grid of the history (`grid(now_s, HISTORY_DAYS)`). `frozen_baseline`: the
-    baseline an open alert was judged against, kept so a long fault does not become the
-    system's new normal."""
+    quarter-hour grid of the history (`grid(now_s, HISTORY_DAYS)`), `clear_wh` the clear-sky
+    energy on it (None: computed here, which needs `sun` to be a whole `Sun`).
+    `frozen_baseline`: the baseline an open alert was judged against, kept so a long fault
+    does not become the system's new normal."""
     energy = np.full(sun.starts.size, np.nan)
     position = np.searchsorted(sun.starts, observations.starts)
     inside = (position < sun.starts.size) & (
@@ -230,7 +234,11 @@ def underperforming(
         expected[position[inside]] = observations.expected_wh[inside]
         return _measured(sun, energy, expected, observations, today, site, threshold)
 
-    ratios = day_ratios(site, sun, clear_sky_energy_wh(site, sun), energy)
+    if clear_wh is None:
+        if not isinstance(sun, Sun):
+            raise TypeError("the clear-sky energy needs the whole Sun")
+        clear_wh = clear_sky_energy_wh(site, sun)
+    ratios = day_ratios(site, sun, clear_wh, energy)
     return judge_window(ratios, today, site, threshold, frozen_baseline=frozen_baseline)
 
 
@@ -285,7 +293,7 @@ def judge_window(
 
 
 def _measured(
-    sun: Sun,
+    sun: SunGrid,
     energy: FloatArray,
     expected: FloatArray,
     observations: Observations,
@@ -327,11 +335,13 @@ def evaluate(
     settings: Settings,
     *,
     frozen_baseline: float | None = None,
+    sky: SkyCache = PROCESS_SKY,
 ) -> tuple[Finding, Finding, Finding]:
     """Every rule over `observations`, which hold the stored quarter-hours of the last
-    `HISTORY_DAYS` days (older ones are ignored)."""
+    `HISTORY_DAYS` days (older ones are ignored). The sun and the clear sky come from `sky`
+    (the process's cache of them per site and UTC day)."""
     full = grid(now_s, HISTORY_DAYS)
-    sun = sun_at(site, full)
+    sun, clear_wh = sky.window(site, full)
     kept = observations.starts >= full[0]
     if not kept.all():
         observations = Observations(
@@ -346,16 +356,22 @@ def evaluate(
     return (
         offline(sun, observations.last_reading_s, now_s, settings),
         zero_production(at_readings, observations),
-        underperforming(site, sun, observations, now_s, settings, frozen_baseline=frozen_baseline),
+        underperforming(
+            site,
+            sun,
+            observations,
+            now_s,
+            settings,
+            frozen_baseline=frozen_baseline,
+            clear_wh=clear_wh,
+        ),
     )
 
 
-def _take(sun: Sun, index: IntArray) -> Sun:
-    return Sun(
+def _take(sun: SunGrid, index: IntArray) -> SunGrid:
+    """What the rules read of the sun at `index` of its grid."""
+    return SunGrid(
         starts=sun.starts[index],
         elevation_deg=sun.elevation_deg[index],
         aoi_deg=sun.aoi_deg[index],
-        zenith_deg=sun.zenith_deg[index],
-        apparent_zenith_deg=sun.apparent_zenith_deg[index],
-        azimuth_deg=sun.azimuth_deg[index],
     )

@@ -169,8 +169,9 @@ async def evaluate_system(session: AsyncSession, system_id: str, now: datetime) 
         return await _apply(session, system, _stand_down(system, current), current, now)
     now_s = int(now.timestamp())
     since_s = now_s - now_s % QUARTER_S - detectors.HISTORY_DAYS * 86400
-    # The readings area's driver-level read: arrays straight from the rows, no ORM objects.
-    rows = await readings_repository.readings_between(session, system.id, since_s, now_s)
+    # The readings area's driver-level read: arrays straight from the rows, no ORM objects;
+    # start and energy only (the rules read no power).
+    rows = await readings_repository.energy_between(session, system.id, since_s, now_s)
     expected_wh, source = await _measured_expectation(session, system, rows.starts, now)
     frozen = current.get(AlertType.UNDERPERFORMING)
     findings = detectors.evaluate(

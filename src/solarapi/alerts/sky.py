@@ -9,6 +9,8 @@ All arrays are per quarter-hour, sampled at its midpoint.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,11 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 QUARTER_S = 900
+DAY_QUARTERS = 86400 // QUARTER_S
+# Site-days the process keeps of the sun and the clear sky (SkyCache): 2.3 KB each, so
+# ~40 MB; an evaluation reads 39 of them (its 38-day window's UTC days), so the cache holds
+# the windows of ~420 systems.
+SKY_CACHE_DAYS = 16_384
 # PVWatts' default system losses (soiling, mismatch, wiring, connections, LID, nameplate, no
 # shading or availability loss), the same as the sandbox model's.
 LOSSES = 0.1408
@@ -41,13 +48,21 @@ class Site:
 
 
 @dataclass(frozen=True, slots=True)
-class Sun:
-    """The sun at the midpoints of the quarter-hours starting at `starts` (epoch seconds)."""
+class SunGrid:
+    """What the rules read of the sun at the midpoints of the quarter-hours starting at
+    `starts` (epoch seconds)."""
 
     starts: IntArray
     elevation_deg: FloatArray
     # Angle of incidence on the panel plane: below 90° the sun is in front of the panel.
     aoi_deg: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class Sun(SunGrid):
+    """The sun at the midpoints of the quarter-hours starting at `starts` (epoch seconds),
+    with what the clear-sky model needs besides."""
+
     zenith_deg: FloatArray
     apparent_zenith_deg: FloatArray
     azimuth_deg: FloatArray
@@ -59,7 +74,9 @@ def sun_at(site: Site, starts: IntArray) -> Sun:
     import pandas as pd
     import pvlib
 
-    times = pd.DatetimeIndex(pd.to_datetime(starts + QUARTER_S // 2, unit="s", utc=True))
+    # The same index as pd.to_datetime(..., unit="s", utc=True), built without its parsing.
+    midpoints = ((starts + QUARTER_S // 2) * 1_000_000_000).astype("datetime64[ns]")
+    times = pd.DatetimeIndex(midpoints).tz_localize("UTC")
     position = pvlib.solarposition.ephemeris(times, site.latitude, site.longitude)
     zenith = position["zenith"].to_numpy(dtype=np.float64)
     azimuth = position["azimuth"].to_numpy(dtype=np.float64)
@@ -85,12 +102,9 @@ def clear_sky_energy_wh(site: Site, sun: Sun) -> FloatArray:
 def _clear_sky_energy_wh(site: Site, sun: Sun) -> FloatArray:
     # Function-level: pandas and pvlib are ~2.5 s of import that start-up, the API's request
     # paths and the CLI never need (only the alert jobs run this).
-    import pandas as pd
     import pvlib
 
-    day_of_year = pd.DatetimeIndex(
-        pd.to_datetime(sun.starts, unit="s", utc=True)
-    ).day_of_year.to_numpy()
+    day_of_year = _day_of_year(sun.starts)
     dni_extra = np.asarray(pvlib.irradiance.get_extra_radiation(day_of_year), dtype=np.float64)
     airmass = pvlib.atmosphere.get_relative_airmass(sun.apparent_zenith_deg)
     absolute = pvlib.atmosphere.get_absolute_airmass(airmass)
@@ -119,6 +133,105 @@ def _clear_sky_energy_wh(site: Site, sun: Sun) -> FloatArray:
         ac_w = np.minimum(ac_w, site.inverter_capacity_kw * 1000.0)
     energy: FloatArray = np.where(sun.elevation_deg > 0, ac_w, 0.0) * (QUARTER_S / 3600)
     return energy
+
+
+class SkyCache:
+    """The sun's elevation and angle of incidence and the clear-sky energy of a site, per
+    UTC day, for the alert rules' 38-day window: an evaluation after an upload computes only
+    the days it has not met (the first evaluation of a system in the process computes its
+    whole window; after that, one new day a day), where it computed the whole window every
+    time.
+
+    Keyed by the whole `Site` (position, orientation, capacity and inverter limit: every
+    input of the values) and the UTC day, so a hit returns what a computation would. The one
+    difference: pvlib's `ephemeris` iterates Kepler's equation until every time of one call
+    has converged (to 1e-4°), so a day computed with other days than the window's own differs
+    from the window's computation in the last digits (measured: under 2e-6° of elevation);
+    the findings and their (rounded) evidence are the same (tests/alerts/test_sky_cache.py).
+    Bounded: at most `max_days` site-days (least recently used first out). Readings are not
+    part of it: a correction to old readings is judged as before."""
+
+    def __init__(self, max_days: int = SKY_CACHE_DAYS) -> None:
+        self.max_days = max_days
+        self._days: OrderedDict[tuple[Site, int], FloatArray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._days)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._days.clear()
+
+    def window(self, site: Site, starts: IntArray) -> tuple[SunGrid, FloatArray]:
+        """The sun and the clear-sky energy (Wh) at `starts`, a run of consecutive
+        quarter-hour starts (as `detectors.grid` makes)."""
+        if starts.size == 0:
+            empty = np.empty(0, dtype=np.float64)
+            return SunGrid(starts, empty, empty), empty
+        first_day = int(starts[0]) // 86400
+        days = range(first_day, int(starts[-1]) // 86400 + 1)
+        with self._lock:
+            blocks = {day: self._days.get((site, day)) for day in days}
+        missing = [day for day, block in blocks.items() if block is None]
+        if missing:
+            # One computation for every missing day (pvlib's calls cost ~1 ms each besides
+            # their arithmetic).
+            computed = _compute_days(site, missing)
+            blocks.update(zip(missing, computed, strict=True))
+        with self._lock:
+            for day, block in blocks.items():
+                key = (site, day)
+                if key in self._days:
+                    self._days.move_to_end(key)
+                elif block is not None:
+                    self._days[key] = block
+            while len(self._days) > self.max_days:
+                self._days.popitem(last=False)
+        values = np.concatenate([blocks[day] for day in days], axis=1)
+        offset = (int(starts[0]) - first_day * 86400) // QUARTER_S
+        chosen = values[:, offset : offset + starts.size]
+        return SunGrid(starts, chosen[0], chosen[1]), chosen[2]
+
+
+# The process's cache: every evaluation of the alert jobs reads through it.
+PROCESS_SKY = SkyCache()
+
+
+def _compute_days(site: Site, days: list[int]) -> list[FloatArray]:
+    """Per UTC day, a (3, 96) block: elevation, angle of incidence, clear-sky energy."""
+    starts = (
+        np.asarray(days, dtype=np.int64)[:, None] * 86400
+        + np.arange(0, 86400, QUARTER_S, dtype=np.int64)[None, :]
+    ).ravel()
+    sun = sun_at(site, starts)
+    # The clear sky only where the sun is up (it is 0 elsewhere): every step is per element,
+    # so the values are those of the whole computation (tests/alerts/test_sky_cache.py).
+    up = sun.elevation_deg > 0
+    clear_wh = np.zeros(starts.size)
+    clear_wh[up] = clear_sky_energy_wh(
+        site,
+        Sun(
+            starts[up],
+            sun.elevation_deg[up],
+            sun.aoi_deg[up],
+            sun.zenith_deg[up],
+            sun.apparent_zenith_deg[up],
+            sun.azimuth_deg[up],
+        ),
+    )
+    stacked = np.stack([sun.elevation_deg, sun.aoi_deg, clear_wh])
+    return [
+        np.ascontiguousarray(stacked[:, k * DAY_QUARTERS : (k + 1) * DAY_QUARTERS])
+        for k in range(len(days))
+    ]
+
+
+def _day_of_year(starts: IntArray) -> IntArray:
+    """The UTC day of the year (1-366) of each epoch second."""
+    days = starts.astype("datetime64[s]").astype("datetime64[D]")
+    day_of_year: IntArray = (days - days.astype("datetime64[Y]")).astype(np.int64) + 1
+    return day_of_year
 
 
 def _clean(values: object) -> FloatArray:

@@ -25,6 +25,7 @@ from solarapi.models.systems import System
 from solarapi.readings.store import (
     DAYS,
     RAW,
+    RAW_ENERGY,
     ChangeOwner,
     NewBatch,
     ReadingStore,
@@ -56,6 +57,13 @@ async def readings_between(
 ) -> EnergySeries:
     """Raw quarter-hours with start in [start_s, end_s), in time order; samples = 1 each."""
     return await series_between(session, RAW, system_id, start_s, end_s)
+
+
+async def energy_between(
+    session: AsyncSession, system_id: str, start_s: int, end_s: int
+) -> EnergySeries:
+    """`readings_between` without the power (NaN): the alert rules' read."""
+    return await series_between(session, RAW_ENERGY, system_id, start_s, end_s)
 
 
 async def days_between(
