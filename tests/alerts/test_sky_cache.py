@@ -17,7 +17,15 @@ import pvlib
 
 from solarapi.alerts import detectors
 from solarapi.alerts.detectors import Finding, Observations, Settings, Verdict
-from solarapi.alerts.sky import QUARTER_S, Site, SkyCache, Sun, _day_of_year, sun_at
+from solarapi.alerts.sky import (
+    QUARTER_S,
+    Site,
+    SkyCache,
+    Sun,
+    _day_of_year,
+    clear_sky_energy_wh,
+    sun_at,
+)
 from solarapi.models.alerts import AlertType
 from solarapi.sandbox.model import PvParams, quarter_hour_energy
 
@@ -82,9 +90,15 @@ def reference_evaluate(
     return (
         detectors.offline(sun, observations.last_reading_s, now_s, settings),
         detectors.zero_production(at_readings, observations),
-        # No clear-sky energy given: computed from the whole `Sun`, as before.
+        # The clear sky computed from the whole window's `Sun`, as before.
         detectors.underperforming(
-            site, sun, observations, now_s, settings, frozen_baseline=frozen_baseline
+            site,
+            sun,
+            observations,
+            now_s,
+            settings,
+            clear_sky_energy_wh(site, sun),
+            frozen_baseline=frozen_baseline,
         ),
     )
 
@@ -193,7 +207,7 @@ def test_the_cache_keeps_at_most_its_bound_and_the_values_of_a_computation() -> 
         expected = sun_at(site, days)
         assert np.array_equal(sun.elevation_deg, expected.elevation_deg)
         assert np.array_equal(sun.aoi_deg, expected.aoi_deg)
-        assert np.array_equal(clear_wh, detectors.clear_sky_energy_wh(site, expected))
+        assert np.array_equal(clear_wh, clear_sky_energy_wh(site, expected))
         assert (clear_wh[expected.elevation_deg <= 0] == 0).all()
 
 

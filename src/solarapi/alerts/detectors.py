@@ -22,9 +22,7 @@ from solarapi.alerts.sky import (
     IntArray,
     Site,
     SkyCache,
-    Sun,
     SunGrid,
-    clear_sky_energy_wh,
 )
 from solarapi.models.alerts import AlertType
 
@@ -212,14 +210,13 @@ def underperforming(
     observations: Observations,
     now_s: int,
     settings: Settings,
+    clear_wh: FloatArray,
     *,
     frozen_baseline: float | None = None,
-    clear_wh: FloatArray | None = None,
 ) -> Finding:
     """The energy performance index of the last 7 complete solar days. `sun` is on the full
     quarter-hour grid of the history (`grid(now_s, HISTORY_DAYS)`), `clear_wh` the clear-sky
-    energy on it (None: computed here, which needs `sun` to be a whole `Sun`).
-    `frozen_baseline`: the baseline an open alert was judged against, kept so a long fault
+    energy on it. `frozen_baseline`: the baseline an open alert was judged against, kept so a long fault
     does not become the system's new normal."""
     energy = np.full(sun.starts.size, np.nan)
     position = np.searchsorted(sun.starts, observations.starts)
@@ -234,10 +231,6 @@ def underperforming(
         expected[position[inside]] = observations.expected_wh[inside]
         return _measured(sun, energy, expected, observations, today, site, threshold)
 
-    if clear_wh is None:
-        if not isinstance(sun, Sun):
-            raise TypeError("the clear-sky energy needs the whole Sun")
-        clear_wh = clear_sky_energy_wh(site, sun)
     ratios = day_ratios(site, sun, clear_wh, energy)
     return judge_window(ratios, today, site, threshold, frozen_baseline=frozen_baseline)
 
@@ -357,13 +350,7 @@ def evaluate(
         offline(sun, observations.last_reading_s, now_s, settings),
         zero_production(at_readings, observations),
         underperforming(
-            site,
-            sun,
-            observations,
-            now_s,
-            settings,
-            frozen_baseline=frozen_baseline,
-            clear_wh=clear_wh,
+            site, sun, observations, now_s, settings, clear_wh, frozen_baseline=frozen_baseline
         ),
     )
 

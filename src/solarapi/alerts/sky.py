@@ -172,19 +172,19 @@ class SkyCache:
         first_day = int(starts[0]) // 86400
         days = range(first_day, int(starts[-1]) // 86400 + 1)
         with self._lock:
-            blocks = {day: self._days.get((site, day)) for day in days}
-        missing = [day for day, block in blocks.items() if block is None]
+            found = {day: self._days.get((site, day)) for day in days}
+        blocks = {day: block for day, block in found.items() if block is not None}
+        missing = [day for day in days if day not in blocks]
         if missing:
             # One computation for every missing day (pvlib's calls cost ~1 ms each besides
             # their arithmetic).
-            computed = _compute_days(site, missing)
-            blocks.update(zip(missing, computed, strict=True))
+            blocks.update(zip(missing, _compute_days(site, missing), strict=True))
         with self._lock:
             for day, block in blocks.items():
                 key = (site, day)
                 if key in self._days:
                     self._days.move_to_end(key)
-                elif block is not None:
+                else:
                     self._days[key] = block
             while len(self._days) > self.max_days:
                 self._days.popitem(last=False)
