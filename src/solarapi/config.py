@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     # Unset: keep every raw quarter-hour. N: the daily job drops whole months of raw readings
     # older than N months (PostgreSQL partitions; rollups are kept). docs/scaling.md.
     readings_retention_months: int | None = Field(default=None, ge=1)
+    # Site-days of the sun and the clear sky each job-running process keeps for the alert
+    # rules (alerts.sky.SkyCache, ~2.5 KB each: the default, ~41 MiB, holds the 38-day
+    # windows of ~420 systems). 0 keeps none: every evaluation computes its whole window.
+    alert_sky_cache_days: int = Field(default=16_384, ge=0)
     # Connections kept per process (plus 10 overflow). Below the number of requests in
     # flight, overflow connections are opened and closed all the time, and each new
     # PostgreSQL session is a process fork on the server.

@@ -19,7 +19,8 @@ import solarapi.alerts.jobs
 import solarapi.webhooks.jobs  # noqa: F401 - registers the delivery job handler
 from solarapi.alerts import repository, service
 from solarapi.alerts.jobs import schedule_sweep
-from solarapi.alerts.sky import Site, sun_at
+from solarapi.alerts.sky import PROCESS_SKY, SKY_CACHE_DAYS, Site, sun_at
+from solarapi.db import sessionmaker_for
 from solarapi.events.types import DELIVERY_JOB_KIND
 from solarapi.jobs.kinds import ALERTS_EVALUATE, ALERTS_SWEEP
 from solarapi.jobs.queue import HANDLERS, PERIODIC_TASKS, enqueue
@@ -121,6 +122,38 @@ async def test_an_upload_queues_an_evaluation_that_opens_a_zero_production_alert
     assert one.status_code == 200
     assert one.json() == alert
     assert [event["data"] for event in events.json()["data"]] == [alert]
+
+
+async def test_the_sky_cache_takes_its_size_from_the_runner_settings(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    # SOLARAPI_ALERT_SKY_CACHE_DAYS: a runner whose settings say 7 keeps at most 7 site-days
+    # (of the 39 an evaluation reads) and still finds what the full window shows.
+    now = utcnow()
+    system = await create_system(app, enterprise.live, sunny_site_now(now))
+    start = now.replace(second=0, microsecond=0) - timedelta(minutes=now.minute % 15 + 150)
+    await upload(app, enterprise.live, system["id"], quarter_hours(start, [900.0] * 6 + [0.0] * 4))
+    small = sessionmaker_for(
+        app.state.engine, app.state.settings.model_copy(update={"alert_sky_cache_days": 7})
+    )
+    try:
+        await run_pending(small, "test-worker", kinds={ALERTS_EVALUATE})
+        assert PROCESS_SKY.max_days == 7
+        assert 0 < len(PROCESS_SKY) <= 7
+        (alert,) = await alerts_of(app, enterprise.live, system_id=system["id"])
+        assert alert["type"] == "system.zero_production"
+        # A runner with the default settings gives the cache its default size back.
+        await enqueue_evaluation(app, system["id"])
+        await run_pending(app.state.sessionmaker, "test-worker", kinds={ALERTS_EVALUATE})
+        assert PROCESS_SKY.max_days == SKY_CACHE_DAYS == 16_384
+        assert len(PROCESS_SKY) >= 39
+    finally:
+        PROCESS_SKY.resize(SKY_CACHE_DAYS)
+
+
+async def enqueue_evaluation(app: FastAPI, system_id: str) -> None:
+    async with app.state.sessionmaker() as session, session.begin():
+        await enqueue(session, ALERTS_EVALUATE, {"system_id": system_id})
 
 
 async def test_zero_production_opens_once_and_resolves_on_production_under_the_same_sun(

@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 import pvlib
+import pytest
 
 from solarapi.alerts import detectors
+from solarapi.alerts import sky as sky_module
 from solarapi.alerts.detectors import Finding, Observations, Settings, Verdict
 from solarapi.alerts.sky import (
     QUARTER_S,
@@ -209,6 +211,44 @@ def test_the_cache_keeps_at_most_its_bound_and_the_values_of_a_computation() -> 
         assert np.array_equal(sun.aoi_deg, expected.aoi_deg)
         assert np.array_equal(clear_wh, clear_sky_energy_wh(site, expected))
         assert (clear_wh[expected.elevation_deg <= 0] == 0).all()
+
+
+def test_a_resized_cache_drops_its_least_recently_used_days_and_zero_keeps_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    computed: list[int] = []
+    compute = sky_module._compute_days
+
+    def counting(site: Site, days: list[int]) -> list[np.ndarray]:
+        computed.extend(days)
+        return compute(site, days)
+
+    monkeypatch.setattr(sky_module, "_compute_days", counting)
+    sky = SkyCache(max_days=100)
+    first, second = Site(*SITES[0]), Site(*SITES[1])
+    now_s = START + 60 * DAY + 5 * 3600
+    full = detectors.grid(now_s, detectors.HISTORY_DAYS)
+    sky.window(first, full)
+    expected = sky.window(second, full)
+    assert len(sky) == 78
+    sky.window(first, full[-4:])  # the first site's last hour (its last day): used last
+    sky.resize(40)
+    assert len(sky) == 40
+    # Kept: the first site's last day and the second site's 39, which answer without pvlib.
+    computed.clear()
+    kept = sky.window(second, full)
+    assert computed == []
+    assert len(sky) == 40
+    sky.window(first, full[-4:])
+    assert computed == []
+    assert np.array_equal(kept[1], expected[1])
+    sky.resize(0)
+    assert len(sky) == 0
+    again = sky.window(second, full)
+    assert len(sky) == 0
+    assert len(computed) == 39
+    assert np.allclose(again[1], expected[1], rtol=0, atol=1e-9)
+    assert np.allclose(again[0].elevation_deg, expected[0].elevation_deg, rtol=0, atol=1e-5)
 
 
 def test_the_day_of_the_year_is_pandas_one_across_leap_years() -> None:

@@ -15,8 +15,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from solarapi.alerts import service
+from solarapi.alerts.sky import PROCESS_SKY
 from solarapi.jobs.kinds import ALERTS_EVALUATE, ALERTS_SWEEP
-from solarapi.jobs.queue import PermanentJobError, enqueue, job_handler, periodic_task
+from solarapi.jobs.queue import (
+    PermanentJobError,
+    enqueue,
+    job_handler,
+    periodic_task,
+    settings_of,
+)
 from solarapi.kit.timefmt import utcnow
 
 SWEEP_EVERY_S = 900
@@ -30,13 +37,23 @@ async def evaluate(maker: async_sessionmaker[AsyncSession], payload: dict[str, A
     system_id = payload.get("system_id")
     if not isinstance(system_id, str):
         raise PermanentJobError("payload has no system_id")
+    _size_sky(maker)
     async with maker() as session, session.begin():
         await service.evaluate_system(session, system_id, utcnow())
 
 
 @job_handler(ALERTS_SWEEP)
 async def sweep(maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    _size_sky(maker)
     await service.sweep(maker, utcnow())
+
+
+def _size_sky(maker: async_sessionmaker[AsyncSession]) -> None:
+    """The process's sky cache at the size the app's or worker's settings give (the same
+    settings every time in one process: a no-op after the first job)."""
+    days = settings_of(maker).alert_sky_cache_days
+    if PROCESS_SKY.max_days != days:
+        PROCESS_SKY.resize(days)
 
 
 def sweep_job_id(now: datetime) -> str:

@@ -16,15 +16,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from solarapi.config import Settings
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 QUARTER_S = 900
 DAY_QUARTERS = 86400 // QUARTER_S
-# Site-days the process keeps of the sun and the clear sky (SkyCache): 2.3 KB each, so
-# ~40 MB; an evaluation reads 39 of them (its 38-day window's UTC days), so the cache holds
+# Site-days the process keeps of the sun and the clear sky (SkyCache) unless
+# `SOLARAPI_ALERT_SKY_CACHE_DAYS` says otherwise: ~2.5 KB each with their bookkeeping, so
+# ~41 MiB; an evaluation reads 39 of them (its 38-day window's UTC days), so the cache holds
 # the windows of ~420 systems.
-SKY_CACHE_DAYS = 16_384
+SKY_CACHE_DAYS: int = Settings.model_fields["alert_sky_cache_days"].default
 # PVWatts' default system losses (soiling, mismatch, wiring, connections, LID, nameplate, no
 # shading or availability loss), the same as the sandbox model's.
 LOSSES = 0.1408
@@ -159,6 +162,14 @@ class SkyCache:
     def __len__(self) -> int:
         return len(self._days)
 
+    def resize(self, max_days: int) -> None:
+        """Keep at most `max_days` site-days from now on (the least recently used go first
+        when it shrinks; 0: keep none)."""
+        with self._lock:
+            self.max_days = max_days
+            while len(self._days) > max_days:
+                self._days.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._days.clear()
@@ -194,7 +205,8 @@ class SkyCache:
         return SunGrid(starts, chosen[0], chosen[1]), chosen[2]
 
 
-# The process's cache: every evaluation of the alert jobs reads through it.
+# The process's cache: every evaluation of the alert jobs reads through it, sized by
+# `SOLARAPI_ALERT_SKY_CACHE_DAYS` (the job handlers apply it, `alerts.jobs`).
 PROCESS_SKY = SkyCache()
 
 
