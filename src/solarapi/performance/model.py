@@ -4,7 +4,8 @@ irradiance it saw (pure functions of typed values; no database, no HTTP).
 The chain, all pvlib (docs/performance.md has the formulas and how to recompute a number):
 1. plane-of-array irradiance: `sensor` POA as measured; `satellite` GHI/DNI/DHI transposed
    with Hay–Davies (albedo 0.2); `typical` the site's typical-year sky from the sandbox's
-   climate normals (`sandbox.model.sky`, one source of truth), transposed the same way;
+   climate normals (`sandbox.model.sky`, one source of truth): its quadrature points of the
+   sandbox's weather transposed the same way and averaged (the expectation of the POA);
 2. cell temperature: `module_temp_c + 3 °C × POA/1000` when the module temperature was
    measured (SAPM's open-rack ΔT), else SAPM open rack (glass/polymer) from the air
    temperature (measured, else the site's typical) and wind 1 m/s;
@@ -246,15 +247,7 @@ def _month_geometry(plant: Plant, month_start_s: int, month_end_s: int) -> _Geom
         dni_extra=sky.dni_extra,
         clear_poa=clear_poa,
         bound_poa=np.maximum(clear_poa, sky.clear_ghi),
-        typical_poa=transpose(
-            plant,
-            sky.apparent_zenith,
-            sky.azimuth,
-            sky.dni_extra,
-            sky.typical_ghi,
-            sky.typical_dni,
-            sky.typical_dhi,
-        ),
+        typical_poa=_typical_poa(plant, sky),
         typical_temp_air_c=sky.typical_temp_air_c,
     )
     for values in (
@@ -269,6 +262,25 @@ def _month_geometry(plant: Plant, month_start_s: int, month_end_s: int) -> _Geom
         values.flags.writeable = False  # shared through the cache
     _months.put(key, geometry)
     return geometry
+
+
+def _typical_poa(plant: Plant, sky: sandbox.Sky) -> FloatArray:
+    """The typical sky's POA: each of its quadrature points transposed, then their weighted
+    mean (the expectation over the sandbox's weather, not the POA of an average sky)."""
+    count = len(sky.typical_weights)
+    lit = sky.clear_ghi > 0  # no irradiance at all elsewhere: 0 W/m²
+    poa = transpose(
+        plant,
+        np.tile(sky.apparent_zenith[lit], count),
+        np.tile(sky.azimuth[lit], count),
+        np.tile(sky.dni_extra[lit], count),
+        sky.typical_ghi[:, lit].ravel(),
+        sky.typical_dni[:, lit].ravel(),
+        sky.typical_dhi[:, lit].ravel(),
+    )
+    typical: FloatArray = np.zeros(len(lit))
+    typical[lit] = sky.typical_weights @ poa.reshape(count, -1)
+    return typical
 
 
 def _clean(values: Any) -> FloatArray:

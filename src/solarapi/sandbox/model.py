@@ -42,9 +42,11 @@ from solarapi.sandbox.climate import reference_site
 from solarapi.sandbox.utc_months import SIMULATION_START_S as SIMULATION_START_S  # re-exported
 from solarapi.sandbox.utc_months import gather_months, grid_range, utc_months
 from solarapi.sandbox.weather import (
+    TYPICAL_WEIGHTS,
     air_temperature,
     mean_clear_sky_index,
     median_for_mean,
+    typical_index_nodes,
     weather_at,
 )
 
@@ -421,10 +423,16 @@ def _site_index_by_day(
 class Sky:
     """The sky over a site at given instants, as the sandbox's model sees it: the sun's
     position (degrees), the extraterrestrial normal irradiance and relative airmass (what
-    Hay–Davies needs), the Ineichen clear sky, and the site's typical-year sky (clear sky ×
-    the climatological mean clear-sky index of the day, split by Erbs) with its typical air
-    temperature. `climate` names the reference site whose normals the typical year follows
-    (None: the coarse latitude climatology)."""
+    Hay–Davies needs), the Ineichen clear sky, and the site's typical-year sky with its
+    typical air temperature. `climate` names the reference site whose normals the typical
+    year follows (None: the coarse latitude climatology).
+
+    The typical sky is the sandbox's weather in expectation, as quadrature points: row j of
+    `typical_ghi`/`typical_dni`/`typical_dhi` (shape points × instants) is the clear sky ×
+    the j-th point of the instantaneous clear-sky index's distribution
+    (`weather.typical_index_nodes`: the day's index around the climatological median plus
+    passing clouds), split by Erbs; a quantity's typical value is `typical_weights @` its
+    value per row (the performance model so averages the transposed irradiance)."""
 
     zenith: FloatArray
     apparent_zenith: FloatArray
@@ -437,6 +445,7 @@ class Sky:
     typical_ghi: FloatArray
     typical_dni: FloatArray
     typical_dhi: FloatArray
+    typical_weights: FloatArray
     typical_temp_air_c: FloatArray
     climate: str | None
 
@@ -471,18 +480,25 @@ def _sky(latitude: float, longitude: float, utc_seconds: IntArray) -> Sky:
     )
     clear_ghi = _clean(clear["ghi"])
     site_mean = _site_mean_by_day(latitude, longitude)
-    mean_index = (
-        mean_clear_sky_index(latitude, day_of_year.astype(np.int64))
-        if site_mean is None
-        else site_mean[day_of_year - 1]
-    )
+    latitude_index = mean_clear_sky_index(latitude, day_of_year.astype(np.int64))
+    mean_index = latitude_index if site_mean is None else site_mean[day_of_year - 1]
+    # The daily index's median as `weather_at` draws around it (the latitude climatology's
+    # value is itself taken as the median there).
+    site_median = _climatology(latitude, longitude)
+    median = latitude_index if site_median is None else site_median[day_of_year - 1]
+    # Daylight only (the quadrature multiplies the work ~64×; at night every point is 0).
+    lit = clear_ghi > 0
+    points = typical_index_nodes(median[lit])
+    count = len(points)
     horizontal_extra = dni_extra * np.clip(np.cos(np.radians(zenith)), 0.0, None)
-    typical_ghi = np.where(
-        clear_ghi > 0,
-        np.maximum(clear_ghi * mean_index, OVERCAST_CLEARNESS * horizontal_extra),
-        0.0,
+    lit_ghi = np.maximum(clear_ghi[lit] * points, OVERCAST_CLEARNESS * horizontal_extra[lit])
+    split = pvlib.irradiance.erbs(
+        lit_ghi.ravel(), np.tile(zenith[lit], count), np.tile(day_of_year[lit], count)
     )
-    split = pvlib.irradiance.erbs(typical_ghi, zenith, day_of_year)
+    typical_ghi, typical_dni, typical_dhi = (np.zeros((count, len(zenith))) for _ in range(3))
+    typical_ghi[:, lit] = lit_ghi
+    typical_dni[:, lit] = _clean(split["dni"]).reshape(lit_ghi.shape)
+    typical_dhi[:, lit] = _clean(split["dhi"]).reshape(lit_ghi.shape)
     site = reference_site(latitude, longitude)
     return Sky(
         zenith=zenith,
@@ -494,8 +510,9 @@ def _sky(latitude: float, longitude: float, utc_seconds: IntArray) -> Sky:
         clear_dni=_clean(clear["dni"]),
         clear_dhi=_clean(clear["dhi"]),
         typical_ghi=typical_ghi,
-        typical_dni=_clean(split["dni"]),
-        typical_dhi=_clean(split["dhi"]),
+        typical_dni=typical_dni,
+        typical_dhi=typical_dhi,
+        typical_weights=TYPICAL_WEIGHTS,
         typical_temp_air_c=air_temperature(
             latitude, longitude, utc_seconds, day_of_year.astype(np.int64), mean_index, 0.0
         ),

@@ -174,6 +174,48 @@ def intraday_noise(seed_key: str, day: int) -> FloatArray:
     return noise
 
 
+def intraday_spread(day_index: FloatArray) -> FloatArray:
+    """How far passing clouds move the instantaneous index around the day's (a multiple of
+    the unit-variance `intraday_noise`): broken clouds vary most on middling days; clear and
+    fully overcast days are steady."""
+    unsettled = 4 * np.clip(day_index, 0, 1) * (1 - np.clip(day_index, 0, 1))
+    spread: FloatArray = 0.05 + 0.35 * unsettled
+    return spread
+
+
+# The typical year (the performance model's `typical` sky, `sandbox.model.sky`) is the
+# expectation over the weather `weather_at` draws from, by Gauss–Hermite quadrature: this many
+# points for the day's index times this many for its passing clouds. Taking the sky of the
+# day's mean index instead (one cloudiness all day, split into beam and diffuse as such) lost
+# the beam that broken clouds let through onto a tilted panel: a Dutch 35° roof's expected
+# winter energy came out 1.5× too low against the sandbox's own climate
+# (tests/performance/test_typical_year.py).
+TYPICAL_DAILY_NODES = 8
+TYPICAL_INTRADAY_NODES = 8
+_DAY_NODES, _DAY_WEIGHTS = np.polynomial.hermite_e.hermegauss(TYPICAL_DAILY_NODES)
+_CLOUD_NODES, _CLOUD_WEIGHTS = np.polynomial.hermite_e.hermegauss(TYPICAL_INTRADAY_NODES)
+TYPICAL_WEIGHTS: FloatArray = np.outer(_DAY_WEIGHTS, _CLOUD_WEIGHTS).ravel() / (
+    _DAY_WEIGHTS.sum() * _CLOUD_WEIGHTS.sum()
+)
+TYPICAL_WEIGHTS.flags.writeable = False
+
+
+def typical_index_nodes(median: FloatArray) -> FloatArray:
+    """The quadrature points of the instantaneous clear-sky index at instants whose day has
+    the climatological `median` (one value per instant): shape (points, instants), so that
+    `TYPICAL_WEIGHTS @ f(points)` ≈ E[f(index)] for the index `weather_at` draws there — the
+    day's logit-normal index (`daily_clear_sky_index`) plus its passing clouds
+    (`intraday_spread` × a standard normal), clipped as there."""
+    scaled = (median - INDEX_LOW) / (INDEX_HIGH - INDEX_LOW)
+    logit = np.log(scaled / (1 - scaled))
+    day = INDEX_LOW + (INDEX_HIGH - INDEX_LOW) / (
+        1 + np.exp(-(logit[None, :] + LOGIT_SPREAD * _DAY_NODES[:, None]))
+    )
+    instant = day[:, None, :] + intraday_spread(day)[:, None, :] * _CLOUD_NODES[None, :, None]
+    points: FloatArray = np.clip(instant, INSTANT_LOW, INSTANT_HIGH).reshape(-1, median.size)
+    return points
+
+
 @dataclass(frozen=True, slots=True)
 class Weather:
     """Per sample: the clear-sky index (multiplies clear-sky irradiance) and the air temperature."""
@@ -210,9 +252,7 @@ def weather_at(
     day_index = daily_clear_sky_index(seed_key, median, ordinal)
     day_anomaly = daily_anomaly(seed_key, ordinal)
 
-    # Broken clouds vary most on middling days; clear and fully overcast days are steady.
-    unsettled = 4 * np.clip(day_index, 0, 1) * (1 - np.clip(day_index, 0, 1))
-    spread = 0.05 + 0.35 * unsettled
+    spread = intraday_spread(day_index)
     noise = np.empty(local_seconds.shape, dtype=np.float64)
     for i, ordinal_day in enumerate(ordinal):
         mask = inverse == i
