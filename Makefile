@@ -19,14 +19,19 @@ $(VENV)/.installed: pyproject.toml uv.lock clients/python/pyproject.toml | $(UV)
 	$(UV) sync --frozen --compile-bytecode --python $(PYTHON)
 	touch $@
 
+# `make run PORT=8001` when something else listens on 8000 (the Python client and the
+# README's examples then need SOLARAPI_BASE_URL=http://127.0.0.1:8001). Only the command line
+# sets it: a PORT in the environment is left alone.
+PORT = 8000
+
 run: install
 	$(VENV)/bin/solarapi migrate
 	$(VENV)/bin/solarapi demo
-	@echo "Dashboard: http://127.0.0.1:8000/  (log in with a demo e-mail above)"
+	@echo "Dashboard: http://127.0.0.1:$(PORT)/  (log in with a demo e-mail above)"
 	@echo "Sign-ups start on the '$${SOLARAPI_SIGNUP_PLAN:-starter}' plan; to sign up as Pro: SOLARAPI_SIGNUP_PLAN=pro make run"
 	@echo "  (or change an account later: .venv/bin/solarapi accounts set-plan EMAIL pro)"
-	@echo "API docs:  http://127.0.0.1:8000/api/v1/docs"
-	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port 8000
+	@echo "API docs:  http://127.0.0.1:$(PORT)/api/v1/docs"
+	$(VENV)/bin/solarapi serve --host 127.0.0.1 --port $(PORT)
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench clients

@@ -113,6 +113,11 @@ def migrate(
                     err=True,
                 )
                 raise typer.Exit(1) from None
+        if sql and not pending and not check:
+            # stdout stays empty (it is the SQL); say why on stderr, as --check would.
+            typer.echo(
+                f"no migration pending for {where} (revision {before}): no SQL to print", err=True
+            )
         if check:
             state = "no database yet" if not exists else f"at {before or 'no schema'}"
             if pending:

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
+from solarapi.cli_support import redacted
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
 from solarapi.dbfaults import SCHEMA_REVISION
@@ -198,7 +199,10 @@ def test_migrate_check_and_sql_change_nothing(empty_database: Settings) -> None:
     run_cli(env, "migrate")
     current = run_cli(env, "migrate", "--check")
     assert f"is up to date (revision {SCHEMA_REVISION})" in current.stderr
-    assert run_cli(env, "migrate", "--sql").stdout.strip() == ""
+    nothing = run_cli(env, "migrate", "--sql")
+    assert nothing.stdout.strip() == ""  # stdout is the SQL: none
+    assert f"no migration pending for {redacted(settings.database_url)}" in nothing.stderr
+    assert f"(revision {SCHEMA_REVISION}): no SQL to print" in nothing.stderr
 
     # One step behind: --check names it, --sql prints only that step.
     previous = ScriptDirectory.from_config(alembic_config(settings)).get_revision(SCHEMA_REVISION)

@@ -311,6 +311,10 @@ async def test_overlap_rule(app: FastAPI, enterprise: Tenant) -> None:
         )
         assert overlapping.status_code == 409
         assert first["id"] in overlapping.json()["error"]
+        # The advice is what frees the period from a draft.
+        assert overlapping.json()["error"].endswith(
+            "; delete it, or choose a period that does not overlap"
+        )
         other_type = await create_declaration(
             client,
             system["id"],
@@ -335,6 +339,9 @@ async def test_overlap_rule(app: FastAPI, enterprise: Tenant) -> None:
             client, system["id"], period_start="2025-05-01", period_end="2025-05-01"
         )
         assert again.status_code == 409
+        assert again.json()["error"].endswith(
+            "; withdraw it, or choose a period that does not overlap"
+        )
         await client.post(f"/api/v1/declarations/{first['id']}/withdraw")
         freed = await create_declaration(
             client, system["id"], period_start="2025-05-01", period_end="2025-05-01"
@@ -360,6 +367,12 @@ async def test_rejected_frees_the_period_and_approved_claims_it(
         assert approved["status"] == "approved"
         third = await create_declaration(client, system["id"], period_start="2025-05-02")
         assert third.status_code == 409
+        # An approved declaration is final: the answer does not tell to withdraw or delete it.
+        assert third.json()["error"].endswith(
+            "; it is approved, which is final: choose a period that does not overlap"
+        )
+        assert "withdraw" not in third.json()["error"]
+        assert "delete" not in third.json()["error"]
 
 
 async def test_certificates_for_approved_guarantees_of_origin(

@@ -174,7 +174,12 @@ async def test_anonymous_window_per_ip(
         openapi = await anonymous.get("/api/v1/openapi.json")
     for response in (refused, refused_starter):
         body = assert_error(response, 429, "rate_limit")
-        assert "without a valid API key" in body["error"]
+        # The Starter key is valid: the message names why it counts here, not "invalid key".
+        assert body["error"] == (
+            "Rate limit exceeded: 60 requests per minute from this address without a usable "
+            "API key (missing, invalid or revoked, or a Starter plan's key, which has no API "
+            "access). Retry in 55 s."
+        )
         assert response.headers["retry-after"] == "55"
     assert all(h.status_code == 200 for h in health)
     assert all(h.headers["x-ratelimit-remaining"] == "0" for h in health)

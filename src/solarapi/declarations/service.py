@@ -177,9 +177,18 @@ async def _check_overlap(
         raise Conflict(
             f"the period {period_start.isoformat()}..{period_end.isoformat()} overlaps "
             f"{other.id} ({other.status}, {other.period_start.isoformat()}.."
-            f"{other.period_end.isoformat()}) of the same system and type; withdraw or delete "
-            "it, or choose a period that does not overlap"
+            f"{other.period_end.isoformat()}) of the same system and type; "
+            f"{_OVERLAP_ADVICE[other.status]}"
         )
+
+
+# What frees a claimed period, by the claiming declaration's status: an approved one is final.
+_OVERLAP_ADVICE: dict[DeclarationStatus, str] = {
+    DeclarationStatus.DRAFT: "delete it, or choose a period that does not overlap",
+    DeclarationStatus.SUBMITTED: "withdraw it, or choose a period that does not overlap",
+    DeclarationStatus.APPROVED: "it is approved, which is final: choose a period that does not "
+    "overlap",
+}
 
 
 async def _record(

@@ -27,7 +27,13 @@ class Refused(RateLimited):
 def too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
     message = limit_message(decision)
     if anonymous:
-        message = message.replace(". Retry", " without a valid API key. Retry", 1)
+        # Counted per address: no key, a bad one, or a Starter key (valid, but no API access).
+        message = message.replace(
+            ". Retry",
+            " from this address without a usable API key (missing, invalid or revoked, or a "
+            "Starter plan's key, which has no API access). Retry",
+            1,
+        )
     return Refused(
         message,
         decision.retry_after,
