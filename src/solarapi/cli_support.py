@@ -7,8 +7,6 @@ import asyncio
 import platform
 import re
 from collections.abc import Awaitable, Callable
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as distribution_version
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
@@ -28,6 +26,7 @@ from solarapi.dbfaults import (
     revision_is_current,
 )
 from solarapi.errors import ApiError
+from solarapi.kit.tzdb import TZDATA_VERSION
 from solarapi.kit.version import API_VERSION, package_version
 
 T = TypeVar("T")
@@ -176,7 +175,7 @@ def startup_summary(settings: Settings, role: str, **extra: object) -> dict[str,
         "role": role,
         "version": package_version(),
         "api_version": API_VERSION,
-        "tzdata": _distribution_version("tzdata"),
+        "tzdata": TZDATA_VERSION,  # the IANA release, as /health reports it
         "python": platform.python_version(),
         "database": {
             "kind": "sqlite" if settings.is_sqlite else "postgresql",
@@ -202,10 +201,3 @@ def startup_summary(settings: Settings, role: str, **extra: object) -> dict[str,
         else ("set" if settings.secret_key else "embedded"),
         **extra,
     }
-
-
-def _distribution_version(name: str) -> str | None:
-    try:
-        return distribution_version(name)
-    except PackageNotFoundError:
-        return None

@@ -26,6 +26,7 @@ from solarapi.jobs.queue import enqueue
 from solarapi.jobs.repository import queue_stats
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.tzdb import TZDATA_VERSION
 from solarapi.kit.version import package_version
 from solarapi.metrics import recorder_for
 from solarapi.models.jobs import Job
@@ -368,6 +369,7 @@ async def test_two_workers_add_up_on_the_operator_port(app: FastAPI, tmp_path: P
     (build,) = [labels for name, labels in after if name == "solarapi_build_info"]
     assert dict(build)["version"] == package_version()
     assert dict(build)["api_version"] == "1.0"
+    assert dict(build)["tzdata"] == TZDATA_VERSION  # the IANA release, as /health says
     age = after[("solarapi_jobs_oldest_queued_age_seconds", (("kind", kind),))]
     assert 1800 <= age < 1800 + 900
     # The API's port does not serve metrics.

@@ -46,7 +46,7 @@ def test_serve_states_its_configuration_and_warns_of_an_unreachable_redis(
     config = first["config"]
     assert config["role"] == "api"
     assert config["version"] == health["version"]
-    assert config["tzdata"]  # the shipped time-zone database's package version
+    assert config["tzdata"] == health["tzdata"]  # the IANA release ("2026f"), as /health says
     assert config["database"]["kind"] == ("sqlite" if settings.is_sqlite else "postgresql")
     if settings.is_postgres:
         assert config["database"]["host"] == "127.0.0.1"

@@ -13,8 +13,6 @@ import platform
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as distribution_version
 from pathlib import Path
 from typing import Protocol
 from wsgiref.simple_server import WSGIServer
@@ -29,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine, dispose_engine, sessionmaker_for
 from solarapi.kit.timefmt import utcnow
+from solarapi.kit.tzdb import TZDATA_VERSION
 from solarapi.kit.version import API_VERSION, package_version
 
 log = logging.getLogger("solarapi.metrics")
@@ -139,11 +138,10 @@ class BuildInfoCollector(Collector):
             "The running release: package version, API version, Python, shipped tzdata.",
             labels=["version", "api_version", "python", "tzdata"],
         )
-        try:
-            tzdata = distribution_version("tzdata")
-        except PackageNotFoundError:
-            tzdata = ""
-        info.add_metric([package_version(), API_VERSION, platform.python_version(), tzdata], 1)
+        # The IANA release, as `/health` reports it (e.g. "2026f", not the package's "2026.6").
+        info.add_metric(
+            [package_version(), API_VERSION, platform.python_version(), TZDATA_VERSION], 1
+        )
         yield info
 
 
