@@ -93,3 +93,53 @@ async def test_demo_data_is_a_year_with_gaps_and_idempotent(
         assert len(months) >= 12
         assert all(bucket["value_eur"] is not None for bucket in months)
         assert all(bucket["price_eur_per_mwh"] is not None for bucket in body["data"])
+
+
+async def test_a_demo_run_later_adds_the_quarter_hours_since_the_last_reading(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    first_run = datetime.now(UTC) - timedelta(days=2, hours=5, minutes=7)
+    later = first_run + timedelta(days=2, hours=5, minutes=7)
+    async with app.state.sessionmaker() as session, session.begin():
+        await add_demo_data(session, enterprise.account_id, Plan.ENTERPRISE, first_run)
+
+    async def readings() -> dict[str, dict[int, float]]:
+        async with app.state.sessionmaker() as session:
+            systems = (
+                await session.scalars(
+                    select(System).where(System.account_id == enterprise.account_id)
+                )
+            ).all()
+            stored: dict[str, dict[int, float]] = {}
+            for system in systems:
+                rows = await session.execute(
+                    select(Reading.start_s, Reading.energy_wh).where(Reading.system_id == system.id)
+                )
+                stored[system.id] = {int(start): float(energy) for start, energy in rows.all()}
+            return stored
+
+    before = await readings()
+    async with app.state.sessionmaker() as session, session.begin():
+        await add_demo_data(session, enterprise.account_id, Plan.ENTERPRISE, later)
+    after = await readings()
+    old_end = int(first_run.timestamp()) // 900 * 900
+    new_end = int(later.timestamp()) // 900 * 900
+    assert before.keys() == after.keys() and len(after) == 2
+    for system_id, stored in after.items():
+        # Everything stored before is kept as it was, gaps included; the quarter-hours that
+        # ended since are added, every one of them, with the model's energy.
+        assert {start: stored[start] for start in before[system_id]} == before[system_id]
+        added = sorted(set(stored) - set(before[system_id]))
+        assert added == list(range(old_end, new_end, 900))
+        assert sum(stored[start] for start in added) > 0  # two days hold daylight
+    async with app.state.sessionmaker() as session:
+        systems = (
+            await session.scalars(select(System).where(System.account_id == enterprise.account_id))
+        ).all()
+    assert {system.last_reading_at for system in systems} == {
+        datetime.fromtimestamp(new_end - 900, UTC)
+    }
+    # A third run at the same time adds nothing.
+    async with app.state.sessionmaker() as session, session.begin():
+        await add_demo_data(session, enterprise.account_id, Plan.ENTERPRISE, later)
+    assert await readings() == after

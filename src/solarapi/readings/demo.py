@@ -1,5 +1,6 @@
 """Demo data of the readings area: two live metered systems per demo account with a year of
-15-minute readings up to now, with a few deliberate gaps (idempotent).
+15-minute readings up to now, with a few deliberate gaps (idempotent; a re-run adds the
+quarter-hours that ended since the last reading).
 
 A demo system is `installed_on` the local day a year before the first demo run, and its
 readings start at that day's local midnight: demo data must not contradict itself (a system
@@ -63,18 +64,27 @@ GAPS = ((200, 30.0), (90, 6.0), (12, 2.5))
 
 
 async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now: datetime) -> None:
-    existing = set(
-        (
+    existing = {
+        system.name: system
+        for system in (
             await session.scalars(
-                select(System.name).where(
-                    System.account_id == account_id, System.environment == "live"
-                )
+                select(System).where(System.account_id == account_id, System.environment == "live")
             )
         ).all()
-    )
+    }
     for spec in DEMO_SYSTEMS:
         if spec.name in existing:
-            continue  # idempotent: a re-run keeps the system and its readings as they are
+            # Idempotent: a re-run keeps the system and its readings as they are, and adds the
+            # quarter-hours that ended since its last reading (the demo a day later has no
+            # day's gap, and no offline alert for it).
+            system = existing[spec.name]
+            if (system.latitude, system.longitude, system.capacity_kwp) == (
+                spec.latitude,
+                spec.longitude,
+                spec.capacity_kwp,
+            ):  # the demo's own system, not one a user made under its name
+                await _top_up(session, system, now)
+            continue
         tz = ZoneInfo(spec.timezone)
         installed_on = local_date(int(now.timestamp()), tz) - timedelta(days=DEMO_DAYS)
         system = new_system(
@@ -97,6 +107,36 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
             )
 
 
+async def _top_up(session: AsyncSession, system: System, now: datetime) -> None:
+    """The model's quarter-hours after the system's last reading, up to the last one that
+    has ended (none for a system that is not metered or has no reading)."""
+    if system.data_source != DataSource.METERED or system.last_reading_at is None:
+        return
+    now_s = int(now.timestamp())
+    start_s = int(system.last_reading_at.timestamp()) + QUARTER_S
+    end_s = now_s - now_s % QUARTER_S
+    if start_s >= end_s:
+        return
+    starts, energy = await _modelled(system, start_s, end_s)
+    for lo in range(0, len(starts), BATCH):
+        await store_series(
+            session,
+            system,
+            starts[lo : lo + BATCH],
+            energy[lo : lo + BATCH],
+            energy[lo : lo + BATCH] * 4.0,
+        )
+
+
+async def _modelled(system: System, start_s: int, end_s: int) -> tuple[IntArray, FloatArray]:
+    """The sandbox model's quarter-hours of [start_s, end_s), energy rounded as uploaded."""
+    starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    series = await simulate(system, start_s, end_s)
+    assert series is not None
+    assert len(series.starts) == len(starts)
+    return starts, np.round(np.asarray(series.energy_wh, dtype=np.float64), 3)
+
+
 async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
     """The quarter-hours from the local midnight of `installed_on` (else a year back) up to the
     last one that has ended, minus the gaps."""
@@ -105,16 +145,11 @@ async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArr
     start_s = end_s - DEMO_DAYS * 86400
     if system.installed_on is not None:
         start_s = local_midnight(system.installed_on, ZoneInfo(system.timezone))
-    starts = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
-    series = await simulate(system, start_s, end_s)
     # The model starts where the system's history does: at the local midnight of
     # `installed_on`, set a year back for every demo system.
-    assert series is not None
-    assert len(series.starts) == len(starts)
-    energy = np.asarray(series.energy_wh, dtype=np.float64)
+    starts, energy = await _modelled(system, start_s, end_s)
     keep = np.ones(len(starts), dtype=bool)
     for days_ago, hours in GAPS:
         gap_start = end_s - days_ago * 86400
         keep &= ~((starts >= gap_start) & (starts < gap_start + int(hours * 3600)))
-    energy = np.round(energy, 3)
     return starts[keep], energy[keep], (energy * 4.0)[keep]
