@@ -124,7 +124,8 @@ async def test_a_demo_run_later_adds_the_quarter_hours_since_the_last_reading(
     after = await readings()
     old_end = int(first_run.timestamp()) // 900 * 900
     new_end = int(later.timestamp()) // 900 * 900
-    assert before.keys() == after.keys() and len(after) == 2
+    assert before.keys() == after.keys()
+    assert len(after) == 2
     for system_id, stored in after.items():
         # Everything stored before is kept as it was, gaps included; the quarter-hours that
         # ended since are added, every one of them, with the model's energy.
