@@ -134,7 +134,7 @@ async def _modelled(system: System, start_s: int, end_s: int) -> tuple[IntArray,
     series = await simulate(system, start_s, end_s)
     assert series is not None
     assert len(series.starts) == len(starts)
-    energy: FloatArray = np.round(np.asarray(series.energy_wh, dtype=np.float64), 3)
+    energy: FloatArray = np.asarray(series.energy_wh, dtype=np.float64).round(3)
     return starts, energy
 
 
