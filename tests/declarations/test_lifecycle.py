@@ -258,6 +258,10 @@ async def test_a_draft_may_precede_its_readings_and_submission_waits_for_them(
         over = await create_declaration(client, system["id"], type="feed_in", energy_wh=1000.0)
         assert over.status_code == 400, over.text
         assert "no readings yet" in over.json()["error"]
+        # The figure as the user sent it, digits and all (`:g` wrote 1.23457e+07).
+        large = await create_declaration(client, system["id"], type="feed_in", energy_wh=12345678.9)
+        assert large.status_code == 400, large.text
+        assert "energy_wh (12,345,678.9) exceeds" in large.json()["error"]
         zero = await create_declaration(client, system["id"], type="feed_in", energy_wh=0.0)
         assert zero.status_code == 201, zero.text
         assert zero.json()["energy_wh"] == 0.0
@@ -449,6 +453,7 @@ async def test_sandbox_decides_at_once_both_ways(app: FastAPI, enterprise: Tenan
         assert body["status"] == "rejected"
         assert body["metered_energy_wh"] < body["energy_wh"]
         assert "exceeds" in body["status_reason"]
+        assert f"{body['metered_energy_wh']:,.3f}".rstrip("0").rstrip(".") in body["status_reason"]
         assert body["certificates"] is None
         history = (await client.get(f"/api/v1/declarations/{rejected['id']}/history")).json()
         last = history["data"][-1]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from solarapi.auth.keys import BASE62, base62, checksum, display_form, generate_key, parse_key
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
+from solarapi.kit.text import energy_text
 from solarapi.kit.timefmt import TimestampError, format_timestamp, parse_date, parse_timestamp
 from solarapi.logs import redact_keys
 from tests.support import PROBE_ITEM_COUNT, PROBE_ITEMS, Tenant, client_for
@@ -173,3 +174,12 @@ async def test_pagination_rejects_bad_parameters(
     assert response.status_code == 400
     assert response.json() == {"error": response.json()["error"], "code": "validation"}
     assert message in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("wh", "text"),
+    [(1e8, "100,000,000"), (12345678.9, "12,345,678.9"), (0.0, "0"), (0.0005, "0.001"),
+     (999.1234, "999.123"), (-2.5, "-2.5")],
+)  # fmt: skip
+def test_energy_in_messages_keeps_its_digits(wh: float, text: str) -> None:
+    assert energy_text(wh) == text

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import Interval, local_midnight
+from solarapi.kit.text import energy_text
 from solarapi.models.declarations import DeclarationType
 from solarapi.models.systems import System
 from solarapi.readings.service import aggregate
@@ -119,14 +120,14 @@ def validate_energy(
     if metered_energy_wh is None:
         if energy_wh > 0:
             raise ValidationFailed(
-                f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period, which "
+                f"energy_wh ({energy_text(energy_wh)}) exceeds the metered energy of the period, which "
                 "has no readings yet; leave energy_wh out (it follows the metered energy) or "
                 "upload the readings first"
             )
         return
     if energy_wh > metered_energy_wh:
         raise ValidationFailed(
-            f"energy_wh ({energy_wh:g}) exceeds the metered energy of the period "
-            f"({metered_energy_wh:g} Wh); a {declaration_type} declaration may state at "
+            f"energy_wh ({energy_text(energy_wh)}) exceeds the metered energy of the period "
+            f"({energy_text(metered_energy_wh)} Wh); a {declaration_type} declaration may state at "
             f"most what was metered"
         )

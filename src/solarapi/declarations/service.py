@@ -36,7 +36,7 @@ from solarapi.errors import Conflict, NotFound, ValidationFailed
 from solarapi.events.service import record_event
 from solarapi.kit.ids import new_id
 from solarapi.kit.plans import Environment
-from solarapi.kit.text import excerpt
+from solarapi.kit.text import energy_text, excerpt
 from solarapi.models.declarations import Declaration, DeclarationTransition, DeclarationType
 from solarapi.models.systems import System
 from solarapi.models.webhooks import EventType
@@ -439,8 +439,8 @@ async def _decide_in_sandbox(
     if energy_wh <= metered_energy_wh:
         return await decide(session, declaration, approve=True, reason=None, actor=SANDBOX, now=now)
     reason = (
-        f"declared energy_wh {energy_wh:g} exceeds the metered "
-        f"{metered_energy_wh:g} Wh of the period"
+        f"declared energy_wh {energy_text(energy_wh)} exceeds the metered "
+        f"{energy_text(metered_energy_wh)} Wh of the period"
     )
     return await decide(session, declaration, approve=False, reason=reason, actor=SANDBOX, now=now)
 

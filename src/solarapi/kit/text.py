@@ -68,3 +68,10 @@ class JsonNulScanner:
                 # An odd run before the prefix escapes its backslash: no escape pending.
                 return b"" if run % 2 else prefix
         return b""
+
+
+def energy_text(wh: float) -> str:
+    """An energy in Wh for a message, exact to the API's 3 decimals and readable:
+    `100,000,000`, `12,345,678.9` (`:g` wrote `1e+08` and `1.23457e+07`, hiding the digits
+    a user compares)."""
+    return f"{wh:,.3f}".rstrip("0").rstrip(".")
