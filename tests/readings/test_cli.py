@@ -44,6 +44,9 @@ async def test_import_streams_batches_and_summarises(
         again = run_cli(
             settings_env(app.state.settings), "readings", "import", system_id, str(path), "--json"
         )
+        plain = run_cli(
+            settings_env(app.state.settings), "readings", "import", system_id, str(path)
+        )
         totals = await _day(client, system_id, start, 300)
     summary = json.loads(result.stdout)
     assert summary["received"] == 25_000
@@ -51,6 +54,11 @@ async def test_import_streams_batches_and_summarises(
     assert summary["batches"] == 3
     assert summary["error"] is None
     assert json.loads(again.stdout)["updated"] == 25_000
+    # Piped, stdout is the summary line alone (no progress bar, no empty line before it).
+    (line,) = plain.stdout.splitlines()
+    assert line.startswith(
+        f"25,000 readings imported into {system_id} in 3 batch(es): 0 inserted, 25,000 updated ("
+    )
     assert totals["samples"] == 25_000
     assert totals["energy_wh"] == sum(i % 5 + 0.5 for i in range(25_000))
     assert totals["power_max_w"] == 100.0

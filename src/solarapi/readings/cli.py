@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from solarapi.cli_support import load_settings, print_json
@@ -33,6 +34,9 @@ class ImportTotals:
     errors: list[str] = field(default_factory=list)
 
 
+_PROGRESS = Console(stderr=True)
+
+
 async def import_file(settings: Settings, system_id: str, path: Path) -> ImportTotals:
     """Stream `path` into the system in batches of 10,000, one transaction per batch."""
 
@@ -52,7 +56,11 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
                 raise CsvRowError(f"no system with id '{system_id}'")
         with (
             path.open(newline="", encoding="utf-8") as stream,
-            Progress(*columns, transient=True) as progress,
+            # On stderr, and only on a terminal: stdout holds the summary alone (a piped run
+            # printed an empty line before it: the finished bar's).
+            Progress(
+                *columns, transient=True, console=_PROGRESS, disable=not _PROGRESS.is_terminal
+            ) as progress,
         ):
             task = progress.add_task("import", total=os.fstat(stream.fileno()).st_size, rows=0)
             batches = read_batches(stream, lambda size: progress.advance(task, size))
