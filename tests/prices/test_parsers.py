@@ -237,6 +237,7 @@ def test_finer_time_series_win_over_coarser_ones_of_the_same_time() -> None:
         ("timestamp,price_eur_per_mwh\n2024-01-01T00:00:00Z,nan\n", "line 2: price_eur_per_mwh 'nan' is not a number"),
         ("timestamp,price_eur_per_mwh\n2024-01-01T00:00:00Z,1,2\n", "line 2: expected 2 columns, got 3"),
         ("timestamp,price_eur_per_mwh\n2024-01-01T00:00:00Z,1\n2024-01-01T01:00:00+01:00,2\n", "line 3: timestamp repeats the one on line 2"),
+        ("timestamp,price_eur_per_mwh\n2024-01-01T00:00:00Z,5\n2024-01-01T00:15:00Z,1\n2024-01-01T01:00:00+01:00,2\n", "line 4: timestamp repeats the one on line 2"),
         ("timestamp,price_eur_per_mwh\n2024-01-01T00:00:00Z,1\n", "line 2: cannot tell how long this price holds"),
     ],
 )  # fmt: skip

@@ -57,7 +57,9 @@ def parse_price_csv(text: str, resolution_s: int | None = None) -> list[PriceRow
         raise PriceFileError("the file is empty; expected a header 'timestamp,price_eur_per_mwh'")
     if not starts:
         raise PriceFileError("the file has a header but no prices")
-    starts.sort()
+    # By time, then by line: a repeated timestamp is named on its later line (sorting by
+    # price second named the earlier line as the repeat when the later one was cheaper).
+    starts.sort(key=lambda item: (item[0], item[2]))
     for (a, _, line_a), (b, _, line_b) in itertools.pairwise(starts):
         if a == b:
             raise PriceFileError(f"line {line_b}: timestamp repeats the one on line {line_a}")
