@@ -164,6 +164,36 @@ async def test_malformed_cursors(app: FastAPI, pro: Tenant, bad: str) -> None:
     assert "start again without a cursor" in body["error"]
 
 
+async def test_a_cursor_is_refused_unless_it_is_exactly_as_issued(
+    app: FastAPI, pro: Tenant
+) -> None:
+    """Found by fuzzing: base64 decoding forgave padding, `+`/`/` for `-`/`_`, characters
+    outside the alphabet and the last character's unused bits, so strings other than the
+    issued cursor (and outside the documented pattern) were answered 200 as if they were it."""
+    async with client_for(app, pro.live) as client:
+        token = (await client.get("/api/v1/readings/changes")).json()["next_cursor"]
+        assert len(token) == 55
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        # The last character carries 4 bits of the 41 bytes and 2 unused ones.
+        same_bits = alphabet[alphabet.index(token[-1]) ^ 1]
+        altered = [
+            token + "=",
+            token + "==",
+            "!!!!!!!!" + token,
+            token[:-1] + same_bits,
+        ]
+        if (standard := token.translate(str.maketrans("-_", "+/"))) != token:
+            altered.append(standard)  # the standard base64 alphabet's spelling
+        for bad in altered:
+            response = await client.get("/api/v1/readings/changes", params={"cursor": bad})
+            assert response.status_code == 400, (bad, response.text)
+            assert response.json()["code"] == "validation"
+            assert "start again without a cursor" in response.json()["error"]
+        assert (
+            await client.get("/api/v1/readings/changes", params={"cursor": token})
+        ).status_code == 200
+
+
 async def test_tampered_and_expired_cursors(app: FastAPI, pro: Tenant) -> None:
     async with client_for(app, pro.live) as client:
         token = (await client.get("/api/v1/readings/changes")).json()["next_cursor"]

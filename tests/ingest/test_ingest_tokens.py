@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -80,6 +81,36 @@ async def test_create_shows_the_token_once_and_stores_its_hmac(
     expected = hmac.new(secret, created["token"].encode(), hashlib.sha256).hexdigest()
     assert stored.token_hash == expected
     assert created["token"] not in repr(stored.__dict__)
+
+
+async def test_the_document_refuses_the_blank_names_the_server_refuses(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """Found by fuzzing (schema-valid request rejected): `{"name": "\\u001e"}` was valid by
+    the OpenAPI document (1–100 characters) and a 400 "name: must not be blank", as is every
+    name of only characters Python strips. The document now says so with a pattern, for
+    token and system names; a name with anything else in it is accepted by both."""
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        doc = (await api.get("/api/v1/openapi.json")).json()["components"]["schemas"]
+        patterns = {
+            ("POST", f"/api/v1/systems/{system_id}/ingest-tokens"): doc["TokenCreate"][
+                "properties"
+            ]["name"]["pattern"],
+            ("PATCH", f"/api/v1/systems/{system_id}"): doc["SystemPatch"]["properties"]["name"][
+                "pattern"
+            ],
+            ("POST", "/api/v1/systems"): doc["SystemCreate"]["properties"]["name"]["pattern"],
+        }
+        blanks = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+        for (method, path), pattern in patterns.items():
+            for name in ["\u001e", " \u2003\t", *blanks]:
+                assert re.search(pattern, name) is None, (path, name)
+                body = {**SYSTEM, "name": name} if path.endswith("/systems") else {"name": name}
+                response = await api.request(method, path, json=body)
+                assert response.status_code == 400, (path, name, response.text)
+                assert response.json()["error"] == "name: must not be blank"
+            assert re.search(pattern, "\u001e roof \u00a0logger") is not None
 
 
 async def test_managing_tokens_needs_enterprise_and_the_system(

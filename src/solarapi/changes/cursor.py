@@ -48,8 +48,12 @@ def encode(
     position: Position, *, secret: bytes, account_id: str, environment: str, now: datetime
 ) -> str:
     payload = _PAYLOAD.pack(_VERSION, position.txid, position.seq, int(now.timestamp()))
-    mac = _mac(secret, account_id, environment, payload)
-    return base64.urlsafe_b64encode(payload + mac).rstrip(b"=").decode()
+    return _text(payload + _mac(secret, account_id, environment, payload))
+
+
+def _text(raw: bytes) -> str:
+    """A cursor's one spelling: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def decode(
@@ -63,7 +67,10 @@ def decode(
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):
         raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}") from None
-    if len(raw) != _PAYLOAD.size + _MAC_BYTES:
+    # Base64 decoding forgives padding, the standard alphabet's `+` and `/`, characters
+    # outside the alphabet and the last character's unused bits: only the issued spelling
+    # is a cursor.
+    if len(raw) != _PAYLOAD.size + _MAC_BYTES or _text(raw) != token:
         raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}")
     payload, mac = raw[: _PAYLOAD.size], raw[_PAYLOAD.size :]
     if not hmac.compare_digest(mac, _mac(secret, account_id, environment, payload)):

@@ -8,13 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from solarapi.ingest.service import CreatedToken, TokenView
 from solarapi.kit.timefmt import format_optional, format_timestamp
-from solarapi.systems.schemas import check_name
+from solarapi.systems.schemas import Name, check_name
 
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str, Field(strict=True, min_length=1, max_length=100, examples=["roof logger"])]
+    name: Annotated[Name, Field(examples=["roof logger"])]
 
     _name = field_validator("name")(check_name)
 

@@ -27,7 +27,18 @@ Tilt = Annotated[float, Field(strict=True, ge=0, le=90, allow_inf_nan=False)]
 Azimuth = Annotated[float, Field(strict=True, ge=0, le=360, allow_inf_nan=False)]
 CapacityKwp = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
 InverterKw = Annotated[float, Field(strict=True, gt=0, le=1_000_000, allow_inf_nan=False)]
-Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+# A name is refused when blank (`check_name`: nothing but what Python's `str.strip` removes).
+# The OpenAPI document states the same rule as a pattern, with those characters spelled out
+# (JSON Schema's `\\s` is ECMAScript's, another set) and U+0000 excluded as everywhere.
+BLANK_CHARACTERS = (
+    "\\t\\n\\u000b\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+NAME_PATTERN = f"^[^\\u0000]*[^\\u0000{BLANK_CHARACTERS}][^\\u0000]*$"
+Name = Annotated[
+    str,
+    Field(strict=True, min_length=1, max_length=100, json_schema_extra={"pattern": NAME_PATTERN}),
+]
 # The performance model's overrides (section 12): bounds of real crystalline and thin-film
 # modules and of real systems; an efficiency is a fraction, so 96 (a percentage) is refused.
 Gamma = Annotated[float, Field(strict=True, ge=-1.0, le=0.0, allow_inf_nan=False)]
