@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from solarapi.changes import cursor
 from solarapi.changes.cursor import Position
+from solarapi.changes.rendering import wants_stream
 from tests.support import Tenant, client_for
 from tests.systems.factories import create_system, quarter_series, upload
 
@@ -124,6 +125,51 @@ async def test_ndjson_stream(app: FastAPI, enterprise: Tenant) -> None:
             headers={"Accept": "application/x-ndjson"},
         )
         assert many.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("accept", "stream"),
+    [
+        ("application/x-ndjson", True),
+        ("application/x-ndjson; charset=utf-8", True),
+        ("application/json, application/x-ndjson", True),
+        ("application/json;q=0.5, application/x-ndjson", True),
+        ("application/x-ndjson;q=0.9, */*;q=0.1", True),
+        ("application/x-ndjson;q=oops", True),
+        ("", False),
+        ("*/*", False),
+        ("application/*", False),
+        ("application/json", False),
+        ("application/x-ndjson;q=0, application/json", False),
+        ("application/x-ndjson;q=0", False),
+        ("application/x-ndjson;q=0.4, application/json;q=0.9", False),
+        ("application/x-ndjson;q=0.4, */*", False),
+        ("text/html", False),
+    ],
+)
+def test_the_stream_is_chosen_by_the_accept_header_with_its_q_values(
+    accept: str, stream: bool
+) -> None:
+    assert wants_stream(accept) is stream
+
+
+async def test_an_accept_that_rules_ndjson_out_gets_json(app: FastAPI, enterprise: Tenant) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        await upload(client, system_id, quarter_series(JUNE, 4, 10))
+        refused = await client.get(
+            "/api/v1/readings/changes",
+            headers={"Accept": "application/x-ndjson;q=0, application/json"},
+        )
+        preferred = await client.get(
+            "/api/v1/readings/changes",
+            headers={"Accept": "application/json;q=0.5, application/x-ndjson"},
+        )
+    assert refused.status_code == 200
+    assert refused.headers["content-type"].startswith("application/json")
+    assert len(refused.json()["data"]) == 4
+    assert preferred.headers["content-type"].startswith("application/x-ndjson")
+    assert len(preferred.text.splitlines()) == 5
 
 
 async def test_environments_and_tenants_are_apart(

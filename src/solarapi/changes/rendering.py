@@ -56,3 +56,35 @@ def render_ndjson(page: ChangePage) -> Iterator[bytes]:
     for lo in range(0, len(page.rows.starts), _CHUNK):
         yield b"\n".join(_rows(page, lo, lo + _CHUNK)) + b"\n"
     yield _tail(page) + b"\n"
+
+
+def wants_stream(accept: str) -> bool:
+    """Whether an `Accept` header asks for NDJSON: an explicit `application/x-ndjson` range
+    with a q-value above 0 and at least that of JSON (`application/json`, else
+    `application/*`, else `*/*`). A wildcard alone keeps the default, JSON; so does
+    `application/x-ndjson;q=0`, which rules the stream out (RFC 9110 §12.5.1). An unreadable
+    q-value counts as 1."""
+    ndjson: float | None = None
+    json_q: dict[str, float] = {}
+    for media_range in accept.split(","):
+        kind, *parameters = (part.strip() for part in media_range.split(";"))
+        kind = kind.lower()
+        q = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = min(max(float(value), 0.0), 1.0)
+                except ValueError:
+                    q = 1.0
+        if kind == NDJSON:
+            ndjson = q if ndjson is None else max(ndjson, q)
+        elif kind in ("application/json", "application/*", "*/*"):
+            json_q[kind] = max(json_q.get(kind, 0.0), q)
+    if not ndjson:
+        return False
+    json = next(
+        (json_q[kind] for kind in ("application/json", "application/*", "*/*") if kind in json_q),
+        0.0,
+    )
+    return ndjson >= json

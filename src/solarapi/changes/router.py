@@ -9,7 +9,7 @@ from starlette.responses import Response, StreamingResponse
 
 from solarapi.auth.principal import PrincipalDep
 from solarapi.changes import service
-from solarapi.changes.rendering import NDJSON, render_json, render_ndjson
+from solarapi.changes.rendering import NDJSON, render_json, render_ndjson, wants_stream
 from solarapi.changes.schemas import ChangesOut
 from solarapi.db import SessionDep
 from solarapi.kit.openapi_fields import query_count, query_text
@@ -80,7 +80,7 @@ async def read_changes(
         _LIMIT,
     ] = None,
 ) -> Response:
-    stream = NDJSON in request.headers.get("accept", "")
+    stream = wants_stream(request.headers.get("accept", ""))
     page = await service.read_changes(
         session,
         principal,
