@@ -96,15 +96,7 @@ async def add_demo_data(session: AsyncSession, account_id: str, plan: Plan, now:
         )
         session.add(system)
         await session.flush()
-        starts, energy, power = await demo_series(system, now)
-        for lo in range(0, len(starts), BATCH):
-            await store_series(
-                session,
-                system,
-                starts[lo : lo + BATCH],
-                energy[lo : lo + BATCH],
-                power[lo : lo + BATCH],
-            )
+        await _store(session, system, *await demo_series(system, now))
 
 
 async def _top_up(session: AsyncSession, system: System, now: datetime) -> None:
@@ -117,15 +109,16 @@ async def _top_up(session: AsyncSession, system: System, now: datetime) -> None:
     end_s = now_s - now_s % QUARTER_S
     if start_s >= end_s:
         return
-    starts, energy = await _modelled(system, start_s, end_s)
+    await _store(session, system, *await _modelled(system, start_s, end_s))
+
+
+async def _store(
+    session: AsyncSession, system: System, starts: IntArray, energy: FloatArray
+) -> None:
+    """Store quarter-hours in batches, each with its average power (energy × 4)."""
     for lo in range(0, len(starts), BATCH):
-        await store_series(
-            session,
-            system,
-            starts[lo : lo + BATCH],
-            energy[lo : lo + BATCH],
-            energy[lo : lo + BATCH] * 4.0,
-        )
+        batch = energy[lo : lo + BATCH]
+        await store_series(session, system, starts[lo : lo + BATCH], batch, batch * 4.0)
 
 
 async def _modelled(system: System, start_s: int, end_s: int) -> tuple[IntArray, FloatArray]:
@@ -138,7 +131,7 @@ async def _modelled(system: System, start_s: int, end_s: int) -> tuple[IntArray,
     return starts, energy
 
 
-async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray, FloatArray]:
+async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArray]:
     """The quarter-hours from the local midnight of `installed_on` (else a year back) up to the
     last one that has ended, minus the gaps."""
     now_s = int(now.timestamp())
@@ -153,4 +146,4 @@ async def demo_series(system: System, now: datetime) -> tuple[IntArray, FloatArr
     for days_ago, hours in GAPS:
         gap_start = end_s - days_ago * 86400
         keep &= ~((starts >= gap_start) & (starts < gap_start + int(hours * 3600)))
-    return starts[keep], energy[keep], (energy * 4.0)[keep]
+    return starts[keep], energy[keep]
