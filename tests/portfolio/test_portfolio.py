@@ -192,6 +192,30 @@ async def test_page_over_the_bucket_cap_names_the_limit(app: FastAPI, enterprise
         assert fits.json()["meta"]["totals"]["systems"] == 11
 
 
+async def test_oversized_page_is_400_before_an_unknown_id_is_404(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The order of checks (400 validation before 404 existence): a page over the bucket
+    cap that also names an unknown id is the 400; the same unknown id on a page that fits is
+    the 404 naming it, on both endpoints that check the page size."""
+    async with client_for(app, enterprise.live) as client:
+        ids = [(await create_system(client, name=f"S{i}"))["id"] for i in range(11)]
+        unknown = "sys_not_here"
+        oversized = {
+            "interval": "15m",
+            "from": "2025-01-01T00:00:00Z",
+            "to": "2025-04-11T00:00:00Z",
+            "system_ids": ",".join([*ids, unknown]),
+        }
+        for path in ("/portfolio/readings", "/portfolio/market-value"):
+            response = await client.get(f"/api/v1{path}", params=oversized)
+            assert response.status_code == 400, (path, response.text)
+            assert "largest limit that fits" in response.json()["error"], path
+            fits = await client.get(f"/api/v1{path}", params={**oversized, "limit": 10})
+            assert fits.status_code == 404, (path, fits.text)
+            assert fits.json() == {"error": f"No system with id '{unknown}'", "code": "not_found"}
+
+
 async def test_empty_fleet_and_sandbox_fleet(app: FastAPI, enterprise: Tenant, pro: Tenant) -> None:
     """No system: empty data, null energy. The sandbox's simulated systems: the model's rows
     go through the same aggregation as stored ones, equal to the per-system endpoint's."""

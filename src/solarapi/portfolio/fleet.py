@@ -40,6 +40,14 @@ class Fleet(Generic[S]):
 
     systems: list[S]
     page: PageParams
+    missing: tuple[str, ...] = ()  # ids of `system_ids` that are not the caller's
+
+    def check_found(self) -> None:
+        """404 naming the first id of `system_ids` that is not the caller's (unknown, another
+        account's, the other environment's). Called after the request's 400 checks, the
+        page size among them, which need the found systems' calendars (400 before 404)."""
+        if self.missing:
+            raise NotFound(f"No system with id '{excerpt(self.missing[0])}'")
 
     @property
     def on_page(self) -> list[S]:
@@ -85,8 +93,8 @@ def parse_fleet(
 async def select_fleet(
     session: AsyncSession, principal: Principal, query: FleetQuery
 ) -> Fleet[SystemRecord]:
-    """The caller's matching systems, read in one query. An id of `system_ids` that is not
-    the caller's (unknown, another account's, the other environment's) → 404 naming it."""
+    """The caller's matching systems, read in one query, and the ids of `system_ids` that
+    are not the caller's (`Fleet.check_found`)."""
     found = await systems.matching_records(
         session,
         account_id=principal.account_id,
@@ -95,7 +103,7 @@ async def select_fleet(
         market_zone=None if query.system_ids else query.market_zone,
         system_ids=query.system_ids,
     )
-    return Fleet(_matching(found, query), query.page)
+    return _matching(found, query)
 
 
 async def select_members(
@@ -109,22 +117,22 @@ async def select_members(
     if query.system_ids is not None:
         wanted = set(query.system_ids)
         found = [member for member in found if member.id in wanted]
-    return Fleet(_matching(found, query), query.page)
+    return _matching(found, query)
 
 
-def _matching(found: list[S], query: FleetQuery) -> list[S]:
-    """The systems of `found` that match the filters; 404 naming an id of `system_ids` that
-    is not among them (unknown, another account's, the other environment's)."""
+def _matching(found: list[S], query: FleetQuery) -> Fleet[S]:
+    """The systems of `found` that match the filters, and the ids of `system_ids` not among
+    them (unknown, another account's, the other environment's), in the order given."""
+    missing: tuple[str, ...] = ()
     if query.system_ids is not None:
         known = {system.id for system in found}
-        for system_id in query.system_ids:
-            if system_id not in known:
-                raise NotFound(f"No system with id '{excerpt(system_id)}'")
-    return [
+        missing = tuple(system_id for system_id in query.system_ids if system_id not in known)
+    matching = [
         system
         for system in found
         if query.status in (None, system.status) and query.market_zone in (None, system.market_zone)
     ]
+    return Fleet(matching, query.page, missing)
 
 
 def check_page_size(bucket_counts: Sequence[int], limit: int, what: str) -> None:

@@ -93,6 +93,7 @@ async def fleet_readings(
     check_page_size(
         [counts[system.timezone] for system in fleet.on_page], query.page.limit, interval.value
     )
+    fleet.check_found()
     # Every matching system's rows are read and summed, not only the page's: the totals
     # cover them all (in one read per source, so that costs little more than the page).
     many = await readings.readings_of_many(
@@ -156,6 +157,7 @@ async def fleet_summary(
     session: AsyncSession, principal: Principal, query: FleetQuery, now: datetime
 ) -> FleetSummary:
     fleet = await select_fleet(session, principal, query)
+    fleet.check_found()
     found, totals = await summaries(session, fleet.systems, now)
     page = fleet.page
     items = [(system.id, one) for system, one in zip(fleet.systems, found, strict=True)]
@@ -303,6 +305,7 @@ async def fleet_market_value(
         query.page.limit,
         interval.value,
     )
+    fleet.check_found()
     priced = [
         (system, ZONES[system.market_zone])
         for system in fleet.systems
