@@ -351,3 +351,31 @@ async def test_an_answer_is_kept_until_its_own_system_changes(
         )
         assert patched.status_code == 200, patched.text
         assert await energy() == 9 * 300.0
+
+
+async def test_a_polar_night_month_has_nothing_expected(app: FastAPI, enterprise: Tenant) -> None:
+    """North of the Arctic Circle a whole UTC month can pass without the sun rising (Tromsø,
+    69.65° N, December): its typical sky has no daylight instant to take quadrature points at.
+    Its buckets expect 0 Wh (EPI null, "nothing expected"), the months around it as usual —
+    never a 500 for the system's every range that touches December."""
+    tromso = {"latitude": 69.65, "longitude": 18.96, "timezone": "Europe/Oslo", "country": "NO"}
+    winter = datetime(2025, 12, 15, 10, tzinfo=UTC)  # noon in Tromsø, the sun below the horizon
+    march = datetime(2026, 3, 15, 10, tzinfo=UTC)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client, location=tromso, market_zone="NO1"))["id"]
+        await upload(client, system_id, quarter_series(winter, 8, 0.0))
+        await upload(client, system_id, quarter_series(march, 8, 900.0))
+        body = await _performance(
+            client, system_id, **{"from": "2025-12-01T00:00:00+01:00",
+                                  "to": "2026-04-01T00:00:00+02:00", "interval": "1M"}
+        )  # fmt: skip
+    december, january, february, march_bucket = body["data"]
+    assert december["samples"] == 8
+    assert december["energy_wh"] == 0.0
+    assert december["expected_energy_wh"] == 0.0
+    assert december["insolation_wh_m2"] == 0.0
+    assert december["energy_performance_index"] is None  # nothing expected: no ratio
+    assert january["samples"] == february["samples"] == 0
+    assert march_bucket["energy_wh"] == 7200.0
+    assert march_bucket["expected_energy_wh"] > 0
+    assert body["meta"]["totals"]["expected_energy_wh"] == march_bucket["expected_energy_wh"]

@@ -212,7 +212,11 @@ def typical_index_nodes(median: FloatArray) -> FloatArray:
         1 + np.exp(-(logit[None, :] + LOGIT_SPREAD * _DAY_NODES[:, None]))
     )
     instant = day[:, None, :] + intraday_spread(day)[:, None, :] * _CLOUD_NODES[None, :, None]
-    points: FloatArray = np.clip(instant, INSTANT_LOW, INSTANT_HIGH).reshape(-1, median.size)
+    # The point count spelled out: with no instant at all (a UTC month of polar night has no
+    # daylight) `-1` cannot be inferred from an empty array.
+    points: FloatArray = np.clip(instant, INSTANT_LOW, INSTANT_HIGH).reshape(
+        TYPICAL_DAILY_NODES * TYPICAL_INTRADAY_NODES, median.size
+    )
     return points
 
 
