@@ -43,7 +43,7 @@ async def test_summary_on_the_local_calendar(app: FastAPI, enterprise: Tenant) -
             # Two years ago: lifetime only.
             {"timestamp": iso(today_start - timedelta(days=800)), "energy_wh": 1000.0},
             # The latest quarter-hour that has ended: today (unless today is a minute old).
-            {"timestamp": iso(last), "energy_wh": 3.0, "power_w": 12.5},
+            {"timestamp": iso(last), "energy_wh": 3.0, "power_w": 12.34567},
         ]
         assert (await upload(client, system["id"], readings)).status_code == 200
         body = (await client.get(f"/api/v1/systems/{system['id']}/summary")).json()
@@ -56,12 +56,33 @@ async def test_summary_on_the_local_calendar(app: FastAPI, enterprise: Tenant) -
         "last_reading_at": None,
     }
     assert body["energy_lifetime_wh"] == 1003.0
-    assert body["last_power_w"] == 12.5
+    assert body["last_power_w"] == 12.346  # rounded to 3 decimals, as readings are
     assert body["last_reading_at"] == iso(last)
     if last >= today_start:
         assert body["energy_today_wh"] == 3.0
         assert body["energy_month_wh"] == 3.0
         assert body["energy_year_wh"] == 3.0
+
+
+async def test_simulated_summary_rounds_the_last_power(app: FastAPI, enterprise: Tenant) -> None:
+    """The sandbox's last power is the model's, rounded to 3 decimals as every number of a
+    readings body is, and equal to the last quarter-hour's `power_max_w` there."""
+    now = datetime.now(UTC)
+    # On the equator where it is solar noon now: the model's power is far from 0.
+    longitude = ((12.0 - now.hour - now.minute / 60.0) * 15.0 + 180.0) % 360.0 - 180.0
+    async with client_for(app, enterprise.test) as client:
+        system = await create_system(
+            client, location={"latitude": 0.0, "longitude": longitude, "timezone": "UTC"}
+        )
+        body = (await client.get(f"/api/v1/systems/{system['id']}/summary")).json()
+        assert body["last_reading_at"] is not None
+        start = datetime.fromisoformat(body["last_reading_at"].replace("Z", "+00:00"))
+        params = {"from": iso(start), "to": iso(start + timedelta(minutes=15)), "interval": "15m"}
+        series = await client.get(f"/api/v1/systems/{system['id']}/readings", params=params)
+    [bucket] = series.json()["data"]
+    assert body["last_power_w"] > 100.0  # midday: the rounding below is not of a 0
+    assert body["last_power_w"] == bucket["power_max_w"]
+    assert body["last_power_w"] == round(body["last_power_w"], 3)
 
 
 async def _system_row(app: FastAPI, system_id: str) -> System:

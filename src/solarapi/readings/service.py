@@ -403,7 +403,8 @@ def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: EnergySeries)
 @dataclass(frozen=True, slots=True)
 class Summary:
     """`GET /systems/{id}/summary`: today, this month, this year (the system's local
-    calendar) and lifetime energy (None: no reading), with the latest reading's power."""
+    calendar) and lifetime energy (None: no reading), with the latest reading's power; the
+    numbers rounded to 3 decimals, as a readings body has them."""
 
     energy_today_wh: float | None
     energy_month_wh: float | None
@@ -522,7 +523,7 @@ def _metered_summary(
         energy_month_wh=within(periods.month_s),
         energy_year_wh=within(periods.year_s),
         energy_lifetime_wh=_energy(lifetime.energy_wh, lifetime.samples),
-        last_power_w=None if latest is None else latest[1],
+        last_power_w=None if latest is None or latest[1] is None else round(latest[1], 3),
         last_reading_at=(
             None if latest is None else format_timestamp(datetime.fromtimestamp(latest[0], UTC))
         ),
@@ -557,7 +558,7 @@ async def _simulated_summary(
         energy_month_wh=within(month_s),
         energy_year_wh=within(year_s),
         energy_lifetime_wh=within(life_s),
-        last_power_w=None if np.isnan(last_power) else float(last_power),
+        last_power_w=None if np.isnan(last_power) else round(float(last_power), 3),
         last_reading_at=(
             None if last_at is None else format_timestamp(datetime.fromtimestamp(int(last_at), UTC))
         ),
