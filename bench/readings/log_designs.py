@@ -425,6 +425,196 @@ async def upload(conn: asyncpg.Connection, v: str, system_id: str, batch: Batch)
     return result
 
 
+# --- elsewhere: a small upload, a replacement ------------------------------------------------
+
+# An hour of a meter (4 new quarter-hours after the system's last) in one statement, its own
+# transaction, as the service's one statement writes it (the system's row, readings, the log
+# or the batch, the hourly rollup; not the event, jobs or daily rollup, the same for all).
+_SMALL_HEAD = """
+WITH sys AS (
+    UPDATE {s}.systems SET data_version = data_version + 1, last_reading_at = $6 WHERE id = $1
+    RETURNING id, key, stream, account_id, environment, pg_current_xact_id()::text::bigint AS txid
+), batch AS (
+    SELECT * FROM unnest($2::int8[], $3::float8[], $4::float8[]) AS u(s, e, p)
+), hrs AS (
+    INSERT INTO {s}.reading_hours (system_id, hour_s, energy_wh, samples, power_max_w)
+    SELECT sys.id, $7, $8, 4, $9 FROM sys
+    ON CONFLICT (system_id, hour_s) DO UPDATE SET energy_wh = excluded.energy_wh
+)"""
+_SMALL = {
+    "a": """, ins AS (
+    INSERT INTO v_a.readings (system_id, start_s, energy_wh, power_w)
+    SELECT sys.id, batch.s, batch.e, batch.p FROM sys, batch
+), chg AS (
+    INSERT INTO v_a.reading_changes
+        (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
+    SELECT sys.id, batch.s, sys.account_id, sys.environment, sys.txid, batch.e, batch.p
+    FROM sys, batch
+) SELECT $5::int8 FROM sys""",
+    "b": """, ins AS (
+    INSERT INTO v_b.readings (system_id, start_s, energy_wh, power_w)
+    SELECT sys.id, batch.s, batch.e, batch.p FROM sys, batch
+), chg AS (
+    INSERT INTO v_b.reading_changes (system_key, start_s, stream, txid, energy_wh, power_w)
+    SELECT sys.key, batch.s, sys.stream, sys.txid, batch.e, batch.p FROM sys, batch
+) SELECT $5::int8 FROM sys""",
+    "c": """, ins AS (
+    INSERT INTO v_c.readings (system_id, start_s, energy_wh, power_w, stream, txid)
+    SELECT sys.id, batch.s, batch.e, batch.p, sys.stream, sys.txid FROM sys, batch
+) SELECT $5::int8 FROM sys""",
+    "d": """, b AS (
+    INSERT INTO v_d.change_batches (stream, txid, system_id, lo_s, hi_s)
+    SELECT stream, txid, id, $5, $6 FROM sys RETURNING seq
+), ins AS (
+    INSERT INTO v_d.readings (system_id, start_s, energy_wh, power_w, batch)
+    SELECT sys.id, batch.s, batch.e, batch.p, b.seq FROM sys, batch, b
+) SELECT $5::int8 FROM sys""",
+}
+
+# Replacing 10,000 stored quarter-hours (the general way: INSERT … ON CONFLICT DO UPDATE from
+# arrays; the log's row moves to a new position), rollups left out (the same for all).
+_REPLACE_ROWS = """
+INSERT INTO {s}.readings (system_id, start_s, energy_wh, power_w{extra})
+SELECT $1, u.s, u.e, u.p{values} FROM unnest($2::int8[], $3::float8[], $4::float8[]) AS u(s, e, p)
+ON CONFLICT (system_id, start_s) DO UPDATE SET energy_wh = excluded.energy_wh,
+    power_w = excluded.power_w{moved}"""
+_ARRAYS = "FROM unnest($2::int8[], $3::float8[], $4::float8[]) AS u(s, e, p)"
+_ROWS = ("id", "starts", "energy", "power")
+# Each statement with the names of its parameters ($1, $2, … in that order).
+_REPLACE: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+    "a": [
+        (_REPLACE_ROWS.format(s="v_a", extra="", values="", moved=""), _ROWS),
+        (
+            "INSERT INTO v_a.reading_changes"
+            " (system_id, start_s, account_id, environment, txid, energy_wh, power_w)"
+            " SELECT $1, u.s, $5, 'live', pg_current_xact_id()::text::bigint, u.e, u.p "
+            + _ARRAYS
+            + " ON CONFLICT (system_id, start_s) DO UPDATE SET seq = nextval('v_a.seq'),"
+            " txid = excluded.txid, energy_wh = excluded.energy_wh, power_w = excluded.power_w",
+            (*_ROWS, "account"),
+        ),
+    ],
+    "b": [
+        (_REPLACE_ROWS.format(s="v_b", extra="", values="", moved=""), _ROWS),
+        (
+            "INSERT INTO v_b.reading_changes (system_key, start_s, stream, txid, energy_wh,"
+            " power_w) SELECT $1, u.s, 1, pg_current_xact_id()::text::bigint, u.e, u.p "
+            + _ARRAYS
+            + " ON CONFLICT (system_key, start_s) DO UPDATE SET seq = nextval('v_b.seq'),"
+            " txid = excluded.txid, energy_wh = excluded.energy_wh, power_w = excluded.power_w",
+            ("key", "starts", "energy", "power"),
+        ),
+    ],
+    "c": [
+        (
+            _REPLACE_ROWS.format(
+                s="v_c",
+                extra=", stream, txid",
+                values=", 1, pg_current_xact_id()::text::bigint",
+                moved=", txid = excluded.txid, seq = nextval('v_c.seq')",
+            ),
+            _ROWS,
+        ),
+    ],
+    "d": [
+        (
+            "INSERT INTO v_d.change_batches (stream, txid, system_id, lo_s, hi_s)"
+            " VALUES (1, pg_current_xact_id()::text::bigint, $1, $2, $3)",
+            ("id", "lo", "hi"),
+        ),
+        (
+            _REPLACE_ROWS.format(
+                s="v_d",
+                extra=", batch",
+                values=", currval('v_d.seq')",
+                moved=", batch = excluded.batch",
+            ),
+            _ROWS,
+        ),
+    ],
+}
+
+
+async def elsewhere(
+    conns: dict[str, asyncpg.Connection], rounds: int, replaced: dict[str, list[str]]
+) -> None:
+    """Small uploads (4 new quarter-hours, `rounds` per design) and replacements of 10,000
+    stored quarter-hours (one per system in `replaced`), the designs alternated."""
+    admin = conns["a"]
+    # 100 preloaded systems of account 0's and others' streams, each after its last reading.
+    picked = await admin.fetch(
+        f"SELECT id, key FROM v_a.systems WHERE key <= {SYSTEMS} ORDER BY key LIMIT 100"  # noqa: S608
+    )
+    nexts = {
+        v: {
+            r["id"]: int(
+                await conns[v].fetchval(
+                    f"SELECT max(start_s) FROM v_{v}.readings WHERE system_id = $1",  # noqa: S608
+                    r["id"],
+                )
+            )
+            + 900
+            for r in picked
+        }
+        for v in VARIANTS
+    }
+    statements = {
+        v: await conns[v].prepare(_SMALL_HEAD.format(s=f"v_{v}") + _SMALL[v]) for v in VARIANTS
+    }
+    small: dict[str, list[tuple[float, int]]] = {v: [] for v in VARIANTS}
+    energy = [100.0, 110.0, 120.0, 130.0]
+    power = [400.0, 440.0, 480.0, 520.0]
+    for r in range(rounds):
+        system_id = picked[r % len(picked)]["id"]
+        for v in VARIANTS[r % 4 :] + VARIANTS[: r % 4]:
+            lo = nexts[v][system_id] + (3600 - nexts[v][system_id] % 3600) % 3600
+            starts = [lo + i * 900 for i in range(4)]
+            nexts[v][system_id] = lo + 3600
+            before = _lsn(await conns[v].fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            began = time.perf_counter()
+            done = await statements[v].fetchval(
+                system_id, starts, energy, power, lo, starts[-1], lo, 460.0, 520.0
+            )
+            took = time.perf_counter() - began
+            after = _lsn(await conns[v].fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            assert done == lo, (v, done)
+            small[v].append((took, after - before))
+    print(f"\nSmall uploads (4 new quarter-hours in one statement, {rounds} per design), "
+          f"load {_load()}:")  # fmt: skip
+    for v in VARIANTS:
+        print(f"  {NAMES[v]}: median {statistics.median(t for t, _ in small[v]) * 1000:.2f} ms, "
+              f"WAL {statistics.median(w for _, w in small[v]):,.0f} B")  # fmt: skip
+
+    batch = _batch()
+    times: dict[str, list[tuple[float, int]]] = {v: [] for v in VARIANTS}
+    count = min(len(ids) for ids in replaced.values())
+    for r in range(count):
+        for v in VARIANTS[r % 4 :] + VARIANTS[: r % 4]:
+            system_id = replaced[v][r]
+            conn = conns[v]
+            key, account = await conn.fetchrow(
+                f"SELECT key, account_id FROM v_{v}.systems WHERE id = $1", system_id  # noqa: S608
+            )  # fmt: skip
+            values: dict[str, Any] = {
+                "id": system_id, "starts": batch.starts, "energy": batch.energy + 1 + r,
+                "power": batch.power, "account": account, "key": key,
+                "lo": int(batch.starts.min()), "hi": int(batch.starts.max()),
+            }  # fmt: skip
+            before = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            began = time.perf_counter()
+            async with conn.transaction():
+                for statement, names in _REPLACE[v]:
+                    await conn.execute(statement, *(values[n] for n in names))
+            took = time.perf_counter() - began
+            after = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            times[v].append((took, after - before))
+    print(f"\nReplacing 10,000 stored quarter-hours (one transaction, {count} per design), "
+          f"load {_load()}:")  # fmt: skip
+    for v in VARIANTS:
+        print(f"  {NAMES[v]}: median {statistics.median(t for t, _ in times[v]) * 1000:.1f} ms, "
+              f"WAL {statistics.median(w for _, w in times[v]) / 1024:,.0f} KiB")  # fmt: skip
+
+
 # --- the feed's page -------------------------------------------------------------------------
 
 _HORIZON = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
@@ -571,6 +761,7 @@ async def measure(
     day_reads: int,
     reindex: bool,
     api: ApiUploads | None = None,
+    small_rounds: int = 0,
 ) -> None:
     _, url = _urls()
     print(f"measure: {rounds} rounds, load average {_load()}, {datetime.now(UTC):%H:%M} UTC")
@@ -619,6 +810,9 @@ async def measure(
               f"{statistics.median(wal):,.0f} / {min(wal):,.0f} | {_ms([u.build for u in ups])} |")  # fmt: skip
     if api is not None:
         _estimate(api, results)
+    if small_rounds:
+        timed = {v: fresh[v][warm : warm + min(10, rounds)] for v in VARIANTS}
+        await elsewhere(conns, small_rounds, timed)
 
     # The feed: 10 uploads' rows (100,000), then account 0's preloaded hourly batches.
     first = {v: results[v][2].txid for v in VARIANTS}  # the page begins at the third upload
@@ -795,15 +989,27 @@ def main() -> None:
     p.add_argument("--reindex", action="store_true", help="sizes again with rebuilt indexes")
     p.add_argument("--api", action="store_true", help="HTTP uploads alternated with the designs")
     p.add_argument("--pg-log", default=_PG_LOG, help="the server's log (for --api)")
+    p.add_argument(
+        "--elsewhere", type=int, default=0, help="small uploads per design (then 10 replacements)"
+    )
     sub.add_parser("drop")
     args = parser.parse_args()
     if args.command == "setup":
         asyncio.run(setup(args.uploads))
     elif args.command == "measure" and args.api:
         with _api_uploads(args.rounds + 2, args.pg_log) as api:
-            asyncio.run(measure(args.rounds, args.feed_repeats, args.day_reads, args.reindex, api))
+            asyncio.run(
+                measure(
+                    args.rounds, args.feed_repeats, args.day_reads, args.reindex, api,
+                    args.elsewhere,
+                )
+            )  # fmt: skip
     elif args.command == "measure":
-        asyncio.run(measure(args.rounds, args.feed_repeats, args.day_reads, args.reindex))
+        asyncio.run(
+            measure(
+                args.rounds, args.feed_repeats, args.day_reads, args.reindex, None, args.elsewhere
+            )
+        )  # fmt: skip
     else:
         asyncio.run(drop())
 
