@@ -2,7 +2,7 @@
 
     flock /work/notes/prof/lock .venv/bin/python bench/readings/log_designs.py setup
     flock /work/notes/prof/lock .venv/bin/python bench/readings/log_designs.py measure \
-        [--rounds 30] [--api] [--reindex]
+        [--rounds 30] [--api] [--reindex] [--elsewhere 300]
     .venv/bin/python bench/readings/log_designs.py drop
 
 (`flock …` is this project's shared machine's measuring lock; elsewhere leave it out.)
@@ -54,6 +54,11 @@ each), written as if by hourly uploads of 4 quarter-hours (one change batch per 
   the right to), the API's own time is the wall time minus it, and each design's readings/s
   is estimated as 10,000 ÷ (the API's own time − E's buffers + the design's buffers + the
   design's database time), also with that time scaled by (the service's ÷ E's).
+
+- `--elsewhere N`: N small uploads per design (4 new quarter-hours after a preloaded system's
+  last, one statement of the service's shape), then 10 replacements per design of 10,000
+  stored quarter-hours (`INSERT … ON CONFLICT DO UPDATE`, the log's row moved), timed with
+  their WAL.
 
 `drop` drops the scratch database.
 """
