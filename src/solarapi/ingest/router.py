@@ -13,6 +13,7 @@ from solarapi.audit.service import Actor
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import RequestSession, SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
+from solarapi.idempotency.middleware import replay_without
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
 from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
@@ -45,7 +46,8 @@ IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
     summary="Create an ingest token for a system's data logger (shown once)",
     description=(
         "The token (`ik_…`) may only `POST /api/v1/ingest/readings` for this system, at most "
-        "60 requests per minute of its own. It appears in this answer only."
+        "60 requests per minute of its own. It appears in this answer only: a replay of the "
+        "same request (`Idempotency-Key`) answers without it."
     ),
 )
 @body_limit(SMALL_BODY)
@@ -67,6 +69,7 @@ async def create_token(
         actor=Actor.key(principal.key_id),
         ip=client_ip(request.scope, settings.trusted_networks),
     )
+    replay_without(request, "token")  # shown once: a replay answers without it
     return OrjsonResponse(TokenCreatedOut.created(created).model_dump(), status_code=201)
 
 
