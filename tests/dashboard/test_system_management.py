@@ -243,6 +243,31 @@ async def test_a_quarter_hour_given_twice_is_refused_wherever_it_is(
     assert record.first_reading_at is None
 
 
+async def test_a_european_export_is_told_what_to_change(app: FastAPI, pro: Tenant) -> None:
+    """Semicolons, decimal commas and kWh columns (the usual inverter or spreadsheet export in
+    Europe) were told only "the header must be …" or "'1,5' is not a number"."""
+    async with browser_for(app) as browser:
+        await log_in(browser, pro.email, pro.password)
+        system_id = await _add_system(browser)
+        for bad, message in (
+            (
+                "timestamp;energy_wh\n2026-01-01T00:00:00Z;1,5\n",
+                "this file's columns are separated by ';': save it with commas",
+            ),
+            (
+                'timestamp,energy_wh\n2026-01-01T00:00:00Z,"1,5"\n',
+                "Line 2: energy_wh: '1,5' is not a number (write decimals with a point: 1.5)",
+            ),
+            (
+                "timestamp,energy_kwh\n2026-01-01T00:00:00Z,1.5\n",
+                "energy is in Wh: multiply a kWh column by 1000 and name it energy_wh",
+            ),
+        ):
+            answer = await _upload(browser, system_id, bad)
+            assert answer.status_code == 400
+            assert message in text_of(answer), text_of(answer)
+
+
 async def test_the_plan_page_gives_the_exact_step_to_change_plan(
     app: FastAPI, starter: Tenant
 ) -> None:

@@ -5,6 +5,7 @@ the file's lines, for both."""
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TextIO
@@ -32,11 +33,31 @@ class CsvRowError(Exception):
     """A row of the file is unusable; the message names its line."""
 
 
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
 def _number(cell: str, column: str, line: int) -> float:
     try:
         return float(cell)
     except ValueError:
-        raise CsvRowError(f"line {line}: {column}: '{cell[:40]}' is not a number") from None
+        hint = (
+            f" (write decimals with a point: {cell.replace(',', '.')})"
+            if _DECIMAL_COMMA.fullmatch(cell)
+            else ""
+        )
+        raise CsvRowError(f"line {line}: {column}: '{cell[:40]}' is not a number{hint}") from None
+
+
+def _header_problem(header: list[str] | None) -> str:
+    """What is wrong with a header line that is not one of `HEADERS`, with the usual causes
+    of a spreadsheet's or an inverter's export spelled out."""
+    problem = "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
+    cells = [cell.strip().lower() for cell in header or []]
+    if len(cells) == 1 and ";" in cells[0]:
+        return f"{problem}; this file's columns are separated by ';': save it with commas"
+    if any("kwh" in cell for cell in cells):
+        return f"{problem}; energy is in Wh: multiply a kWh column by 1000 and name it energy_wh"
+    return problem
 
 
 def read_batches(
@@ -60,9 +81,7 @@ def read_batches(
     except csv.Error as exc:
         raise CsvRowError(f"line 1: {exc}") from None
     if header is None or [cell.strip().lower() for cell in header] not in HEADERS:
-        raise CsvRowError(
-            "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
-        )
+        raise CsvRowError(_header_problem(header))
     width = len(header)
     lines: list[int] = []
     items = ReadingBatch()
