@@ -204,7 +204,19 @@ async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
             answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
         assert answer.status_code == 401
     async with client_for(app) as nobody:
-        assert (await nobody.post("/api/v1/ingest/readings", json=_readings(1))).status_code == 401
+        missing = await nobody.post("/api/v1/ingest/readings", json=_readings(1))
+        basic = await nobody.post(
+            "/api/v1/ingest/readings", json=_readings(1), headers={"Authorization": "Basic eA=="}
+        )
+    # A logger without its token is told to send one, not an API key (which is refused here).
+    assert missing.status_code == 401
+    assert missing.json()["error"] == (
+        "missing Authorization header; send 'Authorization: Bearer <ingest token ik_…>'"
+    )
+    assert basic.status_code == 401
+    assert basic.json()["error"] == (
+        "malformed Authorization header; expected 'Bearer <ingest token ik_…>'"
+    )
 
 
 async def test_revoking_and_deleting_the_system_end_the_token(
