@@ -22,7 +22,7 @@ from solarapi.kit.direct_endpoints import direct
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
-from solarapi.readings.upload import batch_from_json
+from solarapi.readings.upload import batch_from_json, refuse_duplicate_keys
 from solarapi.state import SettingsDep
 
 router = APIRouter(tags=["Ingest tokens"])
@@ -131,11 +131,15 @@ async def ingest_readings(request: Request) -> Response:
     # Called by the gateway directly (`kit.direct_endpoints`) unless the request carries an
     # Idempotency-Key, as the API's upload is.
     caller = await get_ingest_caller(request)
+    raw = await request.body()
     try:
-        payload = orjson.loads(await request.body())
+        payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = batch_from_json(payload)
+    # The gateway checks keys given twice only in bodies up to 256 KiB; above, as the API's
+    # upload does (orjson keeps the last of a repeated key: a reading stored altered).
+    refuse_duplicate_keys(raw, payload)
     async with RequestSession(request) as session:
         result = await service.upload(session, caller, batch, utcnow())
     return OrjsonResponse(result.to_api())
