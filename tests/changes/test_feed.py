@@ -157,6 +157,8 @@ async def test_an_accept_that_rules_ndjson_out_gets_json(app: FastAPI, enterpris
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
         await upload(client, system_id, quarter_series(JUNE, 4, 10))
+        # Once `follow` has them, no older transaction of the server can hold them back.
+        assert len((await follow(client))[0]) == 4
         refused = await client.get(
             "/api/v1/readings/changes",
             headers={"Accept": "application/x-ndjson;q=0, application/json"},

@@ -105,15 +105,16 @@ def test_the_quickstarts_lead_with_the_sandbox_key(served: Served, pro: Tenant) 
 def test_the_change_feed_example_keeps_an_exact_copy(
     served: Served, enterprise: Tenant, client: Client, tmp_path: Path
 ) -> None:
-    """The README's local copy: run twice around more uploads (new and replaced readings),
-    the SQLite file then holds exactly what the API stores."""
+    """The README's local copy: run twice around more uploads (new and replaced readings)
+    and a deleted system, the SQLite file then holds exactly what the API stores (the
+    deleted system's readings stayed in the copy for good: the feed says nothing of them)."""
     systems = [
         client.systems.create(
             name=f"Copied roof {i}",
             capacity_kwp=4.0,
             location={"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
         )
-        for i in range(2)
+        for i in range(3)
     ]
     day = datetime(2025, 6, 3, tzinfo=UTC)
 
@@ -125,14 +126,16 @@ def test_the_change_feed_example_keeps_an_exact_copy(
         client.readings.upload(system_id, items)
 
     upload(systems[0].id, 0, 40, 10.0)
+    upload(systems[2].id, 0, 8, 1.0)
     [_, _, _, fleet_block, _, _, _, _] = _blocks(
         (ROOT / "clients" / "python" / "README.md").read_text(), "python"
     )
     script = fleet_block.replace('"fleet.sqlite3"', repr(str(tmp_path / "fleet.sqlite3")))
     out = _run_python(script, served, enterprise.live)
-    assert "copy holds 40 readings" in out
+    assert "copy holds 48 readings" in out
     upload(systems[1].id, 10, 30, 5.0)
     upload(systems[0].id, 20, 30, 99.0)  # 20 replaced, 10 new
+    client.systems.delete(systems[2].id)
     out = _run_python(script, served, enterprise.live)
     assert "copy holds 80 readings" in out
     with sqlite3.connect(tmp_path / "fleet.sqlite3") as db:
@@ -143,7 +146,7 @@ def test_the_change_feed_example_keeps_an_exact_copy(
             )
         }
     stored = set()
-    for system in systems:
+    for system in systems[:2]:
         series = client.readings.get(
             system.id, start=day, end=day + timedelta(days=1), interval="15m"
         )

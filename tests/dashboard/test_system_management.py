@@ -211,6 +211,63 @@ async def test_a_bad_line_stores_nothing_and_is_named(app: FastAPI, pro: Tenant)
     assert record.first_reading_at is None
 
 
+async def test_a_quarter_hour_given_twice_is_refused_wherever_it_is(
+    app: FastAPI, pro: Tenant
+) -> None:
+    """The file is stored as a whole, yet a quarter-hour given twice was refused only when
+    both rows fell in one 10,000-row batch of the parser: further apart the later row
+    silently replaced the earlier ("1 replaced"). Both now name the two lines and store
+    nothing."""
+    stamps = _quarters(120, 10_005)
+    rows = [f"{stamp},10" for stamp in stamps]
+    near = "timestamp,energy_wh\n" + "\n".join([*rows[:5], f"{stamps[2]},11"]) + "\n"
+    far = "timestamp,energy_wh\n" + "\n".join([*rows, f"{stamps[3]},11"]) + "\n"
+    async with browser_for(app) as browser:
+        await log_in(browser, pro.email, pro.password)
+        system_id = await _add_system(browser, capacity_kwp="10")
+        refused_near = await _upload(browser, system_id, near)
+        refused_far = await _upload(browser, system_id, far)
+    assert refused_near.status_code == 400
+    assert (
+        f"Nothing was stored: Line 7: timestamp: {stamps[2]} repeats line 4; each quarter-hour "
+        "may appear once per file" in text_of(refused_near)
+    )
+    assert refused_far.status_code == 400, refused_far.headers.get("location")
+    assert (
+        f"Nothing was stored: Line 10007: timestamp: {stamps[3]} repeats line 5; each "
+        "quarter-hour may appear once per file" in text_of(refused_far)
+    )
+    async with app.state.sessionmaker() as session:
+        record = await get_record(session, system_id)
+    assert record is not None
+    assert record.first_reading_at is None
+
+
+async def test_a_european_export_is_told_what_to_change(app: FastAPI, pro: Tenant) -> None:
+    """Semicolons, decimal commas and kWh columns (the usual inverter or spreadsheet export in
+    Europe) were told only "the header must be …" or "'1,5' is not a number"."""
+    async with browser_for(app) as browser:
+        await log_in(browser, pro.email, pro.password)
+        system_id = await _add_system(browser)
+        for bad, message in (
+            (
+                "timestamp;energy_wh\n2026-01-01T00:00:00Z;1,5\n",
+                "this file's columns are separated by ';': save it with commas",
+            ),
+            (
+                'timestamp,energy_wh\n2026-01-01T00:00:00Z,"1,5"\n',
+                "Line 2: energy_wh: '1,5' is not a number (write decimals with a point: 1.5)",
+            ),
+            (
+                "timestamp,energy_kwh\n2026-01-01T00:00:00Z,1.5\n",
+                "energy is in Wh: multiply a kWh column by 1000 and name it energy_wh",
+            ),
+        ):
+            answer = await _upload(browser, system_id, bad)
+            assert answer.status_code == 400
+            assert message in text_of(answer), text_of(answer)
+
+
 async def test_the_plan_page_gives_the_exact_step_to_change_plan(
     app: FastAPI, starter: Tenant
 ) -> None:

@@ -400,6 +400,34 @@ async def test_a_webhook_secret_is_never_stored_nor_replayed(
         assert again.headers["content-length"] == str(len(again.content))
 
 
+async def test_an_ingest_token_is_never_stored_nor_replayed(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """An ingest token is shown once, like a webhook secret: a replayed creation answered
+    with the token again, read back from the idempotency record that held it in plain text
+    for 24 hours (the official client sends an Idempotency-Key with every POST)."""
+    key = fresh_key()
+    system = {
+        "name": "Dak",
+        "capacity_kwp": 5.0,
+        "location": {"latitude": 52.0, "longitude": 5.0, "timezone": "Europe/Amsterdam"},
+    }
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await client.post("/api/v1/systems", json=system)).json()["id"]
+        path = f"/api/v1/systems/{system_id}/ingest-tokens"
+        created = await client.post(path, json={"name": "logger"}, headers={"Idempotency-Key": key})
+        again = await client.post(path, json={"name": "logger"}, headers={"Idempotency-Key": key})
+    token = created.json()["token"]
+    assert token.startswith("ik_")
+    record = await _stored_response(app, key)
+    stored = (record.response_body or b"") + repr(record.response_headers).encode()
+    assert token.encode() not in stored
+    assert again.status_code == created.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert token not in again.text
+    assert again.json() == {k: v for k, v in created.json().items() if k != "token"}
+
+
 async def test_the_answer_is_stored_before_the_client_receives_it(
     app: FastAPI, enterprise: Tenant
 ) -> None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import orjson
 from fastapi import FastAPI
 from sqlalchemy import select
 
@@ -190,6 +191,35 @@ async def test_an_invalid_batch_stores_nothing_with_the_apis_message(
         assert (await api.get(f"/api/v1/systems/{system_id}")).json()["first_reading_at"] is None
 
 
+async def test_a_key_given_twice_in_a_large_body_stores_nothing(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The gateway checks repeated keys in bodies up to 256 KiB; above it only the API's
+    upload checked them, so a logger's large batch with `"energy_wh": 900, "energy_wh": 5`
+    was stored with 5 (orjson keeps the last) where the API refuses it."""
+    body = _readings(5000, days_back=60)
+    first = body["readings"][0]
+    items = [orjson.dumps({**item, "energy_wh": 10.0}).decode() for item in body["readings"]]
+    items[0] = f'{{"timestamp": "{first["timestamp"]}", "energy_wh": 900, "energy_wh": 5}}'
+    raw = ('{"readings": [' + ",".join(items) + "]}").encode()
+    assert len(raw) > 256 * 1024
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        token = (await _token(api, system_id))["token"]
+        async with client_for(app, token) as logger:
+            refused = await logger.post(
+                "/api/v1/ingest/readings",
+                content=raw,
+                headers={"Content-Type": "application/json"},
+            )
+        system = (await api.get(f"/api/v1/systems/{system_id}")).json()
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"] == (
+        "request body: the key 'energy_wh' is given twice in one object; give each key once"
+    )
+    assert system["first_reading_at"] is None
+
+
 async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
     app: FastAPI, enterprise: Tenant
 ) -> None:
@@ -204,7 +234,19 @@ async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
             answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
         assert answer.status_code == 401
     async with client_for(app) as nobody:
-        assert (await nobody.post("/api/v1/ingest/readings", json=_readings(1))).status_code == 401
+        missing = await nobody.post("/api/v1/ingest/readings", json=_readings(1))
+        basic = await nobody.post(
+            "/api/v1/ingest/readings", json=_readings(1), headers={"Authorization": "Basic eA=="}
+        )
+    # A logger without its token is told to send one, not an API key (which is refused here).
+    assert missing.status_code == 401
+    assert missing.json()["error"] == (
+        "missing Authorization header; send 'Authorization: Bearer <ingest token ik_…>'"
+    )
+    assert basic.status_code == 401
+    assert basic.json()["error"] == (
+        "malformed Authorization header; expected 'Bearer <ingest token ik_…>'"
+    )
 
 
 async def test_revoking_and_deleting_the_system_end_the_token(

@@ -94,3 +94,53 @@ async def test_bad_row_names_its_line_and_keeps_earlier_batches(
     assert "line 2: energy_wh: 'lots' is not a number" in text.stderr
     assert "line 1: the header must be" in header.stderr
     assert "no system with id 'sys_nope'" in unknown.stderr
+
+
+async def test_a_byte_order_mark_is_fine_and_other_encodings_are_named(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
+    """The format says "UTF-8, a byte-order mark is fine" and the dashboard takes such a file;
+    the import refused it ("line 1: the header must be …": the mark was read as part of the
+    header), and a Latin-1 file ended in "unexpected UnicodeDecodeError"."""
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    marked = tmp_path / "bom.csv"
+    marked.write_bytes(
+        b"\xef\xbb\xbftimestamp,energy_wh\r\n"
+        + b"".join(f"{iso(start + timedelta(minutes=15 * i))},{i}\r\n".encode() for i in range(4))
+    )
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(f"timestamp,energy_wh\n{iso(start)},1\n# Zähler 1\n".encode("latin-1"))
+    env = settings_env(app.state.settings)
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        imported = run_cli(env, "readings", "import", system_id, str(marked), "--json")
+        refused = run_cli(env, "readings", "import", system_id, str(latin), check=False)
+        totals = await _day(client, system_id, start, 1)
+    assert json.loads(imported.stdout)["inserted"] == 4
+    assert totals["energy_wh"] == 0 + 1 + 2 + 3
+    assert refused.returncode == 1
+    assert "the file is not UTF-8 text; save it as CSV in UTF-8" in refused.stderr
+    assert "UnicodeDecodeError" not in refused.stderr
+
+
+async def test_a_repeated_quarter_hour_names_both_lines(
+    app: FastAPI, enterprise: Tenant, tmp_path: Path
+) -> None:
+    """The API's message names the batch's items (`repeats readings[2].timestamp`), which a
+    file has not: the import names the two lines."""
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    stamps = [iso(start + timedelta(minutes=15 * i)) for i in range(5)]
+    path = _csv(
+        tmp_path / "twice.csv", [f"{s},1" for s in [*stamps, stamps[2]]], "timestamp,energy_wh"
+    )
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        refused = run_cli(
+            settings_env(app.state.settings), "readings", "import", system_id, str(path),
+            check=False,
+        )  # fmt: skip
+    assert refused.returncode == 1
+    assert (
+        f"line 7: timestamp: {stamps[2]} repeats line 4; each quarter-hour may appear once per "
+        "file" in refused.stderr
+    )

@@ -21,13 +21,16 @@ from solarapi.sandbox.provision import ensure_sandbox
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def bearer_token(authorization: str | None) -> str:
-    """The key from an `Authorization: Bearer …` header, or Unauthorized saying what is wrong."""
+def bearer_token(authorization: str | None, credential: str = "API key") -> str:
+    """The key from an `Authorization: Bearer …` header, or Unauthorized saying what is wrong
+    (naming the `credential` the endpoint takes)."""
     if authorization is None or not authorization.strip():
-        raise Unauthorized("missing Authorization header; send 'Authorization: Bearer <API key>'")
+        raise Unauthorized(
+            f"missing Authorization header; send 'Authorization: Bearer <{credential}>'"
+        )
     scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("malformed Authorization header; expected 'Bearer <API key>'")
+        raise Unauthorized(f"malformed Authorization header; expected 'Bearer <{credential}>'")
     return token.strip()
 
 

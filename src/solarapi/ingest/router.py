@@ -13,6 +13,7 @@ from solarapi.audit.service import Actor
 from solarapi.auth.principal import PrincipalDep
 from solarapi.db import RequestSession, SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
+from solarapi.idempotency.middleware import replay_without
 from solarapi.ingest import service
 from solarapi.ingest.schemas import TokenCreate, TokenCreatedOut, TokenList, TokenOut
 from solarapi.kit.bodylimit import SMALL_BODY, UPLOAD_BODY, body_limit
@@ -21,7 +22,7 @@ from solarapi.kit.direct_endpoints import direct
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.timefmt import utcnow
 from solarapi.readings.schemas import UPLOAD_SCHEMA, UploadResultOut
-from solarapi.readings.upload import batch_from_json
+from solarapi.readings.upload import batch_from_json, refuse_duplicate_keys
 from solarapi.state import SettingsDep
 
 router = APIRouter(tags=["Ingest tokens"])
@@ -45,7 +46,8 @@ IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
     summary="Create an ingest token for a system's data logger (shown once)",
     description=(
         "The token (`ik_…`) may only `POST /api/v1/ingest/readings` for this system, at most "
-        "60 requests per minute of its own. It appears in this answer only."
+        "60 requests per minute of its own. It appears in this answer only: a replay of the "
+        "same request (`Idempotency-Key`) answers without it."
     ),
 )
 @body_limit(SMALL_BODY)
@@ -67,6 +69,7 @@ async def create_token(
         actor=Actor.key(principal.key_id),
         ip=client_ip(request.scope, settings.trusted_networks),
     )
+    replay_without(request, "token")  # shown once: a replay answers without it
     return OrjsonResponse(TokenCreatedOut.created(created).model_dump(), status_code=201)
 
 
@@ -128,11 +131,15 @@ async def ingest_readings(request: Request) -> Response:
     # Called by the gateway directly (`kit.direct_endpoints`) unless the request carries an
     # Idempotency-Key, as the API's upload is.
     caller = await get_ingest_caller(request)
+    raw = await request.body()
     try:
-        payload = orjson.loads(await request.body())
+        payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
     batch = batch_from_json(payload)
+    # The gateway checks keys given twice only in bodies up to 256 KiB; above, as the API's
+    # upload does (orjson keeps the last of a repeated key: a reading stored altered).
+    refuse_duplicate_keys(raw, payload)
     async with RequestSession(request) as session:
         result = await service.upload(session, caller, batch, utcnow())
     return OrjsonResponse(result.to_api())

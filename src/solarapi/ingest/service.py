@@ -156,7 +156,7 @@ def is_ingest_token(authorization: str | None) -> bool:
 def token_hash(authorization: str | None, secret: bytes) -> str:
     """The stored hash of the request's token, or Unauthorized saying what is wrong with the
     header or the token's form (checked offline: prefix, length, checksum)."""
-    token = bearer_token(authorization)
+    token = bearer_token(authorization, "ingest token ik_…")
     if not token.startswith(PREFIX):
         raise Unauthorized(
             "POST /api/v1/ingest/readings takes an ingest token (ik_…) of the system; with an "

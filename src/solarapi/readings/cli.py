@@ -55,7 +55,8 @@ async def import_file(settings: Settings, system_id: str, path: Path) -> ImportT
             if await systems_repo.get(session, system_id) is None:
                 raise CsvRowError(f"no system with id '{system_id}'")
         with (
-            path.open(newline="", encoding="utf-8") as stream,
+            # utf-8-sig: a byte-order mark (as spreadsheets write one) is not part of the header.
+            path.open(newline="", encoding="utf-8-sig") as stream,
             # On stderr, and only on a terminal: stdout holds the summary alone (a piped run
             # printed an empty line before it: the finished bar's).
             Progress(

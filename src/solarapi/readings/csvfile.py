@@ -5,15 +5,25 @@ the file's lines, for both."""
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TextIO
 
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.errors import ApiError
+from solarapi.kit.grid import IntArray
+from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import System
-from solarapi.readings.upload import ReadingBatch, ReadingRejected, UploadResult, upload_readings
+from solarapi.readings.upload import (
+    ReadingBatch,
+    ReadingRejected,
+    UploadResult,
+    check_starts,
+    upload_readings,
+)
 
 BATCH = 10_000
 HEADERS = (["timestamp", "energy_wh"], ["timestamp", "energy_wh", "power_w"])
@@ -23,11 +33,31 @@ class CsvRowError(Exception):
     """A row of the file is unusable; the message names its line."""
 
 
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
 def _number(cell: str, column: str, line: int) -> float:
     try:
         return float(cell)
     except ValueError:
-        raise CsvRowError(f"line {line}: {column}: '{cell[:40]}' is not a number") from None
+        hint = (
+            f" (write decimals with a point: {cell.replace(',', '.')})"
+            if _DECIMAL_COMMA.fullmatch(cell)
+            else ""
+        )
+        raise CsvRowError(f"line {line}: {column}: '{cell[:40]}' is not a number{hint}") from None
+
+
+def _header_problem(header: list[str] | None) -> str:
+    """What is wrong with a header line that is not one of `HEADERS`, with the usual causes
+    of a spreadsheet's or an inverter's export spelled out."""
+    problem = "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
+    cells = [cell.strip().lower() for cell in header or []]
+    if len(cells) == 1 and ";" in cells[0]:
+        return f"{problem}; this file's columns are separated by ';': save it with commas"
+    if any("kwh" in cell for cell in cells):
+        return f"{problem}; energy is in Wh: multiply a kWh column by 1000 and name it energy_wh"
+    return problem
 
 
 def read_batches(
@@ -37,10 +67,13 @@ def read_batches(
     `timestamp,energy_wh[,power_w]`; a malformed row raises CsvRowError naming its line."""
 
     def counted() -> Iterator[str]:
-        for text in stream:
-            if on_bytes is not None:
-                on_bytes(len(text.encode()))
-            yield text
+        try:
+            for text in stream:
+                if on_bytes is not None:
+                    on_bytes(len(text.encode()))
+                yield text
+        except UnicodeDecodeError:
+            raise CsvRowError("the file is not UTF-8 text; save it as CSV in UTF-8") from None
 
     reader = csv.reader(counted())
     try:
@@ -48,9 +81,7 @@ def read_batches(
     except csv.Error as exc:
         raise CsvRowError(f"line 1: {exc}") from None
     if header is None or [cell.strip().lower() for cell in header] not in HEADERS:
-        raise CsvRowError(
-            "line 1: the header must be 'timestamp,energy_wh' or 'timestamp,energy_wh,power_w'"
-        )
+        raise CsvRowError(_header_problem(header))
     width = len(header)
     lines: list[int] = []
     items = ReadingBatch()
@@ -80,17 +111,73 @@ def read_batches(
         yield lines, items
 
 
+class FileQuarters:
+    """The quarter-hours a file's stored batches gave, with their lines: a file stored as a
+    whole (the dashboard's) refuses a quarter-hour given twice wherever the two rows are, not
+    only within one batch of the parser."""
+
+    def __init__(self) -> None:
+        self._starts: list[IntArray] = []
+        self._lines: list[IntArray] = []
+
+    def starts(self) -> IntArray:
+        return np.concatenate(self._starts) if self._starts else np.zeros(0, dtype=np.int64)
+
+    def add(self, lines: list[int], batch: ReadingBatch, now: datetime) -> None:
+        self._starts.append(check_starts(batch.timestamps, now).starts)
+        self._lines.append(np.array(lines, dtype=np.int64))
+
+    def line_of(self, start: int) -> int:
+        where = np.flatnonzero(self.starts() == start)
+        return int(np.concatenate(self._lines)[where[0]])
+
+
+def _repeat_message(
+    exc: ReadingRejected, lines: list[int], earlier: FileQuarters | None
+) -> str | None:
+    """`line 9: timestamp: 2026-06-15T10:00:00Z repeats line 4; …` for a quarter-hour the
+    file gives twice (the API's message names the batch's items, which a file has not)."""
+    if exc.repeated_start is None:
+        return None
+    if exc.repeats is not None:
+        first = lines[exc.repeats]
+    elif earlier is not None:
+        first = earlier.line_of(exc.repeated_start)
+    else:
+        return None
+    moment = format_timestamp(datetime.fromtimestamp(exc.repeated_start, UTC))
+    return (
+        f"line {lines[exc.index]}: timestamp: {moment} repeats line {first}; each quarter-hour "
+        "may appear once per file"
+    )
+
+
 async def store_batch(
-    session: AsyncSession, system: System, lines: list[int], batch: ReadingBatch, now: datetime
+    session: AsyncSession,
+    system: System,
+    lines: list[int],
+    batch: ReadingBatch,
+    now: datetime,
+    earlier: FileQuarters | None = None,
 ) -> UploadResult:
     """One batch through the API's validation and upsert (`upload_readings`), its errors
-    named by the file's line: `line 7: energy_wh: must be ≥ 0; got -1.0`."""
+    named by the file's line: `line 7: energy_wh: must be ≥ 0; got -1.0`. With `earlier`
+    (the file's stored batches) a quarter-hour of those is refused too, and this batch's are
+    added to it once stored."""
     try:
-        return await upload_readings(session, system, batch, now)
+        result = await upload_readings(
+            session, system, batch, now, earlier=None if earlier is None else earlier.starts()
+        )
     except ReadingRejected as exc:
-        raise CsvRowError(f"line {lines[exc.index]}: {exc.field}: {exc.problem}") from None
+        message = _repeat_message(exc, lines, earlier)
+        raise CsvRowError(
+            message or f"line {lines[exc.index]}: {exc.field}: {exc.problem}"
+        ) from None
     except ApiError as exc:
         raise CsvRowError(exc.message) from None
+    if earlier is not None:
+        earlier.add(lines, batch, now)
+    return result
 
 
 async def store_file(
@@ -101,8 +188,9 @@ async def store_file(
     received = inserted = updated = 0
     start: datetime | None = None
     end: datetime | None = None
+    earlier = FileQuarters()
     for lines, batch in read_batches(stream):
-        result = await store_batch(session, system, lines, batch, now)
+        result = await store_batch(session, system, lines, batch, now, earlier)
         received += result.received
         inserted += result.inserted
         updated += result.updated
