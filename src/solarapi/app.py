@@ -108,6 +108,8 @@ def create_app(
     # Callers' Principals by key hash, while no key or account changes (the auth epoch of
     # `db.committed_version`, kept with `kit.versioned`).
     app.state.principals = VersionedCache[Principal](maxsize=10_000)
+    # The key hashes whose `last_used_at` a request is writing now (gateway.authentication).
+    app.state.touching = set[str]()
 
     install_error_handlers(app, outside_api=http_error_page)
     _include_routers(app)
