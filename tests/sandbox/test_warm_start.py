@@ -15,7 +15,6 @@ import pytest
 from solarapi.config import Settings
 from tests.support import TEST_SECRET, settings_env
 
-
 # The sources this test runs (a worktree's, on PYTHONPATH, over the installed ones).
 _SOURCES = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
@@ -95,7 +94,6 @@ def test_serve_app_freezes_what_start_up_left_alive(tmp_path: Path) -> None:
     assert int(after) > 10_000
     assert handlers_imported == "True"  # imported by the lifespan, the case that matters
     assert int(unfrozen_modules) == 0
-
 
 
 _MALLOC_PROBE = """
