@@ -60,8 +60,11 @@ def create_app(
     clock: Callable[[], float] = time.time,
     limiter: RateLimiter | None = None,
     run_jobs: bool | None = None,
+    started: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """Build the application. `clock` and `limiter` are injectable for tests."""
+    """Build the application. `clock` and `limiter` are injectable for tests; `started` is
+    called once the lifespan's start-up is done (the inline job runner, if any, running),
+    before the first request."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -69,6 +72,8 @@ def create_app(
         inline_jobs = run_jobs if run_jobs is not None else settings.job_runner == "inline"
         if inline_jobs:
             await start_inline_runner(app)
+        if started is not None:
+            started()
         try:
             yield
         finally:
@@ -108,6 +113,8 @@ def create_app(
     # Callers' Principals by key hash, while no key or account changes (the auth epoch of
     # `db.committed_version`, kept with `kit.versioned`).
     app.state.principals = VersionedCache[Principal](maxsize=10_000)
+    # The key hashes whose `last_used_at` a request is writing now (gateway.authentication).
+    app.state.touching = set[str]()
 
     install_error_handlers(app, outside_api=http_error_page)
     _include_routers(app)
@@ -158,17 +165,22 @@ def serve_app() -> FastAPI:
     configure_logging(settings.log_level)
     if settings.warm_start:
         _warm_sandbox()
-    app = create_app(settings)
-    _freeze_startup_objects()
+    # Frozen once the lifespan's start-up is done, not here: the inline job runner imports
+    # its handlers (matplotlib, reportlab: ~50k objects) there, after this returns.
+    app = create_app(settings, started=_freeze_startup_objects)
     _keep_freed_memory()
     return app
 
 
 def _freeze_startup_objects() -> None:
-    """Move everything alive after start-up (modules, pvlib's tables, the app) out of the
-    garbage collector's reach. A worker holds ~270k such objects; without this every full
-    collection walks them all and stalls the event loop for >100 ms — the p99 of uncached
-    fleet reads was the collector, not the request (bench/fleet figures in bench/README.md).
+    """Move everything alive after start-up (modules, pvlib's tables, the job handlers'
+    matplotlib and reportlab, the app) out of the garbage collector's reach. A worker holds
+    ~270k such objects; without this every full collection walks them all and stalls the
+    event loop for >100 ms — the p99 of uncached fleet reads was the collector, not the
+    request (bench/fleet figures in bench/README.md). Called at the end of the lifespan's
+    start-up: frozen when `serve_app` returned, the ~58k objects of the job handlers, imported
+    by the lifespan after it, stayed in reach, and each full collection still walked them
+    (24 ms on an idle worker, 60-120 ms under the fleet's W2/W3; bench/fleet/README.md).
     Objects created later are collected as usual, but a full collection comes after 100
     collections of the middle generation instead of 10: what an uncached read leaves alive
     (kept bodies, frames, keys) filled the quarter of the old generation that triggers one

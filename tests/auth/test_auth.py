@@ -210,6 +210,33 @@ async def test_concurrent_first_requests_write_last_used_at_once(
     assert writes.rows == 1
 
 
+async def test_a_kept_key_due_for_last_used_at_is_written_by_one_request_of_many(
+    app: FastAPI, enterprise: Tenant, clock: TestClock
+) -> None:
+    """A busy key (an integration's reads, 16 in flight) comes due for its once-a-minute
+    `last_used_at` in every request at once: one writes it, the others are answered with
+    the kept caller meanwhile. Each used to write it itself — on SQLite one at a time, the
+    rest sleeping in the busy handler (a fleet's reads took up to 800 ms once a minute)."""
+    key_id = enterprise.key_ids[Environment.LIVE]
+    start = float(int(time.time()))
+    clock.pinned = start
+    async with client_for(app, enterprise.live) as client:
+        for _ in range(2):  # the first use writes `last_used_at`; the second keeps the caller
+            assert (await client.get(ACCOUNT)).status_code == 200
+        clock.pinned = start + 61
+        with _KeyWrites(app, key_id) as writes:
+            responses = await asyncio.gather(*(client.get(ACCOUNT) for _ in range(16)))
+        assert all(r.status_code == 200 for r in responses)
+        assert writes.statements == 1
+        assert writes.rows == 1
+        assert (await _last_used(app, key_id)).timestamp() == start + 61
+        # Written, the key is read again once and kept: no further write this minute.
+        with _KeyWrites(app, key_id) as writes:
+            for _ in range(3):
+                assert (await client.get(ACCOUNT)).status_code == 200
+        assert writes.statements == 0
+
+
 async def test_last_used_at_is_kept_when_the_endpoint_fails(app: FastAPI, pro: Tenant) -> None:
     # Authentication commits its own write: the endpoint's rollback (here after a 404) must
     # not take `last_used_at` with it.

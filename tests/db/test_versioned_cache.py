@@ -12,6 +12,7 @@ file (its own engine, reader and caches, exactly as a worker has), and a real
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import sqlite3
 import time
@@ -41,6 +42,7 @@ from solarapi.db import sqlite as db_sqlite
 from solarapi.kit.plans import Environment, Plan
 from solarapi.kit.versioned import VersionedCache
 from solarapi.models import Base
+from solarapi.readings import router as readings_router
 from solarapi.readings import service as readings_service
 from tests.support import (
     DATABASES,
@@ -396,6 +398,25 @@ async def test_new_readings_and_a_deleted_system_are_seen_at_once_by_the_other_w
             assert (await writer.delete(f"/api/v1/systems/{system_id}")).status_code == 204
             gone = await reader.get(f"/api/v1/systems/{system_id}/readings", params=QUERY)
             assert gone.status_code == 404, gone.text
+
+
+async def test_kept_bodies_give_the_garbage_collector_nothing_to_walk(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A fleet's worker keeps ~15k readings bodies. Their keys hold plain strings and
+    datetimes, so the collector stops tracking each at its first collection: with the
+    enums in them, every full collection walked all of them while requests waited."""
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        assert (await upload(client, system_id, quarter_series(DAY, 8, 10.0))).is_success
+        for interval in ("15m", "1h", "1d"):
+            query = {**QUERY, "interval": interval}
+            response = await client.get(f"/api/v1/systems/{system_id}/readings", params=query)
+            assert response.status_code == 200, response.text
+    kept = [key for key in readings_router._BODIES._entries if system_id in key]
+    assert len(kept) == 3
+    gc.collect()
+    assert not any(gc.is_tracked(key) for key in kept)
 
 
 async def test_a_kept_body_is_never_given_to_another_tenant(

@@ -38,21 +38,32 @@ async def authenticate_request(exchange: Exchange, now: float) -> Principal | Un
     epoch = None if versions is None else versions.auth
     scope_state[DATA_VERSION] = None if versions is None else versions.data
     kept: Principal | None = state.principals.get(hashed, epoch)
-    if kept is not None and not needs_touch(kept, moment):
+    touching: set[str] = state.touching
+    if kept is not None and (not needs_touch(kept, moment) or hashed in touching):
+        # Kept and fresh, or another request of this worker is refreshing its `last_used_at`
+        # right now: once a minute every request in flight with a busy key found it due at
+        # once, and each wrote it (on SQLite one writer at a time, the others sleeping in
+        # the busy handler: 16 requests of a fleet's reads took 55-800 ms).
         return kept
     session = state.sessionmaker()
     scope_state[REQUEST_SESSION] = session
+    refreshing = kept is not None  # it is here for `last_used_at` alone
+    if refreshing:
+        touching.add(hashed)
     try:
         found = await authenticate(session, hashed, moment)
+        if found.wrote:
+            # Its own commit: `last_used_at` stays whatever the endpoint does, and on SQLite
+            # the write lock is not held through the endpoint. What the request reads after
+            # it is newer than the versions: harmless (see kit.versioned). Not kept: the
+            # next request reads the key again and keeps what this one committed
+            # (`last_used_at` does not move the epoch).
+            await session.commit()
     except Unauthorized as refused:
         return refused
-    if found.wrote:
-        # Its own commit: `last_used_at` stays whatever the endpoint does, and on SQLite the
-        # write lock is not held through the endpoint. What the request reads after it is
-        # newer than the versions: harmless (see kit.versioned). Not kept: the next request
-        # reads the key again and keeps what this one committed (`last_used_at` does not
-        # move the epoch).
-        await session.commit()
-    else:
+    finally:
+        if refreshing:
+            touching.discard(hashed)
+    if not found.wrote:
         state.principals.put(hashed, epoch, found.principal)
     return found.principal
