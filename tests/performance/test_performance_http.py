@@ -261,13 +261,20 @@ async def test_clipping_stuck_and_outlier_flags(app: FastAPI, enterprise: Tenant
 
 
 async def _upload_simulated(
-    client: Any, system_id: str, start: datetime, days: int, shift_quarters: int
+    client: Any,
+    system_id: str,
+    start: datetime,
+    days: int,
+    shift_quarters: int,
+    azimuth_deg: float = 180.0,
 ) -> None:
-    """A clear-ish fortnight from the sandbox's physics, stored as metered readings, moved
-    `shift_quarters` later (a logger an hour off)."""
+    """Days of the sandbox's physics (a 30° roof in Haarlem facing `azimuth_deg`), stored as
+    metered readings, moved `shift_quarters` later (a logger an hour off)."""
     from solarapi.sandbox import model as sandbox
 
-    params = sandbox.PvParams("sys_shift", 52.38, 4.64, "Europe/Amsterdam", 8.4, 7.0, 30.0, 180.0)
+    params = sandbox.PvParams(
+        "sys_shift", 52.38, 4.64, "Europe/Amsterdam", 8.4, 7.0, 30.0, azimuth_deg
+    )
     series = sandbox.simulate(params, start, start + timedelta(days=days))
     energy = np.roll(series.energy_wh, shift_quarters)
     items = [
@@ -294,6 +301,31 @@ async def test_time_shift_flag(app: FastAPI, enterprise: Tenant, shift: int, fla
             },
         )
     assert [("time_shift" in bucket["quality"]) for bucket in body["data"]] == [flagged] * 2
+
+
+@pytest.mark.parametrize("azimuth", [90.0, 270.0])
+@pytest.mark.parametrize(("shift", "flagged"), [(0, False), (4, True), (-4, True)])
+async def test_time_shift_on_east_and_west_roofs(
+    app: FastAPI, enterprise: Tenant, azimuth: float, shift: int, flagged: bool
+) -> None:
+    """An east or a west roof is not "early" or "late": healthy ones are never flagged, day
+    or week, and a logger an hour off either way is, every week. (Against the clear sky
+    alone, these healthy April weeks — clouds give the roofs diffuse light all day, which the
+    clear sky's beam-shaped curve lacks — were flagged in 3 and 4 weeks of 4, and an east
+    roof's readings an hour early or a west roof's an hour late went unseen.)"""
+    start = datetime(2025, 4, 7, tzinfo=UTC) - timedelta(hours=2)
+    span = {"from": "2025-04-07T00:00:00+02:00", "to": "2025-05-05T00:00:00+02:00"}
+    async with client_for(app, enterprise.live) as client:
+        orientation = {"tilt_deg": 30.0, "azimuth_deg": azimuth}
+        system_id = (await create_system(client, orientation=orientation))["id"]
+        await _upload_simulated(client, system_id, start, 28, shift, azimuth)
+        weekly = await _performance(client, system_id, **span, interval="1w")
+        daily = await _performance(client, system_id, **span, interval="1d")
+    assert [("time_shift" in bucket["quality"]) for bucket in weekly["data"]] == [flagged] * 4
+    if not flagged:
+        assert not [
+            bucket["start"] for bucket in daily["data"] if "time_shift" in bucket["quality"]
+        ]
 
 
 async def test_an_answer_is_kept_until_its_own_system_changes(

@@ -128,19 +128,29 @@ def model(plant: Plant, parameters: ModelParameters, inputs: Irradiance) -> Mode
     starts = inputs.starts
     if len(starts) == 0:
         empty = np.zeros(0)
-        return Modelled(starts, np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty)
+        return Modelled(
+            starts, np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty, empty
+        )
     start_s, end_s = int(starts[0]), int(starts[-1]) + QUARTER_S
     geometry = _geometry(plant, start_s, end_s)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        modelled = _model(plant, parameters, inputs, geometry)
+        typical_expected, typical_reference = _typical_fields(plant, parameters, start_s, end_s)
+        modelled = _model(plant, parameters, inputs, geometry, typical_expected)
+        # A `typical` quarter-hour's expected and reference energy: their expectation over the
+        # typical sky's quadrature points (`_typical_energy`). (The POA itself, and so the
+        # insolation, is already the points' mean.)
         typical = modelled.source == Source.TYPICAL
-        if typical.any():
-            _expect_typical(plant, parameters, modelled, typical, start_s, end_s)
+        modelled.expected_wh[typical] = typical_expected[typical]
+        modelled.reference_wh[typical] = typical_reference[typical]
         return modelled
 
 
 def _model(
-    plant: Plant, parameters: ModelParameters, inputs: Irradiance, geometry: _Geometry
+    plant: Plant,
+    parameters: ModelParameters,
+    inputs: Irradiance,
+    geometry: _Geometry,
+    typical_expected_wh: FloatArray,
 ) -> Modelled:
     sensor = ~np.isnan(inputs.sensor_poa_w_m2)
     satellite = ~sensor & ~np.isnan(inputs.satellite_ghi_w_m2)
@@ -176,20 +186,15 @@ def _model(
         reference_wh=reference_w * hours,
         clear_sky_bound_wh=plant.capacity_kwp * geometry.bound_poa * hours * CLEAR_SKY_MARGIN,
         clear_sky_expected_wh=ac_power(plant, parameters, clear_reference) * hours,
+        typical_expected_wh=typical_expected_wh,
     )
 
 
-def _expect_typical(
-    plant: Plant,
-    parameters: ModelParameters,
-    modelled: Modelled,
-    typical: npt.NDArray[np.bool_],
-    start_s: int,
-    end_s: int,
-) -> None:
-    """Replace, in place, the expected and reference energy of the `typical` quarter-hours by
-    their expectation over the typical sky's quadrature points (`_typical_energy`). (The POA
-    itself, and so the insolation, is already the points' mean.)"""
+def _typical_fields(
+    plant: Plant, parameters: ModelParameters, start_s: int, end_s: int
+) -> tuple[FloatArray, FloatArray]:
+    """The typical expected and reference energy of every quarter-hour of [start_s, end_s)
+    (`_typical_energy`, cut from its cached UTC months)."""
 
     def month_field(index: int) -> FloatArray:
         return gather_months(
@@ -198,8 +203,7 @@ def _expect_typical(
             lambda _year, _month_number, lo, hi: _typical_energy(plant, parameters, lo, hi)[index],
         )
 
-    modelled.expected_wh[typical] = month_field(0)[typical]
-    modelled.reference_wh[typical] = month_field(1)[typical]
+    return month_field(0), month_field(1)
 
 
 def _typical_energy(

@@ -16,11 +16,16 @@ operations on the grid we already have; docs/performance.md gives the thresholds
   capacity × the larger of clear-sky POA and clear-sky GHI × 1.3, plus 1 % of the capacity
   for meter noise at night).
 - `time_shift`: the lag (in quarter-hours, ±3 h) that best aligns production with the
-  clear-sky model's curve (which knows the panel's orientation) is ≥ 45 minutes: the median
-  over the bucket's clear days (≥ 90 % of daylight quarter-hours with readings, correlation
-  at the best lag ≥ 0.95), else, with no clear day, the lag of the sum of its ≥ 3 covered
-  days (correlation ≥ 0.9), in which clouds average out. On a year of simulated weather this
-  flagged no unshifted day or week and nearly every clear day moved by an hour.
+  model's curves (which know the panel's orientation) is ≥ 45 minutes: the median over the
+  bucket's clear days (≥ 90 % of daylight quarter-hours with readings, correlation with the
+  clear-sky curve at its best lag ≥ 0.98) of the mean of the lags against the clear-sky and
+  the typical-sky curve; else, with no clear day, the lag of the sum of its ≥ 3 covered days
+  against the sum of the typical sky's curve (correlation ≥ 0.9), in which clouds average
+  out. Not the clear sky alone: clouds give an east or west roof diffuse light all day, which
+  its clear-sky curve (beam in the morning or the evening) lacks, while a clear day has less
+  of it than the typical sky; against the clear sky alone a healthy east roof's cloudy weeks
+  looked 30–45 minutes late and half-clear days an hour off, and a real hour's error one way
+  went unseen. docs/performance.md gives the measured rates.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ NOISE_SHARE_OF_CAPACITY = 0.01
 MAX_LAG_QUARTERS = 12
 SHIFT_QUARTERS = 3  # 45 minutes
 MIN_DAY_COVERAGE = 0.9
-MIN_CORRELATION = 0.95
+MIN_CORRELATION = 0.98
 MIN_PROFILE_DAYS = 3
 MIN_PROFILE_CORRELATION = 0.9
 
@@ -59,13 +64,14 @@ def quality_flags(
     energy_wh: FloatArray,
     clear_sky_bound_wh: FloatArray,
     clear_sky_expected_wh: FloatArray,
+    typical_expected_wh: FloatArray,
     capacity_kwp: float,
     inverter_capacity_kw: float | None,
     whole_days: bool = True,
 ) -> list[tuple[str, ...]]:
     """The flags of each bucket. Per quarter-hour: `bucket` and `day` (indices of its bucket
     and its local day, −1 outside), `day_slot` (its place in the day), the measured energy
-    (NaN = no reading) and the clear-sky model's figures; per bucket: `coverage`.
+    (NaN = no reading) and the clear and typical sky's figures; per bucket: `coverage`.
     `time_shift` is a property of a day's curve: looked for only when every bucket is made
     of whole days (`whole_days`)."""
     has = ~np.isnan(energy_wh)
@@ -89,7 +95,15 @@ def quality_flags(
     mark("outlier", outlier)
     shifted = (
         _shifted_buckets(
-            bucket, bucket_count, day, day_count, day_slot, energy, has, clear_sky_expected_wh
+            bucket,
+            bucket_count,
+            day,
+            day_count,
+            day_slot,
+            energy,
+            has,
+            clear_sky_expected_wh,
+            typical_expected_wh,
         )
         if whole_days
         else []
@@ -167,7 +181,8 @@ def _shifted_buckets(
     day_slot: IntArray,
     energy: FloatArray,
     has: BoolArray,
-    reference: FloatArray,
+    clear_reference: FloatArray,
+    typical_reference: FloatArray,
 ) -> list[int]:
     if day_count == 0:
         return []
@@ -175,15 +190,22 @@ def _shifted_buckets(
     width = 100 + 2 * MAX_LAG_QUARTERS
     actual = np.zeros((day_count, 100))
     expected = np.zeros((day_count, width))
+    typical = np.zeros((day_count, width))
     measured = np.zeros((day_count, 100), dtype=bool)
     actual[day[inside], day_slot[inside]] = energy[inside]
     measured[day[inside], day_slot[inside]] = has[inside]
-    expected[day[inside], day_slot[inside] + MAX_LAG_QUARTERS] = reference[inside]
+    expected[day[inside], day_slot[inside] + MAX_LAG_QUARTERS] = clear_reference[inside]
+    typical[day[inside], day_slot[inside] + MAX_LAG_QUARTERS] = typical_reference[inside]
     daylight = expected[:, MAX_LAG_QUARTERS : MAX_LAG_QUARTERS + 100] > 0
     daylight_count = daylight.sum(axis=1)
     covered = (daylight & measured).sum(axis=1) >= MIN_DAY_COVERAGE * np.maximum(daylight_count, 1)
-    best_lag, best_corr = _best_lags(actual, expected)
+    clear_lag, best_corr = _best_lags(actual, expected)
     clear_day = covered & _producing(actual, daylight_count) & (best_corr >= MIN_CORRELATION)
+    # A clear day's own curve lies between the clear sky's (all beam: an east roof's peaks in
+    # the morning) and the typical sky's (much diffuse light, spread over the day): the lag
+    # is the mean of the lags against both, unbiased for any orientation.
+    typical_lag, _ = _best_lags(actual, typical)
+    best_lag = (clear_lag + typical_lag) / 2
     # A day's bucket: the bucket of its quarter-hours (a day lies within one bucket).
     day_bucket = np.full(day_count, -1)
     day_bucket[day[inside]] = bucket[inside]
@@ -194,12 +216,13 @@ def _shifted_buckets(
         if len(lags_here):
             lag = float(np.median(lags_here))
         else:
-            # No clear day: the bucket's covered days summed, where clouds average out.
+            # No clear day: the bucket's covered days summed, where clouds average out, against
+            # the typical sky's curve (ordinary days' diffuse light included).
             days = covered & _producing(actual, daylight_count) & here
             if int(days.sum()) < MIN_PROFILE_DAYS:
                 continue
             profile_lag, profile_corr = _best_lags(
-                actual[days].sum(axis=0, keepdims=True), expected[days].sum(axis=0, keepdims=True)
+                actual[days].sum(axis=0, keepdims=True), typical[days].sum(axis=0, keepdims=True)
             )
             if profile_corr[0] < MIN_PROFILE_CORRELATION:
                 continue

@@ -525,6 +525,7 @@ def _kpis(
         energy_wh=series.energy_wh,
         clear_sky_bound_wh=modelled.clear_sky_bound_wh,
         clear_sky_expected_wh=modelled.clear_sky_expected_wh,
+        typical_expected_wh=modelled.typical_expected_wh,
         capacity_kwp=system.capacity_kwp,
         inverter_capacity_kw=system.inverter_capacity_kw,
         whole_days=bool(len(edges)) and _whole_days(edges, day_edges),

@@ -84,3 +84,6 @@ class Modelled:
     reference_wh: FloatArray
     clear_sky_bound_wh: FloatArray  # the `outlier` flag's ceiling
     clear_sky_expected_wh: FloatArray  # the expected energy under a clear sky (time_shift)
+    # The expected energy under the site's typical sky, whatever the quarter-hour's source: the
+    # shape a run of ordinary days has (time_shift over several days).
+    typical_expected_wh: FloatArray
