@@ -11,7 +11,8 @@ operations on the grid we already have; docs/performance.md gives the thresholds
 - `clipping`: with an inverter rating, ≥ 2 quarter-hours within 2 % of its AC limit
   (`inverter_capacity_kw × 250 Wh`); without one, ≥ 3 consecutive quarter-hours within
   0.5 % of their day's maximum while the clear-sky model still changes by > 5 % over them.
-- `stuck`: ≥ 4 consecutive quarter-hours with the same non-zero energy that are not clipping.
+- `stuck`: ≥ 4 consecutive quarter-hours with the same non-zero energy that are not clipping
+  (without a rating: nor a plateau at the day's maximum below the clear-sky output).
 - `outlier`: a quarter-hour above the clear-sky bound (`Modelled.clear_sky_bound_wh`:
   capacity × the larger of clear-sky POA and clear-sky GHI × 1.3, plus 1 % of the capacity
   for meter noise at night).
@@ -79,6 +80,11 @@ def quality_flags(
     clipping = _clipping(energy, has, day, clear_sky_expected_wh, inverter_capacity_kw)
     stuck = _runs(has & (energy > 0) & _same_as_previous(energy, has), STUCK_MIN_QUARTERS - 1)
     stuck &= ~clipping
+    if inverter_capacity_kw is None:
+        # Without a rating, identical values at the day's maximum while the clear sky could
+        # give more are a limit's plateau, not a frozen logger, even around noon, where the
+        # sun's own curve is too flat to call them clipping.
+        stuck &= ~(_flat_top(energy, has, day) & (clear_sky_expected_wh >= energy))
     noise_wh = capacity_kwp * 1000 * (QUARTER_S / 3600) * NOISE_SHARE_OF_CAPACITY
     outlier = has & (energy > clear_sky_bound_wh + noise_wh)
     flags: list[list[str]] = [[] for _ in range(bucket_count)]
@@ -150,16 +156,7 @@ def _clipping(
         result: BoolArray = near & (per_day[np.maximum(day, 0)] >= CLIP_MIN_QUARTERS)
         return result
     # No rating: a flat top at the day's maximum while the clear sky still changes.
-    day_max = np.zeros(len(energy))
-    valid = day >= 0
-    if valid.any():
-        maxima = np.zeros(int(day[valid].max()) + 1)
-        np.maximum.at(maxima, day[valid], energy[valid])
-        day_max[valid] = maxima[day[valid]]
-    top = has & (energy > 0) & (energy >= (1 - FLAT_TOLERANCE) * day_max)
-    link = np.zeros(len(energy), dtype=bool)
-    link[1:] = top[1:] & top[:-1] & (day[1:] == day[:-1])
-    flat = _runs(link, FLAT_MIN_QUARTERS - 1)
+    flat = _flat_top(energy, has, day)
     if not flat.any():
         return flat
     # The clear sky over the flat run must vary, else it is a plateau of the sun itself.
@@ -171,6 +168,20 @@ def _clipping(
         if values.max() > 0 and (values.max() - values.min()) > 0.05 * values.max():
             varies |= in_run
     return flat & varies
+
+
+def _flat_top(energy: FloatArray, has: BoolArray, day: IntArray) -> BoolArray:
+    """Quarter-hours in a run of ≥ 3 consecutive ones within 0.5 % of their day's maximum."""
+    day_max = np.zeros(len(energy))
+    valid = day >= 0
+    if valid.any():
+        maxima = np.zeros(int(day[valid].max()) + 1)
+        np.maximum.at(maxima, day[valid], energy[valid])
+        day_max[valid] = maxima[day[valid]]
+    top = has & (energy > 0) & (energy >= (1 - FLAT_TOLERANCE) * day_max)
+    link = np.zeros(len(energy), dtype=bool)
+    link[1:] = top[1:] & top[:-1] & (day[1:] == day[:-1])
+    return _runs(link, FLAT_MIN_QUARTERS - 1)
 
 
 def _shifted_buckets(
