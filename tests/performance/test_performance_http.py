@@ -267,7 +267,8 @@ async def test_a_plateau_at_the_days_maximum_is_not_stuck_without_a_rating(
     the day's maximum around noon, where the clear sky's curve is too flat to call them
     clipping, are a limit's plateau, not a frozen logger (a year of such a roof in Haarlem,
     DC/AC 2, was flagged `stuck` on 17 days). A logger frozen below the day's peak stays
-    `stuck`."""
+    `stuck`, and so does one frozen at the day's peak into the evening, which is no clipping
+    where even the clear sky's bound is below its value (it was taken for clipping)."""
     noon = datetime(2025, 6, 15, 11, 15, tzinfo=UTC)  # solar noon in Haarlem is ~11:42Z
     ramp = [400.0, 600.0, 800.0, 950.0, 1050.0, 1150.0]
     plateau = [1200.0] * 4
@@ -280,15 +281,20 @@ async def test_a_plateau_at_the_days_maximum_is_not_stuck_without_a_rating(
     # The next day: a peak at noon, then a logger frozen at 700 Wh from 19:00 to 22:00.
     frozen = quarter_series(datetime(2025, 6, 16, 11, 30, tzinfo=UTC), 1, 1300.0)
     frozen += quarter_series(datetime(2025, 6, 16, 17, tzinfo=UTC), 12, 700.0)
+    # The day after: frozen at noon's value, the day's maximum, from 13:00 into the night.
+    frozen_at_noon = quarter_series(datetime(2025, 6, 17, 11, tzinfo=UTC), 36, 1200.0)
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client, inverter_capacity_kw=None))["id"]
-        assert (await upload(client, system_id, readings + frozen)).status_code == 200
+        uploaded = await upload(client, system_id, readings + frozen + frozen_at_noon)
+        assert uploaded.status_code == 200, uploaded.text
         body = await _performance(
-            client, system_id, **{"from": DAY["from"], "to": "2025-06-17T00:00:00+02:00"}
+            client, system_id, **{"from": DAY["from"], "to": "2025-06-18T00:00:00+02:00"}
         )
-    limited, frozen_day = (bucket["quality"] for bucket in body["data"])
+    limited, frozen_day, frozen_at_noon_day = (bucket["quality"] for bucket in body["data"])
     assert "stuck" not in limited
     assert "stuck" in frozen_day
+    # Not clipping where the sun could not have given the value: a frozen logger.
+    assert "stuck" in frozen_at_noon_day
 
 
 async def _upload_simulated(

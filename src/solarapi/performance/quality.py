@@ -10,9 +10,10 @@ operations on the grid we already have; docs/performance.md gives the thresholds
 - `gap`: coverage (samples ÷ expected samples) < 0.95.
 - `clipping`: with an inverter rating, ≥ 2 quarter-hours within 2 % of its AC limit
   (`inverter_capacity_kw × 250 Wh`); without one, ≥ 3 consecutive quarter-hours within
-  0.5 % of their day's maximum while the clear-sky model still changes by > 5 % over them.
+  0.5 % of their day's maximum while the clear-sky model still changes by > 5 % over them,
+  each within the clear-sky bound (the sun could have given more).
 - `stuck`: ≥ 4 consecutive quarter-hours with the same non-zero energy that are not clipping
-  (without a rating: nor a plateau at the day's maximum below the clear-sky output).
+  (without a rating: nor a plateau at the day's maximum within the clear-sky bound).
 - `outlier`: a quarter-hour above the clear-sky bound (`Modelled.clear_sky_bound_wh`:
   capacity × the larger of clear-sky POA and clear-sky GHI × 1.3, plus 1 % of the capacity
   for meter noise at night).
@@ -77,14 +78,16 @@ def quality_flags(
     of whole days (`whole_days`)."""
     has = ~np.isnan(energy_wh)
     energy = np.where(has, energy_wh, 0.0)
-    clipping = _clipping(energy, has, day, clear_sky_expected_wh, inverter_capacity_kw)
+    clipping = _clipping(
+        energy, has, day, clear_sky_expected_wh, clear_sky_bound_wh, inverter_capacity_kw
+    )
     stuck = _runs(has & (energy > 0) & _same_as_previous(energy, has), STUCK_MIN_QUARTERS - 1)
     stuck &= ~clipping
     if inverter_capacity_kw is None:
-        # Without a rating, identical values at the day's maximum while the clear sky could
-        # give more are a limit's plateau, not a frozen logger, even around noon, where the
-        # sun's own curve is too flat to call them clipping.
-        stuck &= ~(_flat_top(energy, has, day) & (clear_sky_expected_wh >= energy))
+        # Without a rating, identical values at the day's maximum that the clear sky could
+        # give are a limit's plateau, not a frozen logger, even around noon, where the sun's
+        # own curve is too flat to call them clipping.
+        stuck &= ~(_flat_top(energy, has, day) & (energy <= clear_sky_bound_wh))
     noise_wh = capacity_kwp * 1000 * (QUARTER_S / 3600) * NOISE_SHARE_OF_CAPACITY
     outlier = has & (energy > clear_sky_bound_wh + noise_wh)
     flags: list[list[str]] = [[] for _ in range(bucket_count)]
@@ -146,6 +149,7 @@ def _clipping(
     has: BoolArray,
     day: IntArray,
     clear_sky_expected_wh: FloatArray,
+    clear_sky_bound_wh: FloatArray,
     inverter_capacity_kw: float | None,
 ) -> BoolArray:
     if inverter_capacity_kw is not None:
@@ -167,7 +171,10 @@ def _clipping(
         values = clear[in_run]
         if values.max() > 0 and (values.max() - values.min()) > 0.05 * values.max():
             varies |= in_run
-    return flat & varies
+    # Clipping cuts what the sun could give: where even the clear sky's bound could not give
+    # the value (a logger frozen at noon's value into the evening), it is not clipping.
+    result: BoolArray = flat & varies & (energy <= clear_sky_bound_wh)
+    return result
 
 
 def _flat_top(energy: FloatArray, has: BoolArray, day: IntArray) -> BoolArray:
