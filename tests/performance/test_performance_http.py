@@ -278,8 +278,13 @@ async def test_a_plateau_at_the_days_maximum_is_not_stuck_without_a_rating(
         {"timestamp": iso(noon + timedelta(minutes=15 * (i - len(ramp)))), "energy_wh": energy}
         for i, energy in enumerate(values)
     ]
-    # The next day: a peak at noon, then a logger frozen at 700 Wh from 19:00 to 22:00.
-    frozen = quarter_series(datetime(2025, 6, 16, 11, 30, tzinfo=UTC), 1, 1300.0)
+    # The next day: a morning up to a peak, then a logger frozen at 700 Wh from 19:00 to 22:00.
+    morning = [412.3, 605.1, 811.7, 1012.9, 1187.4, 1312.7]
+    frozen = [
+        {"timestamp": iso(datetime(2025, 6, 16, 8, tzinfo=UTC) + timedelta(minutes=15 * i)),
+         "energy_wh": energy}
+        for i, energy in enumerate(morning)
+    ]  # fmt: skip
     frozen += quarter_series(datetime(2025, 6, 16, 17, tzinfo=UTC), 12, 700.0)
     # The day after: frozen at noon's value, the day's maximum, from 13:00 into the night.
     frozen_at_noon = quarter_series(datetime(2025, 6, 17, 11, tzinfo=UTC), 36, 1200.0)
@@ -295,6 +300,32 @@ async def test_a_plateau_at_the_days_maximum_is_not_stuck_without_a_rating(
     assert "stuck" in frozen_day
     # Not clipping where the sun could not have given the value: a frozen logger.
     assert "stuck" in frozen_at_noon_day
+
+
+async def test_a_coarse_meters_repeats_are_not_stuck(app: FastAPI, enterprise: Tenant) -> None:
+    """A meter counting in 10 Wh repeats 70 Wh through a dull hour: that is its resolution, not
+    a frozen logger (readings of the sandbox's 2025 rounded to 10 Wh were flagged `stuck` on
+    up to 28 days a year). The same four 70.0 Wh between values of a finer meter are `stuck`."""
+    dull = [30.0, 50.0, 70.0, 70.0, 70.0, 70.0, 80.0, 110.0, 150.0, 200.0, 260.0, 330.0]
+    fine = [31.4, 52.8, 70.0, 70.0, 70.0, 70.0, 83.1, 112.6, 149.9, 203.7, 258.2, 331.5]
+
+    def morning(day: int, values: list[float]) -> list[dict[str, Any]]:
+        start = datetime(2025, 6, day, 6, tzinfo=UTC)
+        return [
+            {"timestamp": iso(start + timedelta(minutes=15 * i)), "energy_wh": energy}
+            for i, energy in enumerate(values)
+        ]
+
+    async with client_for(app, enterprise.live) as client:
+        system_id = (await create_system(client))["id"]
+        uploaded = await upload(client, system_id, morning(15, dull) + morning(16, fine))
+        assert uploaded.status_code == 200, uploaded.text
+        body = await _performance(
+            client, system_id, **{"from": DAY["from"], "to": "2025-06-17T00:00:00+02:00"}
+        )
+    coarse, finer = (bucket["quality"] for bucket in body["data"])
+    assert "stuck" not in coarse
+    assert "stuck" in finer
 
 
 async def _upload_simulated(

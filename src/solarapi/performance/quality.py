@@ -11,9 +11,12 @@ operations on the grid we already have; docs/performance.md gives the thresholds
 - `clipping`: with an inverter rating, ≥ 2 quarter-hours within 2 % of its AC limit
   (`inverter_capacity_kw × 250 Wh`); without one, ≥ 3 consecutive quarter-hours within
   0.5 % of their day's maximum while the clear-sky model still changes by > 5 % over them,
-  each within the clear-sky bound (the sun could have given more).
+  each within the clear-sky bound (the sun could have given more) and of ≥ 20 meter steps
+  (as `stuck`).
 - `stuck`: ≥ 4 consecutive quarter-hours with the same non-zero energy that are not clipping
-  (without a rating: nor a plateau at the day's maximum within the clear-sky bound).
+  (without a rating: nor a plateau at the day's maximum within the clear-sky bound), and at
+  least 20 of the meter's steps (the gcd of the day's values: 10 Wh for a meter counting in
+  10 Wh), below which a repeat is the meter's resolution.
 - `outlier`: a quarter-hour above the clear-sky bound (`Modelled.clear_sky_bound_wh`:
   capacity × the larger of clear-sky POA and clear-sky GHI × 1.3, plus 1 % of the capacity
   for meter noise at night).
@@ -44,6 +47,7 @@ CLIP_MIN_QUARTERS = 2
 FLAT_TOLERANCE = 0.005
 FLAT_MIN_QUARTERS = 3
 STUCK_MIN_QUARTERS = 4
+STUCK_MIN_STEPS = 20  # a repeated value must be ≥ this many of its meter's steps
 NOISE_SHARE_OF_CAPACITY = 0.01
 MAX_LAG_QUARTERS = 12
 SHIFT_QUARTERS = 3  # 45 minutes
@@ -88,6 +92,8 @@ def quality_flags(
         # give are a limit's plateau, not a frozen logger, even around noon, where the sun's
         # own curve is too flat to call them clipping.
         stuck &= ~(_flat_top(energy, has, day) & (energy <= clear_sky_bound_wh))
+    if stuck.any():
+        stuck &= _resolved(energy, has, day, stuck)
     noise_wh = capacity_kwp * 1000 * (QUARTER_S / 3600) * NOISE_SHARE_OF_CAPACITY
     outlier = has & (energy > clear_sky_bound_wh + noise_wh)
     flags: list[list[str]] = [[] for _ in range(bucket_count)]
@@ -163,6 +169,8 @@ def _clipping(
     flat = _flat_top(energy, has, day)
     if not flat.any():
         return flat
+    # A flat top of a coarse meter (300, 300, 300 Wh in 100 Wh steps) is its resolution.
+    flat &= _resolved(energy, has, day, flat)
     # The clear sky over the flat run must vary, else it is a plateau of the sun itself.
     clear = clear_sky_expected_wh
     varies = np.zeros(len(energy), dtype=bool)
@@ -174,6 +182,20 @@ def _clipping(
     # Clipping cuts what the sun could give: where even the clear sky's bound could not give
     # the value (a logger frozen at noon's value into the evening), it is not clipping.
     result: BoolArray = flat & varies & (energy <= clear_sky_bound_wh)
+    return result
+
+
+def _resolved(energy: FloatArray, has: BoolArray, day: IntArray, candidate: BoolArray) -> BoolArray:
+    """Whether each `candidate` quarter-hour's value is ≥ STUCK_MIN_STEPS of its day's meter
+    step: the greatest common divisor of the day's distinct non-zero values (in mWh), unknown
+    (0: any value counts) with fewer than two. A meter counting in 10 Wh repeats 70 Wh on a
+    dull hour as a matter of course; that is its resolution, not a frozen logger."""
+    result = np.ones(len(energy), dtype=bool)
+    for d in np.unique(day[candidate & (day >= 0)]).tolist():
+        today = has & (day == d) & (energy > 0)
+        values = np.unique(np.round(energy[today] * 1000).astype(np.int64))
+        step_wh = float(np.gcd.reduce(values)) / 1000 if len(values) >= 2 else 0.0
+        result[today] = energy[today] >= STUCK_MIN_STEPS * step_wh
     return result
 
 
