@@ -145,6 +145,33 @@ async def test_forbidden_messages_name_the_area(app: FastAPI, pro: Tenant) -> No
     assert "Enterprise plan" in create_system.json()["error"]
 
 
+async def test_system_writes_name_the_operation_and_the_every_plan_ways(
+    app: FastAPI, pro: Tenant
+) -> None:
+    """A Pro key's 403 under /systems names the operation asked for (an irradiance upload is
+    not "uploading readings") and where every plan can do it instead."""
+    async with client_for(app, pro.live) as client:
+        system_id = "sys_any"  # the plan is checked before the system is looked for
+        asks = {
+            ("POST", "/systems"): "Creating systems",
+            ("PATCH", f"/systems/{system_id}"): "Changing systems",
+            ("DELETE", f"/systems/{system_id}"): "Deleting systems",
+            ("POST", f"/systems/{system_id}/readings"): "Uploading readings",
+            ("POST", f"/systems/{system_id}/irradiance"): "Uploading irradiance",
+            ("GET", f"/systems/{system_id}/ingest-tokens"): "Listing ingest tokens",
+            ("POST", f"/systems/{system_id}/ingest-tokens"): "Creating ingest tokens",
+            ("DELETE", f"/systems/{system_id}/ingest-tokens/itk_x"): "Revoking ingest tokens",
+        }
+        for (method, path), operation in asks.items():
+            response = await client.request(method, f"/api/v1{path}", json={})
+            assert response.status_code == 403, (method, path, response.text)
+            error = response.json()["error"]
+            assert error.startswith(f"{operation} through the API requires the Enterprise plan")
+            assert "Pro plan" in error
+            assert "ingest token" in error
+            assert "dashboard" in error
+
+
 async def test_scope_is_checked_before_the_body(app: FastAPI, pro: Tenant) -> None:
     # Order of checks: 403 comes before 415/400, so a Pro key learns about its plan first.
     async with client_for(app, pro.live) as client:

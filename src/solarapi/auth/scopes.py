@@ -43,9 +43,27 @@ _GROUP_MESSAGES: dict[str, str] = {
     "reports": "Reports require the Enterprise plan",
     "webhooks": "Webhooks require the Enterprise plan",
     "events": "Events require the Enterprise plan",
-    "systems": "Creating, changing or deleting systems and uploading readings require the "
-    "Enterprise plan",
 }
+
+# The writes under /systems by what they do (method, route template): the message names
+# the operation asked for, not the whole area.
+_SYSTEM_WRITES: dict[tuple[str, str], str] = {
+    ("POST", "/systems"): "Creating systems",
+    ("PATCH", "/systems/{system_id}"): "Changing systems",
+    ("DELETE", "/systems/{system_id}"): "Deleting systems",
+    ("POST", "/systems/{system_id}/readings"): "Uploading readings",
+    ("POST", "/systems/{system_id}/irradiance"): "Uploading irradiance",
+    ("GET", "/systems/{system_id}/ingest-tokens"): "Listing ingest tokens",
+    ("HEAD", "/systems/{system_id}/ingest-tokens"): "Listing ingest tokens",
+    ("POST", "/systems/{system_id}/ingest-tokens"): "Creating ingest tokens",
+    ("DELETE", "/systems/{system_id}/ingest-tokens/{token_id}"): "Revoking ingest tokens",
+}
+# What every plan can do instead (the dashboard, and a system's ingest token for readings).
+_EVERY_PLAN = (
+    "; on every plan the dashboard adds and changes systems, uploads readings CSVs and "
+    "manages ingest tokens, with which a data logger uploads a system's readings "
+    "(POST /api/v1/ingest/readings)"
+)
 
 
 def required_plan(method: str, template: str) -> Plan:
@@ -68,5 +86,9 @@ def forbidden_message(plan: Plan, method: str, template: str) -> str:
             "(full access)"
         )
     group = template.strip("/").split("/", 1)[0]
+    on_plan = f"this key's account is on the {plan.value.capitalize()} plan"
+    if group == "systems":
+        operation = _SYSTEM_WRITES.get((method, template), "Changing systems or their data")
+        return f"{operation} through the API requires the Enterprise plan; {on_plan}{_EVERY_PLAN}"
     message = _GROUP_MESSAGES.get(group, "This operation requires the Enterprise plan")
-    return f"{message}; this key's account is on the {plan.value.capitalize()} plan"
+    return f"{message}; {on_plan}"
