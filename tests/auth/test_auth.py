@@ -50,9 +50,9 @@ def _assert_401(response: Any, fragment: str) -> None:
         ("Bearer    ", "malformed Authorization header"),
         ("Bearer abc", "malformed key"),
         ("Bearer pk_prod_{tail}", "malformed key"),
-        ("Bearer {key}x", "malformed key"),
-        ("Bearer {short}", "malformed key"),
-        ("Bearer {bad_checksum}", "malformed key"),
+        ("Bearer {key}x", "followed by 38 letters and digits"),
+        ("Bearer {short}", "followed by 38 letters and digits"),
+        ("Bearer {bad_checksum}", "malformed key: its last 6 characters (a checksum) do not"),
         ("Bearer {unknown}", "invalid or revoked key"),
     ],
 )

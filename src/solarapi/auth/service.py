@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth import repository
-from solarapi.auth.keys import NewKey, generate_key, hash_key, parse_key
+from solarapi.auth.keys import KEY_PATTERN, NewKey, generate_key, hash_key, parse_key
 from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound, Unauthorized, ValidationFailed
 from solarapi.kit.ids import new_id
@@ -39,6 +39,12 @@ def key_hash(authorization: str | None, secret: bytes) -> str:
     header or the key's form (checked offline: prefix, length, checksum)."""
     token = bearer_token(authorization)
     if parse_key(token) is None:
+        if KEY_PATTERN.match(token) is not None:
+            # The right shape, a wrong checksum: a typo or a truncated copy, not a wrong format.
+            raise Unauthorized(
+                "malformed key: its last 6 characters (a checksum) do not match the rest; "
+                "the key was mistyped or changed while copying"
+            )
         raise Unauthorized(
             "malformed key: API keys look like pk_live_… or pk_test_… followed by 38 letters "
             "and digits"
