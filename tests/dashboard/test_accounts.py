@@ -84,6 +84,15 @@ async def test_sign_up_validation_messages(app: FastAPI) -> None:
         short = await sign_up(client, new_email(), password="123456789")
         assert short.status_code == 400
         assert "Password must be at least 10 characters long." in text_of(short)
+        # Ten characters are not enough when they are blank, one repeated or a famous password.
+        for weak in (" " * 12, "a" * 16, "1212121212"):
+            repeated = await sign_up(client, new_email(), password=weak)
+            assert repeated.status_code == 400, weak
+            assert "Password must contain at least 4 different characters" in text_of(repeated)
+        for common in ("password1234", "Password123", "1234567890", "QWERTYUIOP"):
+            famous = await sign_up(client, new_email(), password=common)
+            assert famous.status_code == 400, common
+            assert "Password is one of the most common passwords" in text_of(famous)
         bad_email = await sign_up(client, "not-an-email")
         assert bad_email.status_code == 400
         assert "is not a valid e-mail address" in text_of(bad_email)

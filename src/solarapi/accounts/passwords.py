@@ -124,9 +124,52 @@ async def verify_password(password_hash: str | None, password: str) -> bool:
     return await _in_pool(_verify, password_hash, password)
 
 
+# At least this many different characters: twelve spaces, "aaaaaaaaaa" or "1212121212" are
+# ten characters but no secret (NIST SP 800-63B: refuse repetitive characters).
+MIN_DISTINCT_CHARACTERS = 4
+
+# The best-known passwords of ten or more characters (lower-cased), refused whatever the case
+# (NIST SP 800-63B: refuse commonly used passwords and sequences).
+COMMON_PASSWORDS = frozenset(
+    {
+        "0123456789",
+        "1234567890",
+        "0987654321",
+        "9876543210",
+        "12345678910",
+        "123456789a",
+        "1q2w3e4r5t",
+        "1qaz2wsx3edc",
+        "abcdefghij",
+        "qwertyuiop",
+        "asdfghjkl;",
+        "password12",
+        "password123",
+        "password1234",
+        "password!!",
+        "passw0rd123",
+        "iloveyou12",
+        "letmein123",
+        "welcome123",
+        "changeme123",
+        "administrator",
+        "qwerty1234",
+        "qwerty12345",
+    }
+)
+
+
 def password_problem(password: str) -> str | None:
+    """What is wrong with a new password, or None."""
     if len(password) < MIN_PASSWORD_LENGTH:
         return f"Password must be at least {MIN_PASSWORD_LENGTH} characters long"
     if len(password) > 1024:
         return "Password must be at most 1024 characters long"
+    if len(set(password)) < MIN_DISTINCT_CHARACTERS:
+        return (
+            f"Password must contain at least {MIN_DISTINCT_CHARACTERS} different characters "
+            "(not one character or a short pattern repeated)"
+        )
+    if password.lower() in COMMON_PASSWORDS:
+        return "Password is one of the most common passwords; choose another"
     return None
