@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 YEAR = 2025
 DRAWS = 8  # sandbox system ids: independent weather of the same climate
 # (place, time zone, tilt, azimuth, inverter kW of the 8 kWp): a reference site's normals
-# (De Bilt, BoM Sydney) and the latitude climatology (Madrid, Helsinki); facing the equator,
+# (De Bilt, BoM Sydney, AEMET Madrid) and the latitude climatology (Helsinki); facing the equator,
 # and one roof west of south; without an inverter limit, and two arrays twice their inverter
 # (clipping the mean sky's power instead of each weather point's made those seem to make
 # 10 % less than expected all year).

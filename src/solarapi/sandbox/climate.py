@@ -12,8 +12,8 @@ A system within `SITE_RADIUS_KM` of a reference site gets that site's climate; a
 place falls back to a coarse function of latitude and season (`weather.mean_clear_sky_index`).
 
 The figures are rounded long-term monthly means of the national weather services' climate
-normals — KNMI De Bilt and DWD Potsdam (1991–2020 global radiation) and the Bureau of
-Meteorology's mean daily global solar exposure for Sydney — consistent with the annual
+normals — KNMI De Bilt and DWD Potsdam (1991–2020 global radiation), the Bureau of
+Meteorology's mean daily global solar exposure for Sydney and AEMET's for Madrid — consistent with the annual
 totals PVGIS gives for these places (see docs/sandbox.md: sources and how close they are).
 They were typed in, not downloaded (the service has no network), so read them as ±5 %.
 """
@@ -63,6 +63,15 @@ REFERENCE_SITES: tuple[ReferenceSite, ...] = (
         -33.94,
         151.17,
         (6.50, 5.67, 4.86, 3.86, 2.94, 2.50, 2.78, 3.67, 4.78, 5.69, 6.17, 6.61),
+    ),
+    # AEMET Madrid (Ciudad Universitaria / Retiro) mean daily global radiation: ≈ 1,750 kWh/m²
+    # a year. Without it central Spain fell back to the latitude climatology, ≈ 25 % too
+    # cloudy (a 30° south roof made ≈ 1,210 kWh/kWp; PVGIS gives ≈ 1,550–1,650).
+    ReferenceSite(
+        "Madrid, ES (AEMET)",
+        40.45,
+        -3.72,
+        (2.20, 3.05, 4.50, 5.55, 6.70, 7.60, 7.80, 6.90, 5.20, 3.60, 2.40, 1.90),
     ),
 )
 
