@@ -181,8 +181,8 @@ def _clipping(
             varies |= in_run
     # Clipping cuts what the sun could give: where even the clear sky's bound could not give
     # the value (a logger frozen at noon's value into the evening), it is not clipping.
-    result: BoolArray = flat & varies & (energy <= clear_sky_bound_wh)
-    return result
+    clipped: BoolArray = flat & varies & (energy <= clear_sky_bound_wh)
+    return clipped
 
 
 def _resolved(energy: FloatArray, has: BoolArray, day: IntArray, candidate: BoolArray) -> BoolArray:
