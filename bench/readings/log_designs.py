@@ -316,7 +316,9 @@ class Upload:
         return sum(self.pieces.values())
 
 
-def _lsn(text: str) -> int:
+async def _wal_position(conn: asyncpg.Connection) -> int:
+    """The server's WAL insert position in bytes (`pg_current_wal_insert_lsn()`)."""
+    text: str = await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text")
     hi, lo = text.split("/")
     return (int(hi, 16) << 32) + int(lo, 16)
 
@@ -370,7 +372,7 @@ async def upload(conn: asyncpg.Connection, v: str, system_id: str, batch: Batch)
         )
 
     lo, hi = int(batch.starts.min()), int(batch.starts.max())
-    before = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+    before = await _wal_position(conn)
     await timed("begin", lambda: conn.execute("BEGIN"))
     if v == "d":
         row = await timed("statement", lambda: conn.fetchrow(_STATEMENT_D, system_id, hi, lo))
@@ -425,7 +427,7 @@ async def upload(conn: asyncpg.Connection, v: str, system_id: str, batch: Batch)
         hours,
     )  # fmt: skip
     await timed("commit", lambda: conn.execute("COMMIT"))
-    after = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+    after = await _wal_position(conn)
     result.wal = after - before
     return result
 
@@ -575,13 +577,13 @@ async def elsewhere(
             lo = nexts[v][system_id] + (3600 - nexts[v][system_id] % 3600) % 3600
             starts = [lo + i * 900 for i in range(4)]
             nexts[v][system_id] = lo + 3600
-            before = _lsn(await conns[v].fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            before = await _wal_position(conns[v])
             began = time.perf_counter()
             done = await statements[v].fetchval(
                 system_id, starts, energy, power, lo, starts[-1], lo, 460.0, 520.0
             )
             took = time.perf_counter() - began
-            after = _lsn(await conns[v].fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            after = await _wal_position(conns[v])
             assert done == lo, (v, done)
             small[v].append((took, after - before))
     print(f"\nSmall uploads (4 new quarter-hours in one statement, {rounds} per design), "
@@ -605,13 +607,13 @@ async def elsewhere(
                 "power": batch.power, "account": account, "key": key,
                 "lo": int(batch.starts.min()), "hi": int(batch.starts.max()),
             }  # fmt: skip
-            before = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            before = await _wal_position(conn)
             began = time.perf_counter()
             async with conn.transaction():
                 for statement, names in _REPLACE[v]:
                     await conn.execute(statement, *(values[n] for n in names))
             took = time.perf_counter() - began
-            after = _lsn(await conn.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            after = await _wal_position(conn)
             times[v].append((took, after - before))
     print(f"\nReplacing 10,000 stored quarter-hours (one transaction, {count} per design), "
           f"load {_load()}:")  # fmt: skip

@@ -82,16 +82,19 @@ def quality_flags(
     of whole days (`whole_days`)."""
     has = ~np.isnan(energy_wh)
     energy = np.where(has, energy_wh, 0.0)
+    # Without a rating, the runs at the day's maximum: where clipping is looked for, and what
+    # `stuck` leaves to it.
+    flat_top = None if inverter_capacity_kw is not None else _flat_top(energy, has, day)
     clipping = _clipping(
-        energy, has, day, clear_sky_expected_wh, clear_sky_bound_wh, inverter_capacity_kw
+        energy, has, day, clear_sky_expected_wh, clear_sky_bound_wh, inverter_capacity_kw, flat_top
     )
     stuck = _runs(has & (energy > 0) & _same_as_previous(energy, has), STUCK_MIN_QUARTERS - 1)
     stuck &= ~clipping
-    if inverter_capacity_kw is None:
+    if flat_top is not None:
         # Without a rating, identical values at the day's maximum that the clear sky could
         # give are a limit's plateau, not a frozen logger, even around noon, where the sun's
         # own curve is too flat to call them clipping.
-        stuck &= ~(_flat_top(energy, has, day) & (energy <= clear_sky_bound_wh))
+        stuck &= ~(flat_top & (energy <= clear_sky_bound_wh))
     if stuck.any():
         stuck &= _resolved(energy, has, day, stuck)
     noise_wh = capacity_kwp * 1000 * (QUARTER_S / 3600) * NOISE_SHARE_OF_CAPACITY
@@ -157,7 +160,10 @@ def _clipping(
     clear_sky_expected_wh: FloatArray,
     clear_sky_bound_wh: FloatArray,
     inverter_capacity_kw: float | None,
+    flat_top: BoolArray | None,
 ) -> BoolArray:
+    """Clipped quarter-hours: near the inverter's limit when it is rated, else within
+    `flat_top` (`_flat_top`, given exactly when it is not rated) where the sun still changes."""
     if inverter_capacity_kw is not None:
         limit_wh = inverter_capacity_kw * 1000 * (QUARTER_S / 3600)
         near = has & (np.abs(energy - limit_wh) <= CLIP_TOLERANCE * limit_wh) & (day >= 0)
@@ -166,7 +172,8 @@ def _clipping(
         result: BoolArray = near & (per_day[np.maximum(day, 0)] >= CLIP_MIN_QUARTERS)
         return result
     # No rating: a flat top at the day's maximum while the clear sky still changes.
-    flat = _flat_top(energy, has, day)
+    assert flat_top is not None
+    flat = flat_top.copy()
     if not flat.any():
         return flat
     # A flat top of a coarse meter (300, 300, 300 Wh in 100 Wh steps) is its resolution.
