@@ -220,9 +220,9 @@ async def test_a_cursor_is_refused_unless_it_is_exactly_as_issued(
     issued cursor (and outside the documented pattern) were answered 200 as if they were it."""
     async with client_for(app, pro.live) as client:
         token = (await client.get("/api/v1/readings/changes")).json()["next_cursor"]
-        assert len(token) == 55
+        assert len(token) == 66
         alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-        # The last character carries 4 bits of the 41 bytes and 2 unused ones.
+        # The last character carries 2 bits of the 49 bytes and 4 unused ones.
         same_bits = alphabet[alphabet.index(token[-1]) ^ 1]
         altered = [
             token + "=",

@@ -1,10 +1,15 @@
 """The change feed's cursor: an opaque, signed position in the log.
 
-A cursor is the position (`txid`, `seq`) of the last change a client received and the time
-it was issued, signed with HMAC-SHA256 under the server secret over those bytes *and* the
+A cursor is the position (`txid`, `seq`, `start_s`) of the last change a client received —
+its batch and, since a page may end inside a batch, the last quarter-hour of the batch
+delivered — and the time it was issued, signed with HMAC-SHA256 under the server secret over those bytes *and* the
 account and environment it was issued to — which the cursor itself does not carry. So a
 cursor cannot be forged or edited, one of another account or environment fails its check
 (and tells nothing of that tenant), and it expires after `MAX_AGE`.
+
+Version 1 (before migration 0021, when the log had a row per reading) carried (`txid`,
+`seq`) alone; it is still accepted: the migration made each old log row a batch of one
+reading at its old position, so (`txid`, `seq`) means (`txid`, `seq`, after the whole batch).
 """
 
 from __future__ import annotations
@@ -20,20 +25,25 @@ from datetime import datetime, timedelta
 from solarapi.errors import ValidationFailed
 
 MAX_AGE = timedelta(days=30)
-_VERSION = 1
-_PAYLOAD = struct.Struct(">Bqqq")  # version, txid, seq, issued (epoch seconds)
+_VERSION = 2
+_PAYLOAD = struct.Struct(">Bqqqq")  # version, txid, seq, start_s, issued (epoch seconds)
+_PAYLOAD_V1 = struct.Struct(">Bqqq")  # version 1: txid, seq, issued
 _MAC_BYTES = 16
-_TOKEN_CHARS = 64  # base64 of 41 bytes is 55 characters; anything much longer is not ours
+# base64 of 49 bytes is 66 characters (version 1: 41 bytes, 55); anything longer is not ours
+_TOKEN_CHARS = 66
+AFTER_BATCH = (1 << 63) - 1  # `start_s` of a position after every row of its batch
 _START_AGAIN = "start again without a cursor"
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Position:
-    """Where a client is in the log: every change at or before (`txid`, `seq`) was
-    delivered. (0, 0) is before the first change."""
+    """Where a client is in the log: every change at or before (`txid`, `seq`, `start_s`)
+    was delivered — every batch before (`txid`, `seq`), and that batch's rows up to
+    `start_s`. (0, 0, AFTER_BATCH) is before the first change (no batch has `seq` 0)."""
 
     txid: int
     seq: int
+    start_s: int = AFTER_BATCH
 
 
 START = Position(0, 0)
@@ -47,7 +57,9 @@ def _mac(secret: bytes, account_id: str, environment: str, payload: bytes) -> by
 def encode(
     position: Position, *, secret: bytes, account_id: str, environment: str, now: datetime
 ) -> str:
-    payload = _PAYLOAD.pack(_VERSION, position.txid, position.seq, int(now.timestamp()))
+    payload = _PAYLOAD.pack(
+        _VERSION, position.txid, position.seq, position.start_s, int(now.timestamp())
+    )
     return _text(payload + _mac(secret, account_id, environment, payload))
 
 
@@ -70,19 +82,25 @@ def decode(
     # Base64 decoding forgives padding, the standard alphabet's `+` and `/`, characters
     # outside the alphabet and the last character's unused bits: only the issued spelling
     # is a cursor.
-    if len(raw) != _PAYLOAD.size + _MAC_BYTES or _text(raw) != token:
+    size = len(raw) - _MAC_BYTES
+    if size not in (_PAYLOAD.size, _PAYLOAD_V1.size) or _text(raw) != token:
         raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}")
-    payload, mac = raw[: _PAYLOAD.size], raw[_PAYLOAD.size :]
+    payload, mac = raw[:size], raw[size:]
     if not hmac.compare_digest(mac, _mac(secret, account_id, environment, payload)):
         raise ValidationFailed(
             "cursor was not issued to this key's account and environment, or was altered; "
             + _START_AGAIN
         )
-    version, txid, seq, issued = _PAYLOAD.unpack(payload)
-    if version != _VERSION or txid < 0 or seq < 0:
+    if size == _PAYLOAD_V1.size:
+        version, txid, seq, issued = _PAYLOAD_V1.unpack(payload)
+        start_s, expected = AFTER_BATCH, 1
+    else:
+        version, txid, seq, start_s, issued = _PAYLOAD.unpack(payload)
+        expected = _VERSION
+    if version != expected or txid < 0 or seq < 0:
         raise ValidationFailed(f"cursor is malformed; {_START_AGAIN}")
     if now.timestamp() - issued > MAX_AGE.total_seconds():
         raise ValidationFailed(
             f"cursor has expired (cursors are valid for {MAX_AGE.days} days); {_START_AGAIN}"
         )
-    return Position(txid, seq)
+    return Position(txid, seq, start_s)

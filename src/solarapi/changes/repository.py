@@ -14,11 +14,11 @@ async def rows_after(
     session: AsyncSession, account_id: str, environment: str, after: Position, count: int
 ) -> LogPage:
     """Up to `count` deliverable rows of the environment's log after `after`, in (`txid`,
-    `seq`) order, read in one statement (one snapshot)."""
+    `seq`, `start_s`) order, read in one statement (one snapshot)."""
     return await session_backend(session).read_change_log(
         session,
         account_id=account_id,
         environment=environment,
-        after=(after.txid, after.seq),
+        after=(after.txid, after.seq, after.start_s),
         limit=count,
     )

@@ -21,7 +21,7 @@ router = APIRouter(tags=["Readings"])
 # What `cursor` and `limit` accept (`service.read_changes`, `service.parse_limit`).
 _CURSOR = query_text(
     {
-        "pattern": "^[A-Za-z0-9_-]{55}$",
+        "pattern": "^[A-Za-z0-9_-]{55}([A-Za-z0-9_-]{11})?$",
         "description": "`next_cursor` of an earlier answer to this key's account and "
         "environment, at most 30 days old (else 400)",
     }

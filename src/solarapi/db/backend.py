@@ -42,17 +42,18 @@ version_sources = itertools.count(1)
 
 @dataclass(frozen=True, slots=True)
 class LogPage:
-    """A page of the change feed's log (`reading_changes`, docs/changes.md) as columns, in
-    (`txid`, `seq`) order: only rows that may be delivered (below the reading snapshot's
-    horizon), at most the `limit` asked for. `last`: the position (`txid`, `seq`) of the
-    last row, None when there is none; `more`: whether the snapshot held any row after the
-    last delivered position (a full page, or rows held back until an older writer ends)."""
+    """A page of the change feed (`change_batches` and their rows in `readings`,
+    docs/changes.md) as columns, in (`txid`, `seq`, `start_s`) order: only rows that may be
+    delivered (of batches below the reading snapshot's horizon), at most the `limit` asked
+    for. `last`: the position (`txid`, `seq`, `start_s`) of the last row (its batch's and its
+    own), None when there is none; `more`: whether the snapshot held any row after the last
+    delivered position (a full page, or rows held back until an older writer ends)."""
 
     system_ids: list[bytes]
     starts: npt.NDArray[np.int64]
     energy_wh: npt.NDArray[np.float64]
     power_w: npt.NDArray[np.float64]  # NaN: not reported
-    last: tuple[int, int] | None
+    last: tuple[int, int, int] | None
     more: bool
 
 
@@ -123,10 +124,11 @@ class Backend(ABC):
         *,
         account_id: str,
         environment: str,
-        after: tuple[int, int],
+        after: tuple[int, int, int],
         limit: int,
     ) -> LogPage:
-        """Up to `limit` rows of the environment's change log after the position `after`,
+        """Up to `limit` rows of the environment's change log after the position `after`
+        (`txid`, `seq`, `start_s`),
         read in one statement (one snapshot), only those that may be delivered: every row
         below the snapshot's horizon on PostgreSQL (`txid` under its xmin: every writer
         below it has ended, every later one gets a larger id); every row on SQLite, whose

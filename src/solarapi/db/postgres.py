@@ -174,48 +174,80 @@ class PostgresBackend(Backend):
         *,
         account_id: str,
         environment: str,
-        after: tuple[int, int],
+        after: tuple[int, int, int],
         limit: int,
     ) -> LogPage:
         async with pg_reader(session) as connection:
-            row = await connection.fetchrow(_CHANGE_LOG, account_id, environment, *after, limit)
+            # JIT off for this statement (its transaction): the planner cannot know a
+            # batch's rows and costs a page far above `jit_above_cost`; JIT then took 981 of
+            # a page's 1,369 ms (docs/scaling.md). One row more than the page says whether
+            # it is full.
+            params = (account_id, environment, *after, limit + 1)
+            if connection.is_in_transaction():
+                await connection.execute(_NO_JIT)
+                row = await connection.fetchrow(_CHANGE_LOG, *params)
+            else:
+                async with connection.transaction(readonly=True):
+                    await connection.execute(_NO_JIT)
+                    row = await connection.fetchrow(_CHANGE_LOG, *params)
         records = np.frombuffer(b"" if row[0] is None else row[0], dtype=_LOG_RECORD)
         txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
+        start = records["start_s"].astype(np.int64)
         if len(records) > 1 and not bool(
-            np.all((txid[1:] > txid[:-1]) | ((txid[1:] == txid[:-1]) & (seq[1:] > seq[:-1])))
+            np.all(
+                (txid[1:] > txid[:-1])
+                | ((txid[1:] == txid[:-1]) & (seq[1:] > seq[:-1]))
+                | ((txid[1:] == txid[:-1]) & (seq[1:] == seq[:-1]) & (start[1:] > start[:-1]))
+            )
         ):
             # SQL does not promise that an aggregate keeps its input's order: checked (cheap)
             # and sorted only when it did not hold.
-            records = records[np.lexsort((seq, txid))]
-            txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
-        last = (int(txid[-1]), int(seq[-1])) if len(records) else None
+            records = records[np.lexsort((start, seq, txid))]
+        full = len(records) > limit
+        records = records[:limit]
+        txid, seq = records["txid"].astype(np.int64), records["seq"].astype(np.int64)
+        start = records["start_s"].astype(np.int64)
+        last = (int(txid[-1]), int(seq[-1]), int(start[-1])) if len(records) else None
         return LogPage(
             system_ids=records["system_id"].tolist(),
-            starts=records["start_s"].astype(np.int64),
+            starts=start,
             energy_wh=records["energy_wh"].astype(np.float64),
             power_w=records["power_w"].astype(np.float64),
             last=last,
-            more=bool(row[1]),
+            more=full or bool(row[1]),
         )
 
     async def close_readers(self, engine: AsyncEngine) -> None:
         pass  # nothing beside the pool
 
 
-# The change feed's page (`read_change_log`), one statement, so one snapshot: the rows after
+_NO_JIT = "SET LOCAL jit = off"
+
+# The change feed's page (`read_change_log`), one statement, so one snapshot: the batches after
 # ($3, $4) whose writer's transaction id is below the snapshot's xmin (ordered by txid, those
-# are a prefix of the rows after the position), packed as one `bytea` of fixed-size records
-# (the system id NUL-padded to 40 bytes, big-endian numbers, a NULL power as NaN), and
-# whether the snapshot holds any row after the last one delivered.
-_CHANGE_LOG = """
+# are a prefix of the batches after the position), in (txid, seq) order by the feed index,
+# each batch's rows from `readings` by the primary key's range (`system_id`, `lo_s`..`hi_s`),
+# those whose `batch` is still the batch's `seq` (in the position's own batch only those after
+# $5), up to $6 rows, packed as one `bytea` of fixed-size records (the system id NUL-padded to
+# 40 bytes, big-endian numbers, a NULL power as NaN); and whether the snapshot holds a batch
+# with rows at or above the horizon (held back until older writers end). Rows below the
+# horizon after the page: the page is full ($6 is one more than asked for).
+_AFTER_POSITION = (
+    "r.system_id = b.system_id AND r.start_s >= b.lo_s AND r.start_s <= b.hi_s"
+    " AND r.start_s > CASE WHEN b.txid = $3 AND b.seq = $4 THEN $5::bigint ELSE b.lo_s - 1 END"
+    " AND r.batch = b.seq"
+)
+_HORIZON = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+_CHANGE_LOG = f"""
 WITH page AS MATERIALIZED (
-    SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes
-    WHERE account_id = $1 AND environment = $2 AND (txid, seq) > ($3::bigint, $4::bigint)
-      AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-    ORDER BY txid, seq LIMIT $5
-), last AS (
-    SELECT txid, seq FROM page UNION ALL SELECT $3::bigint, $4::bigint
-    ORDER BY txid DESC, seq DESC LIMIT 1
+    SELECT b.system_id, r.start_s, r.energy_wh, r.power_w, b.txid, b.seq
+    FROM change_batches b CROSS JOIN LATERAL (
+        SELECT r.start_s, r.energy_wh, r.power_w FROM readings r
+        WHERE {_AFTER_POSITION} ORDER BY r.start_s
+    ) r
+    WHERE b.account_id = $1 AND b.environment = $2
+      AND (b.txid, b.seq) >= ($3::bigint, $4::bigint) AND b.txid < {_HORIZON}
+    ORDER BY b.txid, b.seq, r.start_s LIMIT $6
 )
 SELECT
     (SELECT string_agg(
@@ -225,11 +257,12 @@ SELECT
             || float8send(coalesce(power_w, 'NaN'::float8)) || int8send(txid) || int8send(seq),
         ''::bytea) FROM page),
     EXISTS (
-        SELECT 1 FROM reading_changes
-        WHERE account_id = $1 AND environment = $2
-          AND (txid, seq) > (SELECT txid, seq FROM last)
+        SELECT 1 FROM change_batches b
+        WHERE b.account_id = $1 AND b.environment = $2
+          AND (b.txid, b.seq) >= ($3::bigint, $4::bigint) AND b.txid >= {_HORIZON}
+          AND EXISTS (SELECT 1 FROM readings r WHERE {_AFTER_POSITION})
     )
-"""
+"""  # noqa: S608 - constants
 _LOG_RECORD = np.dtype(
     [
         ("system_id", "S40"),

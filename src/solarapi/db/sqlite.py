@@ -248,14 +248,17 @@ class SQLiteBackend(Backend):
         *,
         account_id: str,
         environment: str,
-        after: tuple[int, int],
+        after: tuple[int, int, int],
         limit: int,
     ) -> LogPage:
         # No horizon: every row may be delivered. One row more than the page tells whether
         # anything follows it. (`txid` is always 0 here: equal to it, so the index range
         # starts at `seq` instead of at the first row of the environment.)
+        txid, seq, start_s = after
         rows = await sqlite_fetchall(
-            session, _CHANGE_LOG, (account_id, environment, after[0], after[1], limit + 1)
+            session,
+            _CHANGE_LOG,
+            (account_id, environment, txid, seq, seq, start_s, limit + 1),
         )
         more = len(rows) > limit
         rows = rows[:limit]
@@ -268,7 +271,7 @@ class SQLiteBackend(Backend):
             starts=np.array(starts, dtype=np.int64),
             energy_wh=np.array(energy, dtype=np.float64),
             power_w=np.array(power, dtype=np.float64),  # None → NaN
-            last=(int(txids[-1]), int(seqs[-1])),
+            last=(int(txids[-1]), int(seqs[-1]), int(starts[-1])),
             more=more,
         )
 
@@ -282,10 +285,17 @@ VERSION_SQL = (
     "SELECT data_version, (SELECT epoch FROM auth_epoch WHERE id = 1) FROM pragma_data_version"
 )
 
+# The batches after the position in `seq` order (the feed index), each batch's rows from
+# `readings` by its primary key's range, those still of the batch (`batch`): in the
+# position's batch only the rows after its `start_s`. CROSS JOIN keeps the batches outside;
+# the rows of one batch come in key order, sorted within the batch only.
 _CHANGE_LOG = (
-    "SELECT system_id, start_s, energy_wh, power_w, txid, seq FROM reading_changes "
-    "WHERE account_id = ? AND environment = ? AND txid = ? AND seq > ? "
-    "ORDER BY txid, seq LIMIT ?"
+    "SELECT b.system_id, r.start_s, r.energy_wh, r.power_w, b.txid, b.seq "
+    "FROM change_batches b CROSS JOIN readings r "
+    "WHERE b.account_id = ? AND b.environment = ? AND b.txid = ? AND b.seq >= ? "
+    "AND r.system_id = b.system_id AND r.start_s >= b.lo_s AND r.start_s <= b.hi_s "
+    "AND r.start_s > CASE WHEN b.seq = ? THEN ? ELSE b.lo_s - 1 END AND r.batch = b.seq "
+    "ORDER BY b.seq, r.start_s LIMIT ?"
 )
 
 SQLITE = SQLiteBackend()

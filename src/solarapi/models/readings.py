@@ -8,7 +8,7 @@ SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.kit.plans import Environment
@@ -38,6 +38,9 @@ class Reading(Base):
     start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     energy_wh: Mapped[float] = mapped_column(Float)
     power_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # The change feed's batch that last wrote the row (`ChangeBatch.seq`): not indexed, and
+    # NULL only for a row no write has entered in the feed (none since migration 0021).
+    batch: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class ReadingHour(Base):
@@ -67,42 +70,41 @@ class ReadingDay(Base):
     power_max_w: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
-class ReadingChange(Base):
-    """The change feed's log (`GET /readings/changes`): one row per stored reading, the
-    position at which it last changed, rewritten in the same transaction as the reading
-    whenever it is inserted or replaced, with a new `seq` (a sequence value, on SQLite the
-    table's AUTOINCREMENT rowid) and, on PostgreSQL, the writer's transaction id `txid`
-    (`pg_current_xact_id()`; 0 on SQLite, whose writers are serialised so that commit order
-    is `seq` order). The feed reads in (`txid`, `seq`) order and, on PostgreSQL, only rows
-    below its snapshot's xmin horizon (docs/changes.md explains why that never skips a
-    change). It carries the reading's values too, so a page reads the log alone, without a
-    probe of `readings` per row (the feed's database time, docs/changes.md).
+class ChangeBatch(Base):
+    """The change feed's log (`GET /readings/changes`, docs/changes.md): one row per write of
+    a system's readings (an upload, a replacement, an import) — on PostgreSQL one per month of
+    `start_s` the write touches, all with the same `seq` — at the position (`txid`, `seq`):
+    `seq` a new number per write (PostgreSQL: the table's sequence; SQLite: the
+    AUTOINCREMENT rowid, so one row per write there), `txid` the writer's transaction id on
+    PostgreSQL (`pg_current_xact_id()`; 0 on SQLite, whose writers are serialised so that
+    commit order is `seq` order). The write's readings carry `batch` = `seq`; the batch's
+    rows are those of `readings` in (`system_id`, `lo_s`..`hi_s`) whose `batch` is still its
+    `seq` (a replaced reading moves to the replacing write's batch; the batch it left keeps
+    its row, emptier, until retention).
 
-    No foreign key, as for the readings (`OWNER`; migration `0018_change_log_partitions`). On
-    PostgreSQL partitioned by month of `start_s` like `readings` (`readings.partitions`),
-    where `seq` is not a key (a partitioned table's keys hold the partition key): the unique
-    (`system_id`, `start_s`) is."""
+    No foreign key, as for the readings (`OWNER`). On PostgreSQL partitioned by month of
+    `lo_s` like `readings` (`readings.partitions`), where `seq` is not a key (a partitioned
+    table's keys hold the partition key, and a write's month rows share it)."""
 
-    __tablename__ = "reading_changes"
+    __tablename__ = "change_batches"
     __table_args__ = (
-        UniqueConstraint("system_id", "start_s", name="uq_reading_changes_system_start"),
-        Index("ix_reading_changes_feed", "account_id", "environment", "txid", "seq"),
-        {"sqlite_autoincrement": True, "postgresql_partition_by": "RANGE (start_s)"},
+        Index("ix_change_batches_feed", "account_id", "environment", "txid", "seq"),
+        Index("ix_change_batches_system", "system_id", "lo_s"),
+        {"sqlite_autoincrement": True, "postgresql_partition_by": "RANGE (lo_s)"},
     )
 
     seq: Mapped[int] = mapped_column(
         BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
     )
-    system_id: Mapped[str] = mapped_column(String(40), info=OWNER)
-    start_s: Mapped[int] = mapped_column(BigInteger)
     account_id: Mapped[str] = mapped_column(String(40))
     environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4))
     txid: Mapped[int] = mapped_column(BigInteger)
-    energy_wh: Mapped[float] = mapped_column(Float)
-    power_w: Mapped[float | None] = mapped_column(Float, nullable=True)
+    system_id: Mapped[str] = mapped_column(String(40), info=OWNER)
+    lo_s: Mapped[int] = mapped_column(BigInteger)
+    hi_s: Mapped[int] = mapped_column(BigInteger)
 
 
-for _model in (Reading, ReadingHour, ReadingDay, ReadingChange):
+for _model in (Reading, ReadingHour, ReadingDay, ChangeBatch):
     Base.metadata.tables[_model.__tablename__].add_is_dependent_on(
         Base.metadata.tables[System.__tablename__]
     )

@@ -3,9 +3,9 @@
 The migration (`0016_readings_partitions`) turns `readings` into a table partitioned by range
 of `start_s`, with one partition per UTC month in the schema `readings_partitions`, the table
 as it was before the cut-over as one partition, and a `DEFAULT` partition for anything no
-month holds. The change feed's log (`reading_changes`) is partitioned the same way since
-`0018_change_log_partitions` (`changes_m2026_12`, …), so a month of readings and its log go
-together. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months of both ahead
+month holds. The change feed's log (`change_batches`, by month of its batches' `lo_s`) is
+partitioned the same way since `0021_change_batches` (`batches_m2026_12`, …), so a month of
+readings and its log go together. The daily job `readings.partitions` (below) keeps `MONTHS_AHEAD` months of both ahead
 and, when `SOLARAPI_READINGS_RETENTION_MONTHS` is set, drops whole months of both past it — a
 `DROP TABLE` of a month instead of a `DELETE` of every row in it. SQLite keeps one table each:
 retention deletes their rows past the horizon one by one.
@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.config import Settings
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
-from solarapi.models.readings import ReadingChange
+from solarapi.models.readings import ChangeBatch
 from solarapi.models.systems import System
 
 log = logging.getLogger(__name__)
@@ -81,17 +81,19 @@ class ReadingPartitions(Protocol):
 
 
 async def _forget_changes(session: AsyncSession, horizon: datetime, *, delete: bool) -> None:
-    """The change feed's log past the horizon goes with the readings: a client that starts the
-    feed afresh must not be handed readings that are no longer stored. The systems that had
-    readings there (the log holds one row per stored reading) have changed data
-    (`System.data_version`). `delete`: remove the log's rows here (one table); partitioned,
-    the months of the log go with the readings' months."""
+    """The change feed's log past the horizon goes with the readings (a batch's rows are read
+    from `readings`, so a client that starts the feed afresh is never handed readings that
+    are no longer stored; the batches must not outlive them either). The systems that wrote
+    readings there (every write has a batch) have changed data (`System.data_version`).
+    `delete`: remove the batches here (one table) — those wholly past the horizon, and a
+    batch across it starts at it; partitioned, the months of batches (one row per month a
+    write touched) go with the readings' months."""
     horizon_s = int(horizon.timestamp())
     await session.execute(
         update(System)
         .where(
             System.id.in_(
-                select(ReadingChange.system_id).where(ReadingChange.start_s < horizon_s).distinct()
+                select(ChangeBatch.system_id).where(ChangeBatch.lo_s < horizon_s).distinct()
             )
         )
         .values(data_version=System.data_version + 1)
@@ -99,7 +101,11 @@ async def _forget_changes(session: AsyncSession, horizon: datetime, *, delete: b
     )
     if delete:
         await session.execute(
-            text("DELETE FROM reading_changes WHERE start_s < :horizon"), {"horizon": horizon_s}
+            text("DELETE FROM change_batches WHERE hi_s < :horizon"), {"horizon": horizon_s}
+        )
+        await session.execute(
+            text("UPDATE change_batches SET lo_s = :horizon WHERE lo_s < :horizon"),
+            {"horizon": horizon_s},
         )
 
 
@@ -128,11 +134,12 @@ class SingleTable:
 
 @dataclass(frozen=True, slots=True)
 class _Partitioned:
-    """A table partitioned by month of `start_s`: its partitions are named with `prefix`
+    """A table partitioned by month of `key`: its partitions are named with `prefix`
     (`m2026_12`, `before_cut_over`, `outside_every_month` for `readings`)."""
 
     parent: str
     prefix: str
+    key: str = "start_s"
 
     def month(self, start: datetime) -> str:
         return f"{self.prefix}{month_table(start)}"
@@ -146,10 +153,10 @@ class _Partitioned:
         return f"{self.prefix}outside_every_month"
 
 
-# The readings and the change feed's log (migration 0018): the same months, so a month of
-# readings and its log go together. `Maintenance` names the readings' partitions.
+# The readings and the change feed's batches (migration 0021): the same months, so a month of
+# readings and its batches go together. `Maintenance` names the readings' partitions.
 _READINGS = _Partitioned("readings", "")
-_LOG = _Partitioned("reading_changes", "changes_")
+_LOG = _Partitioned("change_batches", "batches_", "lo_s")
 
 
 class MonthlyPartitions:
@@ -275,7 +282,7 @@ class MonthlyPartitions:
                 tables.append(table.cut_over)
             for name in tables:
                 result = await session.execute(
-                    text(f"DELETE FROM {SCHEMA}.{name} WHERE start_s < :horizon"),  # noqa: S608
+                    text(f"DELETE FROM {SCHEMA}.{name} WHERE {table.key} < :horizon"),  # noqa: S608
                     {"horizon": int(horizon.timestamp())},
                 )
                 purged += int(getattr(result, "rowcount", 0) or 0)
@@ -294,7 +301,7 @@ class MonthlyPartitions:
         """The UTC months of the rows in the default partition (normally none)."""
         rows = await session.execute(
             text(
-                f"SELECT DISTINCT date_trunc('month', to_timestamp(start_s) AT TIME ZONE 'UTC')"  # noqa: S608
+                f"SELECT DISTINCT date_trunc('month', to_timestamp({table.key}) AT TIME ZONE 'UTC')"  # noqa: S608
                 f" FROM {SCHEMA}.{table.default}"
             )
         )
@@ -313,7 +320,7 @@ class MonthlyPartitions:
         result = await session.execute(
             text(
                 f"WITH moved AS (DELETE FROM {SCHEMA}.{table.default}"  # noqa: S608
-                f" WHERE start_s >= {lo} AND start_s < {hi} RETURNING *)"
+                f" WHERE {table.key} >= {lo} AND {table.key} < {hi} RETURNING *)"
                 f" INSERT INTO {name} SELECT * FROM moved"
             )
         )
@@ -321,7 +328,8 @@ class MonthlyPartitions:
         check = f"{table.month(start)}_range"
         await session.execute(
             text(
-                f"ALTER TABLE {name} ADD CONSTRAINT {check} CHECK (start_s >= {lo} AND start_s < {hi})"
+                f"ALTER TABLE {name} ADD CONSTRAINT {check}"
+                f" CHECK ({table.key} >= {lo} AND {table.key} < {hi})"
             )
         )
         await session.execute(

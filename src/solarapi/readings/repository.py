@@ -153,8 +153,8 @@ def _nullable(values: FloatArray) -> list[float | None]:
     return [None if value != value else value for value in values.tolist()]
 
 
-_READINGS = ("start_s", "energy_wh", "power_w")
-_READING_TYPES = ("bigint", "double precision", "double precision")
+_READINGS = ("start_s", "energy_wh", "power_w", "batch")
+_READING_TYPES = ("bigint", "double precision", "double precision", "bigint")
 _ROLLUP_TYPES = ("bigint", "double precision", "integer", "double precision")
 
 
@@ -169,17 +169,18 @@ async def upsert_readings(
     *,
     all_new: bool = False,
 ) -> None:
-    """Insert or replace readings (power NaN = not reported = NULL), and enter each in the
-    change feed's log (`GET /readings/changes`) in the same transaction. `all_new` (the caller
-    holds the system's lock and knows none exists) inserts without the conflict check, the
-    dearest part of a large insert (figures in bench/readings/README.md)."""
-    upsert = Upsert("readings", _READINGS, _READING_TYPES, "" if all_new else None)
-    values = [starts.tolist(), energy_wh.tolist(), _nullable(power_w)]
+    """Insert or replace readings (power NaN = not reported = NULL) as one new batch of the
+    change feed's log (`GET /readings/changes`) in the same transaction: the batch's row
+    first, then the readings with its `seq` in `batch` (a replaced reading moves to it).
+    `all_new` (the caller holds the system's lock and knows none exists) inserts without the
+    conflict check, the dearest part of a large insert (figures in bench/readings/README.md)."""
+    if not len(starts):
+        return
     store = reading_store(session)
+    batch = await store.open_batch(session, ChangeOwner(system_id, account_id, environment), starts)
+    upsert = Upsert("readings", _READINGS, _READING_TYPES, "" if all_new else None)
+    values = [starts.tolist(), energy_wh.tolist(), _nullable(power_w), [batch] * len(starts)]
     await store.upsert(session, upsert, system_id, values)
-    await store.log_changes(
-        session, ChangeOwner(system_id, account_id, environment), starts, energy_wh, power_w
-    )
 
 
 def stores_new_batches(session: AsyncSession) -> bool:

@@ -193,18 +193,25 @@ class ReadingStore(Protocol):
         delivery ids. The caller then takes the general way (lock, upsert, rollups)."""
         ...
 
-    async def log_changes(
-        self,
-        session: AsyncSession,
-        change: ChangeOwner,
-        starts: IntArray,
-        energy_wh: FloatArray,
-        power_w: FloatArray,
-    ) -> None:
-        """Enter readings just written (power NaN = NULL) in the change feed's log at a new
-        position each, with their values, in the caller's transaction (after the readings'
-        own write): on PostgreSQL with the writer's transaction id."""
+    async def open_batch(self, session: AsyncSession, change: ChangeOwner, starts: IntArray) -> int:
+        """Enter a write of the system's readings at `starts` (not empty) in the change
+        feed's log as one new batch, in the caller's transaction, before the readings' own
+        write, which must give each of them `batch` = the `seq` returned: a new position
+        (on PostgreSQL with the writer's transaction id; one batch row per UTC month
+        touched, `month_spans`)."""
         ...
+
+
+def month_spans(starts: IntArray) -> tuple[IntArray, IntArray]:
+    """The first and last of `starts` (not empty) within each UTC month they touch, in
+    month order: a batch's rows per month (PostgreSQL partitions `change_batches` by month,
+    and a batch's range is read whole, so a write of two quarter-hours months apart must not
+    span the months between)."""
+    ordered = np.sort(starts)
+    months = ordered.astype("datetime64[s]").astype("datetime64[M]")
+    firsts = np.flatnonzero(np.r_[True, months[1:] != months[:-1]])
+    lasts = np.r_[firsts[1:] - 1, len(ordered) - 1]
+    return ordered[firsts], ordered[lasts]
 
 
 def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:

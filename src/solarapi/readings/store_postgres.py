@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, driver_connection, fetch_rows, pg_reader
-from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
+from solarapi.kit.grid import EnergySeries, IntArray
 from solarapi.models.systems import System, SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
@@ -38,6 +38,7 @@ from solarapi.readings.store import (
     Upsert,
     in_owner_order,
     in_time_order,
+    month_spans,
 )
 from solarapi.systems.repository import SYSTEM_COLUMNS, record
 
@@ -221,6 +222,7 @@ class PostgresReadingStore:
             event.id, event.type, event.data, event.created_at, list(event.delivery_ids),
             event.delivery_kind, event.delivery_max_attempts,
             job.id, job.kind, job.payload, job.max_attempts, job.run_at, job.account_id,
+            *(span.tolist() for span in month_spans(batch.starts)),
         )  # fmt: skip
         try:
             # Before any transaction of the session: a connection of its own, committed
@@ -235,20 +237,15 @@ class PostgresReadingStore:
                     if span is None:
                         return None  # nothing was written: rolled back on the way out
                     # The rows by binary COPY, built by numpy: a tenth of the CPU of
-                    # encoding 30,000 Python values, and no per-row planning.
+                    # encoding 30,000 Python values, and no per-row planning; each with
+                    # the statement's change batch (`span[2]`, its `seq`).
                     await connection.copy_to_table(
-                        "readings", columns=["system_id", "start_s", "energy_wh", "power_w"],
-                        source=binary_copy(len(batch.starts), [
+                        "readings", columns=[
+                            "system_id", "start_s", "energy_wh", "power_w", "batch"
+                        ], source=binary_copy(len(batch.starts), [
                             batch.system_id.encode(), batch.starts, batch.energy_wh,
-                            batch.power_w,
+                            batch.power_w, int(span[2]),
                         ]), format="binary",
-                    )  # fmt: skip
-                    owner = ChangeOwner(batch.system_id, batch.account_id, batch.environment)
-                    await connection.copy_to_table(
-                        "reading_changes", columns=list(_LOG_COLUMNS), format="binary",
-                        source=_log_copy(
-                            owner, span[2], batch.starts, batch.energy_wh, batch.power_w
-                        ),
                     )  # fmt: skip
                     if added is not None:
                         await _copy_rollup(
@@ -263,50 +260,32 @@ class PostgresReadingStore:
             return None
         return span[0], span[1]
 
-    async def log_changes(
-        self,
-        session: AsyncSession,
-        change: ChangeOwner,
-        starts: IntArray,
-        energy_wh: FloatArray,
-        power_w: FloatArray,
-    ) -> None:
-        # A replaced reading's row moves to a new position: a new `seq` and this
-        # transaction's id (the feed reads below its snapshot's xmin, docs/changes.md).
-        if len(starts) >= _COPY_FROM:
-            connection = await driver_connection(session)
-            # Under the system's lock nobody else writes its log: with no row in the batch's
-            # range yet, the rows are all new and go in by COPY, with this transaction's id
-            # (the one the INSERT below would take) and `seq` from its sequence.
-            txid, taken = await connection.fetchrow(
-                _TXID_AND_TAKEN, change.system_id, int(starts.min()), int(starts.max())
-            )
-            if not taken:
-                await connection.copy_to_table(
-                    "reading_changes", source=_log_copy(change, txid, starts, energy_wh, power_w),
-                    columns=list(_LOG_COLUMNS), format="binary",
-                )  # fmt: skip
-                return
-        for lo in range(0, len(starts), _CHUNK):
-            await session.execute(
-                _LOG_CHANGES,
-                {
-                    "system_id": change.system_id,
-                    "account_id": change.account_id,
-                    "environment": change.environment,
-                    "starts": starts[lo : lo + _CHUNK].tolist(),
-                    "energy": energy_wh[lo : lo + _CHUNK].tolist(),
-                    "power": _nullable(power_w[lo : lo + _CHUNK]),
-                },
-            )
+    async def open_batch(self, session: AsyncSession, change: ChangeOwner, starts: IntArray) -> int:
+        # A new `seq`, one batch row per month touched, this transaction's id (the feed
+        # reads below its snapshot's xmin, docs/changes.md).
+        los, his = month_spans(starts)
+        result = await session.execute(
+            _OPEN_BATCH,
+            {
+                "account_id": change.account_id,
+                "environment": change.environment,
+                "system_id": change.system_id,
+                "los": los.tolist(),
+                "his": his.tolist(),
+            },
+        )
+        return int(result.scalar_one())
 
 
 # From this many rows on, rows known to be new are written by COPY (binary) instead of one
 # INSERT … SELECT FROM unnest(…) (bench/readings/upload_cpu.py bulk).
 _COPY_FROM = 500
-_TXID_AND_TAKEN = (
-    "SELECT pg_current_xact_id()::text::bigint, EXISTS (SELECT 1 FROM reading_changes "
-    "WHERE system_id = $1 AND start_s >= $2 AND start_s <= $3)"
+_OPEN_BATCH = text(
+    "WITH s AS (SELECT nextval('change_batches_seq_seq') AS seq), b AS ("
+    "INSERT INTO change_batches (seq, account_id, environment, txid, system_id, lo_s, hi_s) "
+    "SELECT s.seq, :account_id, :environment, pg_current_xact_id()::text::bigint, :system_id, "
+    "m.lo, m.hi FROM s, unnest(CAST(:los AS bigint[]), CAST(:his AS bigint[])) AS m(lo, hi)"
+    ") SELECT seq FROM s"
 )
 
 
@@ -381,33 +360,6 @@ def binary_copy(count: int, columns: Sequence[bytes | int | npt.NDArray[Any]]) -
     return memoryview(_COPY_HEADER + payload + _COPY_TRAILER)
 
 
-_LOG_COLUMNS = (
-    "system_id", "start_s", "account_id", "environment", "txid", "energy_wh", "power_w",
-)  # fmt: skip
-
-
-def _log_copy(
-    change: ChangeOwner, txid: int, starts: IntArray, energy_wh: FloatArray, power_w: FloatArray
-) -> memoryview:
-    return binary_copy(
-        len(starts),
-        [change.system_id.encode(), starts, change.account_id.encode(),
-         change.environment.encode(), int(txid), energy_wh, power_w],
-    )  # fmt: skip
-
-
-_LOG_CHANGES = text(
-    "INSERT INTO reading_changes "
-    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
-    "SELECT :system_id, u.s, :account_id, :environment, pg_current_xact_id()::text::bigint, "
-    "u.e, u.p FROM unnest(CAST(:starts AS bigint[]), CAST(:energy AS double precision[]), "
-    "CAST(:power AS double precision[])) AS u(s, e, p) "
-    "ON CONFLICT (system_id, start_s) DO UPDATE SET "
-    "seq = nextval(pg_get_serial_sequence('reading_changes', 'seq')), txid = excluded.txid, "
-    "energy_wh = excluded.energy_wh, power_w = excluded.power_w"
-)
-
-
 # Adding rollup sums to a stored row: sums add up, the maximum ignores missing powers.
 def _additive(table: str) -> str:
     return (
@@ -423,12 +375,11 @@ def _additive(table: str) -> str:
 # trip, one transaction: the twelve of the general way cost the API ~10 ms of CPU and
 # PostgreSQL ~2.5 ms per small upload, bench/readings/README.md).
 #
-# - `present` (this statement's snapshot) and `hooks` are read first. `present` looks in the
-#   change feed's log, which holds a row for every stored reading (written with it, removed
-#   with it), not in `readings`: a statement that scans no partitioned table plans the same
-#   for every batch, so PostgreSQL keeps one generic plan of it instead of planning it anew
-#   on every execution (~0.3–0.5 ms of its CPU). A reading without its log row would not
-#   be seen here, and would fail the INSERT below instead: still nothing written.
+# - `present` (this statement's snapshot) and `hooks` are read first. `present` reads
+#   `readings` by its primary key, and only in the variants for a batch that is not after the
+#   system's last reading (a correction or a backfill, not the hourly upload): a statement
+#   that scans a partitioned table is planned anew on every execution (~0.3–0.5 ms of
+#   PostgreSQL's CPU), which the usual upload's variant, reading no table, is spared.
 # - The UPDATE of the system's reading span takes the system's row lock — the lock every
 #   writer of the system takes — and re-checks, on the row as it is once locked (READ COMMITTED re-evaluates an
 #   updated row), that the time zone and capacity are those the batch was bucketed and
@@ -438,11 +389,12 @@ def _additive(table: str) -> str:
 #   with it (the caller catches it and takes the general way).
 # - The rollups are added to (exact: only new quarter-hours, the system locked; ON CONFLICT
 #   updates the latest row version; a large batch after the last reading sends its first hour
-#   and day alone, the rest go by COPY after it, `store_new`); the change feed's log gets its
-#   rows with this transaction's id, as `log_changes` writes them.
+#   and day alone, the rest go by COPY after it, `store_new`); the change feed's log gets one
+#   batch (a new `seq`, a row per UTC month touched, $34/$35, with this transaction's id), as
+#   `open_batch` writes it, and every reading carries its `seq` in `batch`.
 _STORE_NEW_TEMPLATE = f"""
 WITH present AS (
-    SELECT count(*) AS n FROM reading_changes
+    SELECT count(*) AS n FROM readings
     WHERE system_id = $1 AND start_s >= $9 AND start_s <= $10{{present}}
 ), hooks AS (
     SELECT id, row_number() OVER (ORDER BY created_at, id) AS rn FROM webhook_endpoints
@@ -459,6 +411,12 @@ WITH present AS (
         AND {{absent}}
         AND (SELECT count(*) FROM hooks) <= cardinality($25::text[])
     RETURNING id, first_reading_at, last_reading_at
+), seq AS (
+    SELECT nextval('change_batches_seq_seq') AS seq FROM sys
+), bat AS (
+    INSERT INTO change_batches (seq, account_id, environment, txid, system_id, lo_s, hi_s)
+    SELECT seq.seq, $2, $3, pg_current_xact_id()::text::bigint, $1, m.lo, m.hi
+    FROM seq, unnest($34::int8[], $35::int8[]) AS m(lo, hi)
 ){{rows}}, hrs AS (
     INSERT INTO reading_hours (system_id, hour_s, energy_wh, samples, power_max_w)
     SELECT sys.id, h.* FROM sys,
@@ -484,27 +442,22 @@ WITH present AS (
         (id, kind, account_id, payload, status, attempts, max_attempts, run_at, created_at)
     SELECT $28, $29, $33, $30::json, 'queued', 0, $31, $32, $32 FROM sys
 )
-SELECT first_reading_at, last_reading_at, pg_current_xact_id()::text::bigint FROM sys
+SELECT first_reading_at, last_reading_at, (SELECT seq FROM seq) FROM sys
 """  # noqa: S608 - table names and clauses are constants of this module
 _ROWS = """, batch AS (
     SELECT * FROM unnest($6::int8[], $7::float8[], $8::float8[]) AS u(s, e, p)
 ), ins AS (
-    INSERT INTO readings (system_id, start_s, energy_wh, power_w)
-    SELECT sys.id, batch.s, batch.e, batch.p FROM sys, batch
-), chg AS (
-    INSERT INTO reading_changes
-        (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
-    SELECT sys.id, batch.s, $2, $3, pg_current_xact_id()::text::bigint, batch.e, batch.p
-    FROM sys, batch
+    INSERT INTO readings (system_id, start_s, energy_wh, power_w, batch)
+    SELECT sys.id, batch.s, batch.e, batch.p, seq.seq FROM sys, batch, seq
 )"""
 # The statements by (rows by COPY after it, the batch after the system's last reading):
 # - in the statement (a small batch) or by COPY after it (a large one; $6–$8 then sent empty
 #   and typed in a CTE that is never run, so every variant takes the same parameters);
 # - a batch after the system's last reading (the usual upload) is new whole when that still
-#   holds under the lock: the log is not read (an unreferenced CTE is not even planned, and a
-#   statement that reads the partitioned log would be planned anew on every execution);
-#   else none of its quarter-hours may be in the log yet (the COPY: nothing of the system in
-#   the batch's span, so it finds no conflict).
+#   holds under the lock: `readings` is not read (an unreferenced CTE is not even planned,
+#   and a statement that reads the partitioned table is planned anew on every execution);
+#   else none of its quarter-hours may be stored yet (the COPY: nothing of the system in the
+#   batch's span, so it finds no conflict).
 _AFTER_LAST = "(last_reading_at IS NULL OR last_reading_at < $19)"
 _NONE_PRESENT = "(SELECT n FROM present) = 0"
 _UNUSED_ROWS = ", unused AS (SELECT $6::int8[], $7::float8[], $8::float8[])"

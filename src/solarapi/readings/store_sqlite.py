@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
-from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
+from solarapi.kit.grid import EnergySeries, IntArray
 from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
     NUMPY_TYPES,
@@ -163,36 +164,25 @@ class SqliteReadingStore:
         # general way (lock, insert, rollups, span, event) is already cheap here.
         return None
 
-    async def log_changes(
-        self,
-        session: AsyncSession,
-        change: ChangeOwner,
-        starts: IntArray,
-        energy_wh: FloatArray,
-        power_w: FloatArray,
-    ) -> None:
-        # REPLACE deletes a replaced reading's row and inserts it anew, so it takes the next
-        # AUTOINCREMENT rowid (never reused): SQLite has one writer at a time, so `seq` order
-        # is commit order. SQLite binds a NaN power as NULL.
-        if not len(starts):
-            return
-        connection = await session.connection()
-        rows = list(
-            zip(
-                itertools.repeat(change.system_id),
-                starts.tolist(),
-                itertools.repeat(change.account_id),
-                itertools.repeat(change.environment),
-                energy_wh.tolist(),
-                power_w.tolist(),
-                strict=False,
-            )
+    async def open_batch(self, session: AsyncSession, change: ChangeOwner, starts: IntArray) -> int:
+        # One row per write, `seq` the next AUTOINCREMENT rowid (never reused): SQLite has
+        # one writer at a time, so `seq` order is commit order. Not split by month (the
+        # rowid is the key, one per row): a write of two quarter-hours months apart makes
+        # the feed read the system's range between them once.
+        result = await session.execute(
+            _OPEN_BATCH,
+            {
+                "account_id": change.account_id,
+                "environment": change.environment,
+                "system_id": change.system_id,
+                "lo": int(starts.min()),
+                "hi": int(starts.max()),
+            },
         )
-        await connection.exec_driver_sql(_LOG_CHANGES, rows)
+        return int(result.scalar_one())
 
 
-_LOG_CHANGES = (
-    "INSERT OR REPLACE INTO reading_changes "
-    "(system_id, start_s, account_id, environment, txid, energy_wh, power_w) "
-    "VALUES (?, ?, ?, ?, 0, ?, ?)"
+_OPEN_BATCH = text(
+    "INSERT INTO change_batches (account_id, environment, txid, system_id, lo_s, hi_s) "
+    "VALUES (:account_id, :environment, 0, :system_id, :lo, :hi) RETURNING seq"
 )

@@ -1,0 +1,241 @@
+"""The change feed's log at the level of batches (issue 34, design D of docs/scaling.md):
+`readings.batch` and `change_batches` instead of one `reading_changes` row per reading.
+
+Revision ID: 0021_change_batches
+Revises: 0020_auth_epoch
+Create Date: 2026-11-26
+
+Every write of readings (an upload, a replacement, an import) now takes one position in the
+feed, a *batch*: one `change_batches` row (`account_id`, `environment`, `txid`, `seq`,
+`system_id`, `lo_s`, `hi_s`) — on PostgreSQL one per month of `start_s` the write touches,
+all with the same `seq` — and writes its readings with `batch` = that `seq`. The feed reads
+batches in (`txid`, `seq`) order and each batch's rows from `readings` by the primary key's
+range (`system_id`, `lo_s`..`hi_s`), those whose `batch` is still that batch's `seq`
+(docs/changes.md). A bulk upload's log shrinks from 10,000 rows with their values and two
+index entries each to one row.
+
+**The existing log is converted exactly, one batch per logged reading**: each
+`reading_changes` row becomes a batch of one reading with the row's `seq` and `txid`
+(`lo_s` = `hi_s` = its `start_s`), and its reading gets `batch` = that `seq`. A cursor issued
+before the migration, at position (`txid`, `seq`), means "every row at or before it was
+delivered"; under the new log that is (`txid`, `seq`, after the whole batch) — no lookup, the
+same rows delivered after it in the same order (`changes.cursor` reads version-1 cursors so).
+New batches take their `seq` from the same sequence (PostgreSQL: the log's, renamed;
+SQLite: the AUTOINCREMENT counter carried over), above every old one. Grouping the old rows
+into runs (one batch per upload, docs/scaling.md) would make the converted log smaller but
+needs a lookup per old cursor; the one-row batches go with their months under retention.
+
+**What it costs on a large database** (one release here, not the online sequence of
+docs/scaling.md): the migration runs in one transaction and holds `readings` and the log
+locked against writes throughout. It inserts one `change_batches` row per stored reading
+(~100–130 B each with its two indexes, against the log's ~280 B) and `UPDATE`s every reading
+once to set `batch`: every row of `readings` rewritten, the table's size again in WAL and,
+until `VACUUM`, in dead rows. Not measured at production size; plan it like a rewrite of
+`readings` (35 M readings: minutes, and `VACUUM` after).
+
+PostgreSQL: `change_batches` is partitioned by month of `lo_s` like `readings` (its partitions
+`readings_partitions.batches_<the readings partition's name>`, the same bounds), so retention
+drops a month of batches with the month of readings (`readings.partitions`). Adding the
+nullable `batch` column changes the catalog only. SQLite: `readings` gets the column in
+place; `change_batches` keeps AUTOINCREMENT `seq` (one writer at a time: `seq` order is commit
+order) and `txid` 0, one row per write.
+
+A deleted system's batches go by the trigger `forget_system_changes` (now on `change_batches`,
+by the index on (`system_id`, `lo_s`)), its readings by `forget_system_readings` (0019).
+"""
+
+from __future__ import annotations
+
+from alembic import op
+from sqlalchemy import text
+
+revision = "0021_change_batches"
+down_revision = "0020_auth_epoch"
+branch_labels = None
+depends_on = None
+
+SCHEMA = "readings_partitions"
+
+_PG_BATCHES = (
+    "CREATE TABLE change_batches ("
+    " seq BIGINT NOT NULL DEFAULT nextval('public.change_batches_seq_seq'),"
+    " account_id VARCHAR(40) NOT NULL,"
+    " environment VARCHAR(4) NOT NULL,"
+    " txid BIGINT NOT NULL,"
+    " system_id VARCHAR(40) NOT NULL,"
+    " lo_s BIGINT NOT NULL,"
+    " hi_s BIGINT NOT NULL"
+    ") PARTITION BY RANGE (lo_s)"
+)
+_SQLITE_BATCHES = (
+    "CREATE TABLE change_batches ("
+    " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
+    " account_id VARCHAR(40) NOT NULL,"
+    " environment VARCHAR(4) NOT NULL,"
+    " txid BIGINT NOT NULL,"
+    " system_id VARCHAR(40) NOT NULL,"
+    " lo_s BIGINT NOT NULL,"
+    " hi_s BIGINT NOT NULL)"
+)
+_INDEXES = (
+    "CREATE INDEX ix_change_batches_feed ON change_batches (account_id, environment, txid, seq)",
+    "CREATE INDEX ix_change_batches_system ON change_batches (system_id, lo_s)",
+)
+# Each logged reading becomes a batch of its own, at its position.
+_CONVERT = (
+    "INSERT INTO change_batches (seq, account_id, environment, txid, system_id, lo_s, hi_s)"
+    " SELECT seq, account_id, environment, txid, system_id, start_s, start_s"
+    " FROM reading_changes"
+)
+_PG_FORGET = """
+CREATE OR REPLACE FUNCTION forget_system_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {table} WHERE system_id = OLD.id;
+    RETURN NULL;
+END $$
+"""
+_SQLITE_TRIGGER = (
+    "CREATE TRIGGER forget_system_changes AFTER DELETE ON systems"
+    " BEGIN DELETE FROM {table} WHERE system_id = OLD.id; END"
+)
+_PARTITIONS = (
+    "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i"
+    " JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE i.inhparent = 'public.readings'::regclass AND n.nspname = 'readings_partitions'"
+    " ORDER BY 1"
+)
+
+
+def _readings_partitions() -> list[tuple[str, str]]:
+    """The readings' partitions: name and bound (`FOR VALUES FROM (…) TO (…)`, `DEFAULT`)."""
+    return [(str(name), str(bound)) for name, bound in op.get_bind().execute(text(_PARTITIONS))]
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        _upgrade_postgresql()
+    else:
+        _upgrade_sqlite()
+
+
+def _upgrade_postgresql() -> None:
+    op.execute("ALTER TABLE readings ADD COLUMN batch BIGINT")
+    # The log's sequence goes on: every new batch's `seq` above every converted one.
+    op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY NONE")
+    op.execute("ALTER SEQUENCE reading_changes_seq_seq RENAME TO change_batches_seq_seq")
+    op.execute(_PG_BATCHES)
+    op.execute("ALTER SEQUENCE change_batches_seq_seq OWNED BY public.change_batches.seq")
+    for name, bound in _readings_partitions():
+        op.execute(f"CREATE TABLE {SCHEMA}.batches_{name} PARTITION OF change_batches {bound}")
+    op.execute(_CONVERT)
+    op.execute(
+        "UPDATE readings r SET batch = c.seq FROM reading_changes c"
+        " WHERE c.system_id = r.system_id AND c.start_s = r.start_s"
+    )
+    for index in _INDEXES:  # after the rows: one build instead of an insert per row
+        op.execute(index)
+    op.execute(_PG_FORGET.format(table="change_batches"))
+    op.execute("DROP TABLE reading_changes")  # and its partitions
+
+
+def _upgrade_sqlite() -> None:
+    op.execute("ALTER TABLE readings ADD COLUMN batch BIGINT")
+    op.execute(_SQLITE_BATCHES)
+    op.execute(_CONVERT)
+    # The AUTOINCREMENT counter goes on from the log's: a `seq` is never reused.
+    op.execute(
+        "INSERT OR REPLACE INTO sqlite_sequence (name, seq) SELECT 'change_batches', seq"
+        " FROM sqlite_sequence WHERE name = 'reading_changes'"
+    )
+    op.execute(
+        "UPDATE readings SET batch = (SELECT c.seq FROM reading_changes c"
+        " WHERE c.system_id = readings.system_id AND c.start_s = readings.start_s)"
+    )
+    for index in _INDEXES:
+        op.execute(index)
+    op.execute("DROP TRIGGER forget_system_changes")
+    op.execute("DROP TABLE reading_changes")
+    op.execute(_SQLITE_TRIGGER.format(table="change_batches"))
+
+
+# The way down: a log row per reading that has a batch, at new positions in the feed's
+# order (a cursor of either shape does not survive it: version-2 cursors are unknown there).
+_LOG_COLUMNS = "seq, system_id, start_s, account_id, environment, txid, energy_wh, power_w"
+_UNCONVERT = (
+    f"INSERT INTO reading_changes ({_LOG_COLUMNS})"  # noqa: S608 - constants
+    " SELECT {first} + row_number() OVER (ORDER BY b.txid, b.seq, r.start_s),"
+    " r.system_id, r.start_s, b.account_id, b.environment, b.txid, r.energy_wh, r.power_w"
+    " FROM change_batches b JOIN readings r ON r.system_id = b.system_id"
+    " AND r.start_s >= b.lo_s AND r.start_s <= b.hi_s AND r.batch = b.seq"
+)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        _downgrade_postgresql()
+    else:
+        _downgrade_sqlite()
+
+
+def _downgrade_postgresql() -> None:
+    op.execute("ALTER SEQUENCE change_batches_seq_seq OWNED BY NONE")
+    op.execute("ALTER SEQUENCE change_batches_seq_seq RENAME TO reading_changes_seq_seq")
+    op.execute(
+        "CREATE TABLE reading_changes ("
+        " seq BIGINT NOT NULL DEFAULT nextval('public.reading_changes_seq_seq'),"
+        " system_id VARCHAR(40) NOT NULL,"
+        " start_s BIGINT NOT NULL,"
+        " account_id VARCHAR(40) NOT NULL,"
+        " environment VARCHAR(4) NOT NULL,"
+        " txid BIGINT NOT NULL,"
+        " energy_wh FLOAT NOT NULL,"
+        " power_w FLOAT,"
+        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s)"
+        ") PARTITION BY RANGE (start_s)"
+    )
+    op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY public.reading_changes.seq")
+    for name, bound in _readings_partitions():
+        op.execute(f"CREATE TABLE {SCHEMA}.changes_{name} PARTITION OF reading_changes {bound}")
+    op.execute(
+        _UNCONVERT.format(first="(SELECT last_value FROM reading_changes_seq_seq)")
+    )
+    op.execute(
+        "SELECT setval('reading_changes_seq_seq', greatest((SELECT max(seq) FROM"
+        " reading_changes), (SELECT last_value FROM reading_changes_seq_seq)))"
+    )
+    op.execute(
+        "CREATE INDEX ix_reading_changes_feed ON reading_changes"
+        " (account_id, environment, txid, seq)"
+    )
+    op.execute(_PG_FORGET.format(table="reading_changes"))
+    op.execute("DROP TABLE change_batches")
+    op.execute("ALTER TABLE readings DROP COLUMN batch")
+
+
+def _downgrade_sqlite() -> None:
+    op.execute(
+        "CREATE TABLE reading_changes ("
+        " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
+        " system_id VARCHAR(40) NOT NULL,"
+        " start_s BIGINT NOT NULL,"
+        " account_id VARCHAR(40) NOT NULL,"
+        " environment VARCHAR(4) NOT NULL,"
+        " txid BIGINT NOT NULL,"
+        " energy_wh FLOAT NOT NULL,"
+        " power_w FLOAT,"
+        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s))"
+    )
+    op.execute(
+        _UNCONVERT.format(
+            first="(SELECT coalesce(max(seq), 0) FROM sqlite_sequence"
+            " WHERE name = 'change_batches')"
+        )
+    )
+    op.execute(
+        "CREATE INDEX ix_reading_changes_feed ON reading_changes"
+        " (account_id, environment, txid, seq)"
+    )
+    op.execute("DROP TRIGGER forget_system_changes")
+    op.execute("DROP TABLE change_batches")
+    op.execute(_SQLITE_TRIGGER.format(table="reading_changes"))
+    op.execute("ALTER TABLE readings DROP COLUMN batch")
