@@ -115,6 +115,10 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+# Revisions that replace a table: the table their way down creates again.
+_RESTORES = {"0021_change_batches": {"reading_changes"}}
+
+
 def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None:
     settings = empty_database
     script = ScriptDirectory.from_config(alembic_config(settings))
@@ -133,7 +137,11 @@ def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None
         target = revision.down_revision or "base"
         downgrade(settings, str(target))
         remaining, _, remaining_columns = _schema_and_columns(settings)
-        assert remaining <= tables, f"{revision.revision} going down created {remaining - tables}"
+        # A revision that replaces a table brings the old one back on the way down.
+        restored = _RESTORES.get(revision.revision, set())
+        assert remaining <= tables | restored, (
+            f"{revision.revision} going down created {remaining - tables}"
+        )
         removed_by[revision.revision] = (tables - remaining) | (columns ^ remaining_columns)
         tables, columns = remaining, remaining_columns
     assert tables == set()

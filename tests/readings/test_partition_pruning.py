@@ -1,4 +1,4 @@
-"""Every statement the app runs against the partitioned `readings` and `reading_changes`
+"""Every statement the app runs against the partitioned `readings` and `change_batches`
 (PostgreSQL) reads only the months of its window: the plans PostgreSQL actually ran, as the
 app ran them (prepared statements, generic or custom plans), recorded by `auto_explain`
 while the endpoints that read or write readings are exercised.
@@ -53,16 +53,16 @@ from tests.support import (
 NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)
 # Partitions of both tables: September 2026 to February 2027 and the default ones.
 MONTHS = [month_start(datetime(2026, 9, 1, tzinfo=UTC), n) for n in range(6)]
-_PARTITION = re.compile(r"^(changes_)?(m\d{4}_\d{2}|outside_every_month|before_cut_over)$")
+_PARTITION = re.compile(r"^(batches_)?(m\d{4}_\d{2}|outside_every_month|before_cut_over)$")
 
 
 def months(*starts: datetime) -> set[str]:
     """The partitions of both tables for the months of `starts`."""
     names = {month_table(month_start(start)) for start in starts}
-    return names | {f"changes_{name}" for name in names}
+    return names | {f"batches_{name}" for name in names}
 
 
-EVERY = months(*MONTHS) | {"outside_every_month", "changes_outside_every_month"}
+EVERY = months(*MONTHS) | {"outside_every_month", "batches_outside_every_month"}
 
 
 @dataclass
@@ -235,7 +235,7 @@ async def test_every_statement_on_readings_reads_only_the_months_of_its_window(
     counts["read"] = _pruned(plans, "read November", months(nov2, nov4))
     # Bounded below by the system's stored last reading (5 November): that month and those
     # after it (nothing says they are empty), never the months before.
-    after_last = months(*MONTHS[2:]) | {"outside_every_month", "changes_outside_every_month"}
+    after_last = months(*MONTHS[2:]) | {"outside_every_month", "batches_outside_every_month"}
     counts["latest"] = _pruned(plans, "latest reading", after_last)
     since = NOW - timedelta(days=detectors.HISTORY_DAYS)
     counts["alerts"] = _pruned(plans, "alerts", months(since, NOW) | months(nov))
@@ -252,10 +252,10 @@ async def test_every_statement_on_readings_reads_only_the_months_of_its_window(
         assert any(
             pattern in query
             for pattern in (
-                "FROM reading_changes",  # the feed: by log position
+                "FROM change_batches b CROSS JOIN LATERAL",  # the feed: by log position
                 "SELECT min(readings.start_s) AS min_1, max(readings.start_s)",  # reading_span
                 "DELETE FROM readings",  # a deleted system's readings
-                "DELETE FROM reading_changes",
+                "DELETE FROM change_batches",
             )
         ), f"{phase}: reads every month\n{query}"
     assert {phase for phase, _ in unbounded} == {"change feed", "time zone", "delete"}

@@ -270,8 +270,16 @@ async def test_the_log_partitions_migration_keeps_every_row_and_goes_back(
     await _execute(pg, "DELETE FROM reading_changes WHERE txid = 9")
 
     await _upgrade(pg)
+    # At the head the log is `change_batches` (0021), converted from these rows.
+    ((batches,),) = (
+        await _execute(
+            pg, f"SELECT count(*) FROM change_batches WHERE system_id = '{system_id}'"  # noqa: S608
+        )
+    )[0]
+    assert batches == 1500
     await _execute(pg, f"DELETE FROM systems WHERE id = '{system_id}'")  # noqa: S608
-    assert set((await _log_partitions(pg)).values()) == {0}
+    ((batches,),) = (await _execute(pg, "SELECT count(*) FROM change_batches"))[0]
+    assert batches == 0
 
 
 @pytest.mark.services
@@ -287,8 +295,11 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         pg,
         _quarter_hours(this_month, 8, system_id),
         _quarter_hours(far, 3, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        "INSERT INTO change_batches (system_id, lo_s, hi_s, account_id, environment, txid)"  # noqa: S608
+        f" SELECT system_id, min(start_s), max(start_s), 'acct', 'live', 0 FROM readings"
+        f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}"
+        " GROUP BY system_id",
+        f"UPDATE readings SET batch = (SELECT max(seq) FROM change_batches)"
         f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}",
     )
     assert (await _partitions(pg))["outside_every_month"] == 3
@@ -323,11 +334,11 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         assert "before_cut_over" in retired.dropped
         ((kept,),) = (await _execute(pg, "SELECT count(*) FROM readings"))[0]
         assert kept == 3  # the far month's rows are within retention; this month's are not
-        # The change feed's log of the dropped months went with them.
+        # The change feed's batches of the dropped months went with them.
         ((logged,),) = (
             await _execute(
                 pg,
-                f"SELECT count(*) FROM reading_changes WHERE system_id = '{system_id}'",  # noqa: S608
+                f"SELECT count(*) FROM change_batches WHERE system_id = '{system_id}'",  # noqa: S608
             )
         )[0]
         assert logged == 0
@@ -546,9 +557,13 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
         settings,
         _quarter_hours(old, 5, system_id),
         _quarter_hours(recent, 2, system_id),
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh)"  # noqa: S608
-        f" SELECT system_id, start_s, 'acct', 'live', 0, energy_wh FROM readings"
+        # A batch per reading, and one across the horizon (a write of old and recent rows).
+        "INSERT INTO change_batches (system_id, lo_s, hi_s, account_id, environment, txid)"  # noqa: S608
+        f" SELECT system_id, start_s, start_s, 'acct', 'live', 0 FROM readings"
         f" WHERE system_id = '{system_id}'",
+        "INSERT INTO change_batches (system_id, lo_s, hi_s, account_id, environment, txid)"  # noqa: S608
+        f" VALUES ('{system_id}', {int(old.timestamp())}, {int(recent.timestamp())}, 'acct',"
+        " 'live', 0)",
     )
     engine = create_oneshot_engine(settings)
     try:
@@ -562,11 +577,14 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
     counts = await _execute(
         settings,
         "SELECT count(*) FROM readings",
-        "SELECT count(*) FROM reading_changes",
+        "SELECT count(*) FROM change_batches WHERE hi_s >= lo_s",
+        "SELECT min(lo_s) FROM change_batches",
         f"SELECT data_version FROM systems WHERE id = '{system_id}'",  # noqa: S608
     )
-    # The system's data changed: what was derived from it (a performance answer) is stale.
-    assert counts == [[(2,)], [(2,)], [(1,)]]
+    # The recent rows' batches stay, the one across the horizon now starts at it; the
+    # system's data changed: what was derived from it (a performance answer) is stale.
+    horizon = int(month_start(now, -2).timestamp())
+    assert counts == [[(2,)], [(3,)], [(horizon,)], [(1,)]]
 
 
 def test_the_setting_takes_whole_months(tmp_path: Path) -> None:

@@ -47,14 +47,11 @@ by the index on (`system_id`, `lo_s`)), its readings by `forget_system_readings`
 from __future__ import annotations
 
 from alembic import op
-from sqlalchemy import text
 
 revision = "0021_change_batches"
 down_revision = "0020_auth_epoch"
 branch_labels = None
 depends_on = None
-
-SCHEMA = "readings_partitions"
 
 _PG_BATCHES = (
     "CREATE TABLE change_batches ("
@@ -98,17 +95,23 @@ _SQLITE_TRIGGER = (
     "CREATE TRIGGER forget_system_changes AFTER DELETE ON systems"
     " BEGIN DELETE FROM {table} WHERE system_id = OLD.id; END"
 )
-_PARTITIONS = (
-    "SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i"
-    " JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-    " WHERE i.inhparent = 'public.readings'::regclass AND n.nspname = 'readings_partitions'"
-    " ORDER BY 1"
-)
-
-
-def _readings_partitions() -> list[tuple[str, str]]:
-    """The readings' partitions: name and bound (`FOR VALUES FROM (…) TO (…)`, `DEFAULT`)."""
-    return [(str(name), str(bound)) for name, bound in op.get_bind().execute(text(_PARTITIONS))]
+# One partition of `parent` per partition of `readings`, named `prefix` + its name, with its
+# bounds: a loop in the server, so that `migrate --sql` (offline) writes it out too.
+_MIRROR_PARTITIONS = """
+DO $$
+DECLARE p record;
+BEGIN
+    FOR p IN SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE i.inhparent = 'public.readings'::regclass AND n.nspname = 'readings_partitions'
+        ORDER BY 1
+    LOOP
+        EXECUTE format('CREATE TABLE readings_partitions.%I PARTITION OF {parent} %s',
+                       '{prefix}' || p.name, p.bound);
+    END LOOP;
+END $$
+"""
 
 
 def upgrade() -> None:
@@ -125,8 +128,7 @@ def _upgrade_postgresql() -> None:
     op.execute("ALTER SEQUENCE reading_changes_seq_seq RENAME TO change_batches_seq_seq")
     op.execute(_PG_BATCHES)
     op.execute("ALTER SEQUENCE change_batches_seq_seq OWNED BY public.change_batches.seq")
-    for name, bound in _readings_partitions():
-        op.execute(f"CREATE TABLE {SCHEMA}.batches_{name} PARTITION OF change_batches {bound}")
+    op.execute(_MIRROR_PARTITIONS.format(parent="change_batches", prefix="batches_"))
     op.execute(_CONVERT)
     op.execute(
         "UPDATE readings r SET batch = c.seq FROM reading_changes c"
@@ -194,8 +196,7 @@ def _downgrade_postgresql() -> None:
         ") PARTITION BY RANGE (start_s)"
     )
     op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY public.reading_changes.seq")
-    for name, bound in _readings_partitions():
-        op.execute(f"CREATE TABLE {SCHEMA}.changes_{name} PARTITION OF reading_changes {bound}")
+    op.execute(_MIRROR_PARTITIONS.format(parent="reading_changes", prefix="changes_"))
     op.execute(
         _UNCONVERT.format(first="(SELECT last_value FROM reading_changes_seq_seq)")
     )
