@@ -46,7 +46,7 @@ SELECT (SELECT count(*) FROM readings) AS quarter_hours,
        pg_total_relation_size('reading_hours'), (SELECT count(*) FROM reading_hours),
        pg_total_relation_size('reading_days'), (SELECT count(*) FROM reading_days),
        (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)
-        FROM pg_partition_tree('reading_changes'))  -- partitioned since migration 0018
+        FROM pg_partition_tree('change_batches'))  -- the change log since migration 0021
 """
 
 
@@ -65,7 +65,7 @@ def sizes(url: str) -> str:
         f"readings: heap {heap / n:.1f} B, heap + primary key {total / n:.1f} B per quarter-hour",
         f"reading_hours: {hours / n:.1f} B per quarter-hour ({hours / max(hour_rows, 1):.1f} B a row)",
         f"reading_days: {days / n:.1f} B per quarter-hour ({days / max(day_rows, 1):.1f} B a row)",
-        f"reading_changes (change feed log): {changes / n:.1f} B per quarter-hour",
+        f"change_batches (change feed log): {changes / n:.1f} B per quarter-hour",
         f"all: {(total + hours + days + changes) / n:.1f} B per quarter-hour "
         f"({(total + hours + days) / n:.1f} without the change log)",
     ]

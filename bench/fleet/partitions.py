@@ -80,7 +80,7 @@ def make_flat(part: str, flat: str) -> None:
     """`flat`: a copy of `part` (CREATE DATABASE … TEMPLATE) whose `readings` is one table with
     the same columns, primary key and foreign key, its rows in the same physical order (each
     partition's in turn, in the order of their months, each as it lies on disk).
-    `reading_changes` stays partitioned in both: W1–W3 do not read it."""
+    `change_batches` stays partitioned in both: W1–W3 do not read it."""
     if psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = '{flat}'") == "1":  # noqa: S608
         print(f"{flat} exists: kept")
         return
@@ -448,9 +448,9 @@ async def measure_drop(args: argparse.Namespace) -> int:
         began = time.perf_counter()
         async with connection.transaction():
             await connection.execute(f"DROP TABLE {SCHEMA}.{oldest['relname']}")
-            await connection.execute(f"DROP TABLE {SCHEMA}.changes_{oldest['relname']}")
+            await connection.execute(f"DROP TABLE {SCHEMA}.batches_{oldest['relname']}")
             statement = time.perf_counter() - began
-        print(f"DROP TABLE of {oldest['relname']} and changes_{oldest['relname']}: "
+        print(f"DROP TABLE of {oldest['relname']} and batches_{oldest['relname']}: "
               f"{statement * 1000:.0f} ms, with the commit {(time.perf_counter() - began) * 1000:.0f} ms")  # fmt: skip
     finally:
         await connection.close()

@@ -122,8 +122,13 @@ SELECT s.id AS system_id, t AS start_s, floor((400 + abs(hashtext(s.id)) % 600)
     * (6 + 4 * abs(sin(t / 86400.0)))) / 10 AS energy_wh
 FROM systems s CROSS JOIN generate_series({lo}, {hi - 900}, 900) AS t
 WHERE s.id = ANY({chunk});
-INSERT INTO readings (system_id, start_s, energy_wh, power_w)
-SELECT system_id, start_s, energy_wh, energy_wh * 4 FROM fresh;
+CREATE TEMP TABLE logged ON COMMIT DROP AS
+SELECT system_id, hour_s, nextval('change_batches_seq_seq') AS seq FROM (
+    SELECT DISTINCT system_id, start_s - start_s % 3600 AS hour_s FROM fresh
+    WHERE start_s >= {hi - 86400 * log_days} ORDER BY 1, 2) h;
+INSERT INTO readings (system_id, start_s, energy_wh, power_w, batch)
+SELECT f.system_id, f.start_s, f.energy_wh, f.energy_wh * 4, l.seq FROM fresh f
+LEFT JOIN logged l ON l.system_id = f.system_id AND l.hour_s = f.start_s - f.start_s % 3600;
 INSERT INTO reading_hours (system_id, hour_s, energy_wh, samples, power_max_w)
 SELECT system_id, start_s - start_s % 3600, sum(energy_wh), count(*), max(energy_wh * 4)
 FROM fresh GROUP BY 1, 2;
@@ -133,10 +138,10 @@ SELECT h.system_id, extract(epoch FROM (date_trunc('day', to_timestamp(h.hour_s)
     sum(h.samples), max(h.power_max_w)
 FROM reading_hours h JOIN systems s ON s.id = h.system_id WHERE h.system_id = ANY({chunk})
 GROUP BY 1, 2;
-INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid, energy_wh, power_w)
-SELECT system_id, start_s, '{account_id}', 'live', pg_current_xact_id()::text::bigint,
-    energy_wh, energy_wh * 4
-FROM fresh WHERE start_s >= {hi - 86400 * log_days} ORDER BY system_id, start_s;
+INSERT INTO change_batches (seq, account_id, environment, txid, system_id, lo_s, hi_s)
+SELECT seq, '{account_id}', 'live', pg_current_xact_id()::text::bigint, system_id, hour_s,
+    hour_s + 2700
+FROM logged ORDER BY seq;
 UPDATE systems SET first_reading_at = to_timestamp({lo}), last_reading_at = to_timestamp({hi - 900})
 WHERE id = ANY({chunk});
 COMMIT;""")  # fmt: skip  # noqa: S608 - the bench's own ids
@@ -168,7 +173,7 @@ def monthly_partitions(settings: Settings, url: str, start: datetime) -> None:
     month, first_ahead = month_start(start), month_start(utcnow())
     while month < first_ahead:
         lo, hi = int(month.timestamp()), int(month_start(month, 1).timestamp())
-        for parent, prefix in (("readings", ""), ("reading_changes", "changes_")):
+        for parent, prefix in (("readings", ""), ("change_batches", "batches_")):
             psql(url, f"CREATE TABLE {SCHEMA}.{prefix}{month_table(month)} PARTITION OF"
                       f" {parent} FOR VALUES FROM ({lo}) TO ({hi})")  # fmt: skip
         month = month_start(month, 1)
@@ -521,7 +526,7 @@ def feed_end(env: dict[str, str], state: dict[str, Any]) -> tuple[int, int]:
     cursor there instead of reading 35 M rows to reach it)."""
     url = env.get("SOLARAPI_DATABASE_URL")
     account = state["account_id"]
-    sql = (f"SELECT txid, seq FROM reading_changes WHERE account_id = '{account}' "  # noqa: S608
+    sql = (f"SELECT txid, seq FROM change_batches WHERE account_id = '{account}' "  # noqa: S608
            "ORDER BY txid DESC, seq DESC LIMIT 1")  # fmt: skip
     if url:
         txid, seq = psql(url, sql).split("|")

@@ -250,9 +250,10 @@ def bulk(batches: int) -> None:
               + ", ".join(f"{name} {value:.1f}" for name, value in sizes.items()))  # fmt: skip
 
 
-# Each table with its partitions (readings and, from migration 0018, the change log).
+# Each table with its partitions (readings and, from migration 0021, the change log's
+# batches); the uploaded readings are those with a batch (the COPY floor's have none).
 _SIZES = """
-SELECT (SELECT count(*) FROM readings), (SELECT count(*) FROM reading_changes),
+SELECT (SELECT count(*) FROM readings), (SELECT count(batch) FROM readings),
 {sizes}
 """
 
@@ -261,7 +262,7 @@ def _bytes_per_quarter_hour(url: str) -> dict[str, float]:
     """Bytes on disk (heap + indexes + TOAST, partitions included) per stored reading of
     `readings`, the change feed's log and the two rollups. The COPY floor's rows have no log
     and no rollups: `readings` per its own rows, the others per uploaded (logged) reading."""
-    tables = ("readings", "reading_changes", "reading_hours", "reading_days")
+    tables = ("readings", "change_batches", "reading_hours", "reading_days")
     subprocess.run(["psql", url, "-qc", "VACUUM ANALYZE"], check=True)
     sizes = ",\n".join(
         # pg_partition_tree gives no row for a table that is not partitioned.
