@@ -94,7 +94,7 @@ async def test_a_page_ends_inside_a_batch_and_a_replacement_moves_rows_to_a_new_
                 break
         stamps = [_stamp(JUNE + timedelta(minutes=15 * i)) for i in range(10)]
         assert [len(page) for page in pages] == [3, 3, 3, 1]
-        assert sum(pages, []) == stamps
+        assert [stamp for page in pages for stamp in page] == stamps
         after_all = token
 
         # A cursor inside the batch (after its 3rd row), then two of the later rows replaced:
@@ -219,8 +219,8 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
     await asyncio.to_thread(downgrade, settings, BEFORE)
     old_log = await _execute(
         settings,
-        "SELECT txid, seq, system_id, start_s, energy_wh FROM reading_changes"
-        f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",  # noqa: S608
+        "SELECT txid, seq, system_id, start_s, energy_wh FROM reading_changes"  # noqa: S608
+        f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
     )
     assert len(old_log) == 9  # a row per stored reading
     assert len({(txid, seq) for txid, seq, *_ in old_log}) == 9
@@ -231,23 +231,20 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
         settings, "SELECT count(*), count(*) - count(batch) FROM readings"
     )
     assert (readings, without) == (9, 0)
-    async with running_app(settings) as app:
-        async with client_for(app, tenant.live) as client:
-            # From every position an old cursor could hold: exactly the old log's rows after
-            # it, in its order.
-            for k in range(len(old_log) + 1):
-                txid, seq = (0, 0) if k == 0 else old_log[k - 1][:2]
-                rows, _ = await follow(client, v1_cursor(app, tenant, txid, seq), limit=2)
-                assert [
-                    (row["system_id"], row["timestamp"], row["energy_wh"]) for row in rows
-                ] == [
-                    (system_id, _stamp(datetime.fromtimestamp(start, UTC)), energy)
-                    for _, _, system_id, start, energy in old_log[k:]
-                ], k
-            # New writes take positions after every converted one.
-            _, token = await follow(client, v1_cursor(app, tenant, *old_log[-1][:2]))
-            await upload(client, two, quarter_series(JUNE, 1, 9))
-            rows, _ = await follow(client, token)
-            assert [(row["system_id"], row["energy_wh"]) for row in rows] == [(two, 9.0)]
+    async with running_app(settings) as app, client_for(app, tenant.live) as client:
+        # From every position an old cursor could hold: exactly the old log's rows after
+        # it, in its order.
+        for k in range(len(old_log) + 1):
+            txid, seq = (0, 0) if k == 0 else old_log[k - 1][:2]
+            rows, _ = await follow(client, v1_cursor(app, tenant, txid, seq), limit=2)
+            assert [(row["system_id"], row["timestamp"], row["energy_wh"]) for row in rows] == [
+                (system_id, _stamp(datetime.fromtimestamp(start, UTC)), energy)
+                for _, _, system_id, start, energy in old_log[k:]
+            ], k
+        # New writes take positions after every converted one.
+        _, token = await follow(client, v1_cursor(app, tenant, *old_log[-1][:2]))
+        await upload(client, two, quarter_series(JUNE, 1, 9))
+        rows, _ = await follow(client, token)
+        assert [(row["system_id"], row["energy_wh"]) for row in rows] == [(two, 9.0)]
     ((newest,),) = await _execute(settings, "SELECT max(seq) FROM change_batches")
     assert int(newest) > max(int(seq) for _, seq, *_ in old_log)

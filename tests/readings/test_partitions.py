@@ -273,7 +273,8 @@ async def test_the_log_partitions_migration_keeps_every_row_and_goes_back(
     # At the head the log is `change_batches` (0021), converted from these rows.
     ((batches,),) = (
         await _execute(
-            pg, f"SELECT count(*) FROM change_batches WHERE system_id = '{system_id}'"  # noqa: S608
+            pg,
+            f"SELECT count(*) FROM change_batches WHERE system_id = '{system_id}'",  # noqa: S608
         )
     )[0]
     assert batches == 1500
@@ -299,7 +300,7 @@ async def test_the_job_creates_months_ahead_moves_strays_and_drops_past_retentio
         f" SELECT system_id, min(start_s), max(start_s), 'acct', 'live', 0 FROM readings"
         f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}"
         " GROUP BY system_id",
-        f"UPDATE readings SET batch = (SELECT max(seq) FROM change_batches)"
+        "UPDATE readings SET batch = (SELECT max(seq) FROM change_batches)"  # noqa: S608
         f" WHERE system_id = '{system_id}' AND start_s < {int(month_start(now, 1).timestamp())}",
     )
     assert (await _partitions(pg))["outside_every_month"] == 3

@@ -197,9 +197,7 @@ def _downgrade_postgresql() -> None:
     )
     op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY public.reading_changes.seq")
     op.execute(_MIRROR_PARTITIONS.format(parent="reading_changes", prefix="changes_"))
-    op.execute(
-        _UNCONVERT.format(first="(SELECT last_value FROM reading_changes_seq_seq)")
-    )
+    op.execute(_UNCONVERT.format(first="(SELECT last_value FROM reading_changes_seq_seq)"))
     op.execute(
         "SELECT setval('reading_changes_seq_seq', greatest((SELECT max(seq) FROM"
         " reading_changes), (SELECT last_value FROM reading_changes_seq_seq)))"
