@@ -2,14 +2,15 @@
 page starts.
 
 Why this never skips a change (docs/changes.md has the long form): rows are delivered in
-(`txid`, `seq`) order, and only rows whose writer's transaction id is below the horizon of
-the snapshot they were read in (PostgreSQL: its xmin; SQLite: no limit, its writers are
+(`txid`, `seq`, `start_s`) order — each write of readings is a batch at (`txid`, `seq`), its
+rows read from `readings` — and only rows of batches whose writer's transaction id is below
+the horizon of the snapshot they were read in (PostgreSQL: its xmin; SQLite: no limit, its writers are
 serialised and take `seq` values in commit order) — the database backend's read,
 `db.Backend.read_change_log`. Every transaction below a snapshot's
 xmin has ended, and every later one gets a larger id, so once a reader has seen the rows
 below a horizon no row can ever appear there again: a row written later has a larger
 `txid` than any delivered one, so it sorts after the cursor. A row rewritten later (a
-replaced reading) moves to the writer's new position, so it is delivered again there.
+replaced reading) moves to the writer's new batch, so it is delivered again there.
 """
 
 from __future__ import annotations
