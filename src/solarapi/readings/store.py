@@ -9,6 +9,7 @@ the one of the session's backend (`db.session_backend`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -202,16 +203,19 @@ class ReadingStore(Protocol):
         ...
 
 
-def month_spans(starts: IntArray) -> tuple[IntArray, IntArray]:
+def month_spans(starts: IntArray) -> tuple[list[int], list[int]]:
     """The first and last of `starts` (not empty) within each UTC month they touch, in
     month order: a batch's rows per month (PostgreSQL partitions `change_batches` by month,
     and a batch's range is read whole, so a write of two quarter-hours months apart must not
-    span the months between)."""
+    span the months between). The usual write, within one month, is told without numpy."""
+    lo, hi = int(starts.min()), int(starts.max())
+    if time.gmtime(lo)[:2] == time.gmtime(hi)[:2]:
+        return [lo], [hi]
     ordered = np.sort(starts)
     months = ordered.astype("datetime64[s]").astype("datetime64[M]")
     firsts = np.flatnonzero(np.r_[True, months[1:] != months[:-1]])
     lasts = np.r_[firsts[1:] - 1, len(ordered) - 1]
-    return ordered[firsts], ordered[lasts]
+    return ordered[firsts].tolist(), ordered[lasts].tolist()
 
 
 def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:

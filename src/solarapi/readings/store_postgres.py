@@ -222,7 +222,7 @@ class PostgresReadingStore:
             event.id, event.type, event.data, event.created_at, list(event.delivery_ids),
             event.delivery_kind, event.delivery_max_attempts,
             job.id, job.kind, job.payload, job.max_attempts, job.run_at, job.account_id,
-            *(span.tolist() for span in month_spans(batch.starts)),
+            *month_spans(batch.starts),
         )  # fmt: skip
         try:
             # Before any transaction of the session: a connection of its own, committed
@@ -270,8 +270,8 @@ class PostgresReadingStore:
                 "account_id": change.account_id,
                 "environment": change.environment,
                 "system_id": change.system_id,
-                "los": los.tolist(),
-                "his": his.tolist(),
+                "los": los,
+                "his": his,
             },
         )
         return int(result.scalar_one())
