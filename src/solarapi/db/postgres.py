@@ -230,8 +230,10 @@ _NO_JIT = "SET LOCAL jit = off"
 # those whose `batch` is still the batch's `seq` (in the position's own batch only those after
 # $5), up to $6 rows, packed as one `bytea` of fixed-size records (the system id NUL-padded to
 # 40 bytes, big-endian numbers, a NULL power as NaN); and whether the snapshot holds a batch
-# with rows at or above the horizon (held back until older writers end). Rows below the
-# horizon after the page: the page is full ($6 is one more than asked for).
+# with rows at or above the horizon (held back until older writers end; its index range
+# starts at the horizon, not at the position: a row comparison beside it made PostgreSQL scan
+# the index from the position, 116 ms on a 744,000-batch log). Rows below the horizon after
+# the page: the page is full ($6 is one more than asked for).
 _AFTER_POSITION = (
     "r.system_id = b.system_id AND r.start_s >= b.lo_s AND r.start_s <= b.hi_s"
     " AND r.start_s > CASE WHEN b.txid = $3 AND b.seq = $4 THEN $5::bigint ELSE b.lo_s - 1 END"
@@ -259,7 +261,8 @@ SELECT
     EXISTS (
         SELECT 1 FROM change_batches b
         WHERE b.account_id = $1 AND b.environment = $2
-          AND (b.txid, b.seq) >= ($3::bigint, $4::bigint) AND b.txid >= {_HORIZON}
+          AND b.txid >= greatest($3::bigint, {_HORIZON})
+          AND (b.txid > $3::bigint OR b.seq >= $4::bigint)
           AND EXISTS (SELECT 1 FROM readings r WHERE {_AFTER_POSITION})
     )
 """  # noqa: S608 - constants
