@@ -146,3 +146,33 @@ async def test_two_authorization_headers_use_neither(
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "validation"
     assert "more than one Authorization header" in response.json()["error"]
+
+
+# 50,000 nested arrays in 100 KB: deeper than Python's recursion limit, so a recursive
+# decoder gives up (a RecursionError, which is no ValueError), under every body limit.
+DEEP = b'{"readings":' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/api/v1/systems/{id}/readings", "/api/v1/systems/{id}/irradiance", "/api/v1/ingest/readings"],
+)
+async def test_a_body_nested_too_deeply_is_a_400_not_a_500(
+    app: FastAPI, enterprise: Tenant, target: str
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = await _system(client)
+        token = await client.post(
+            f"/api/v1/systems/{system_id}/ingest-tokens", json={"name": "logger"}
+        )
+        assert token.status_code == 201, token.text
+    key = token.json()["token"] if "ingest" in target else enterprise.live
+    async with client_for(app, key) as client:
+        response = await client.post(
+            target.replace("{id}", system_id),
+            content=DEEP,
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "validation"
+    assert response.json()["error"].startswith("request body is not valid JSON"), response.text

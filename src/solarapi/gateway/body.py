@@ -42,7 +42,9 @@ def duplicate_key(body: bytes) -> str | None:
         json.loads(body, object_pairs_hook=_refuse_duplicates)
     except _DuplicateKey as exc:
         return str(exc)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # Not valid JSON, or nested deeper than this decoder recurses (which the endpoint's
+        # own decoder refuses as invalid JSON): the endpoint says what is wrong with it.
         return None
     return None
 
