@@ -176,3 +176,38 @@ async def test_a_body_nested_too_deeply_is_a_400_not_a_500(
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "validation"
     assert response.json()["error"].startswith("request body is not valid JSON"), response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "request body is required: send a JSON object"),
+        (b"[]", "request body must be a JSON object"),
+        (b'"Rooftop"', "request body must be a JSON object"),
+        (b"null", "request body must be a JSON object"),
+        (b'{"name": "' + b"[" * 50_000 + b'"}', None),  # (a long string: valid, then refused)
+        (b'{"name": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "request body is not valid JSON"),
+        (b'{"name": "\xff\xfe"}', "request body is not valid UTF-8"),
+        (b'{"capacity_kwp": 1' + b"0" * 5000 + b"}", "request body is not valid JSON"),
+    ],
+    ids=["empty", "array", "string", "null", "long-string", "deep", "not-utf8", "huge-number"],
+)
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+async def test_a_body_the_framework_cannot_read_is_named_as_the_body(
+    app: FastAPI, enterprise: Tenant, body: bytes, message: str | None, method: str
+) -> None:
+    """Bodies read by the framework (every endpoint but the uploads): the message says that
+    the body is what is wrong, never an anonymous "is required" or "There was an error
+    parsing the body"."""
+    async with client_for(app, enterprise.live) as client:
+        path = "/api/v1/systems" if method == "POST" else f"/api/v1/systems/{await _system(client)}"
+        response = await client.request(
+            method, path, content=body, headers={"Content-Type": "application/json"}
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "validation"
+    error = response.json()["error"]
+    assert "There was an error parsing the body" not in error
+    assert not error.startswith(("is required", "Input should be"))
+    if message is not None:
+        assert error.startswith(message), error
