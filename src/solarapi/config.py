@@ -149,7 +149,7 @@ class Settings(BaseSettings):
                 "not a database URL; use sqlite:///path/to/file.db or "
                 "postgresql://user@host:5432/database"
             ) from None
-        if backend not in ("sqlite", "postgresql"):
+        if backend not in ("sqlite", "postgresql", "postgres"):
             raise ValueError(
                 f"the backend '{backend}' is not supported; the service runs on sqlite:///… or "
                 "postgresql://…"
@@ -210,7 +210,15 @@ class Settings(BaseSettings):
         names none; a URL that names its driver is used as it is."""
         url = make_url(self.database_url)
         driver = _ASYNC_DRIVERS.get(url.drivername)
-        return url if driver is None else url.set(drivername=driver)
+        if driver is None:
+            return url
+        url = url.set(drivername=driver)
+        if driver == "postgresql+asyncpg" and "sslmode" in url.query:
+            # libpq's name, in every managed PostgreSQL's connection string; asyncpg takes the
+            # same values (disable … verify-full) as `ssl` and refuses `sslmode`.
+            mode = url.query["sslmode"]
+            url = url.difference_update_query(["sslmode"]).update_query_dict({"ssl": mode})
+        return url
 
     @cached_property
     def effective_secret_key(self) -> bytes:

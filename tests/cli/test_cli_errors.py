@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,29 @@ def test_version() -> None:
 
     result = run_cli({}, "--version")
     assert result.stdout.strip() == f"solarapi {package_version()} (API 1.0)"
+
+
+@pytest.mark.services
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda url: url.replace("postgresql://", "postgres://", 1),
+        lambda url: f"{url}?sslmode=disable",
+        lambda url: f"{url}?sslmode=prefer",
+        lambda url: url.replace("postgresql://", "postgres://", 1) + "?sslmode=disable",
+    ],
+    ids=["postgres-scheme", "sslmode-disable", "sslmode-prefer", "both"],
+)
+def test_a_postgresql_url_as_hosting_providers_write_it_works(
+    postgres_settings: Settings, variant: Callable[[str], str]
+) -> None:
+    """`postgres://` (Heroku's and many providers' spelling) and libpq's `sslmode` (what a
+    managed PostgreSQL's connection string carries) reach the database: the scheme is the
+    same backend, and asyncpg takes `sslmode`'s values as its `ssl`."""
+    env = {
+        "SOLARAPI_DATABASE_URL": variant(postgres_settings.database_url),
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+    }
+    result = run_cli(env, "migrate", "--check", check=False)
+    assert result.returncode == 0, result.stderr
+    assert "is up to date" in result.stdout + result.stderr, result
