@@ -102,7 +102,11 @@ def check_body(
                     )
             received += len(chunk)
             if received > max_bytes:
-                raise PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes")
+                # The rest is not read: the server closes the connection after the answer.
+                raise PayloadTooLarge(
+                    f"Request body exceeds the limit of {max_bytes} bytes",
+                    headers={"Connection": "close"},
+                )
             if nul_scanner.feed(chunk):
                 raise ValidationFailed(f"request body: {NUL_MESSAGE}")
             if received <= DUPLICATE_CHECK_BYTES:
