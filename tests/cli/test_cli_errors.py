@@ -207,6 +207,20 @@ def test_a_database_server_that_never_answers_is_one_line_not_a_minute(tmp_path:
             "error: invalid settings: SOLARAPI_METRICS_PORT: Input should be a valid integer, "
             "unable to parse string as an integer",
         ),
+        # Accepted once, then `serve` and `worker` died with "unexpected ValueError: Unknown
+        # level" naming no variable; and a body limit of 0 refused every body with a 413.
+        (
+            "SOLARAPI_LOG_LEVEL",
+            "LOUD",
+            "error: invalid settings: SOLARAPI_LOG_LEVEL: must be one of DEBUG, INFO, "
+            "WARNING, ERROR, CRITICAL",
+        ),
+        (
+            "SOLARAPI_MAX_BODY_BYTES",
+            "0",
+            "error: invalid settings: SOLARAPI_MAX_BODY_BYTES: Input should be greater than "
+            "or equal to 1",
+        ),
     ],
 )
 def test_a_bad_setting_is_named_without_echoing_its_value(
