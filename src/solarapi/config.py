@@ -20,6 +20,7 @@ _ASYNC_DRIVERS = {
     "postgresql": "postgresql+asyncpg",
     "sqlite": "sqlite+aiosqlite",
 }
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _PLACEHOLDER_SECRETS = {"", "change-me", "changeme", "secret", "dev", "test"}
 
 
@@ -35,7 +36,7 @@ class Settings(BaseSettings):
     # The secret read from a file instead (Docker and Kubernetes secrets, systemd credentials).
     secret_key_file: Path | None = None
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    max_body_bytes: int = 10 * 1024 * 1024
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1)
     anonymous_per_minute: int = 60
     # Multiplies every plan's per-minute and per-day limit. For load tests and benchmarks
     # only, so 429s do not distort the figures; production leaves it at 1.
@@ -149,12 +150,21 @@ class Settings(BaseSettings):
                 "not a database URL; use sqlite:///path/to/file.db or "
                 "postgresql://user@host:5432/database"
             ) from None
-        if backend not in ("sqlite", "postgresql"):
+        if backend not in ("sqlite", "postgresql", "postgres"):
             raise ValueError(
                 f"the backend '{backend}' is not supported; the service runs on sqlite:///… or "
                 "postgresql://…"
             )
         return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        # Checked here, not first by `logging` when `serve` or `worker` starts.
+        level = value.strip().upper()
+        if level not in _LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)}")
+        return level
 
     @field_validator("redis_url")
     @classmethod
@@ -210,7 +220,15 @@ class Settings(BaseSettings):
         names none; a URL that names its driver is used as it is."""
         url = make_url(self.database_url)
         driver = _ASYNC_DRIVERS.get(url.drivername)
-        return url if driver is None else url.set(drivername=driver)
+        if driver is None:
+            return url
+        url = url.set(drivername=driver)
+        if driver == "postgresql+asyncpg" and "sslmode" in url.query:
+            # libpq's name, in every managed PostgreSQL's connection string; asyncpg takes the
+            # same values (disable … verify-full) as `ssl` and refuses `sslmode`.
+            mode = url.query["sslmode"]
+            url = url.difference_update_query(["sslmode"]).update_query_dict({"ssl": mode})
+        return url
 
     @cached_property
     def effective_secret_key(self) -> bytes:

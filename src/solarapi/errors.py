@@ -143,7 +143,22 @@ def http_exception_response(exc: StarletteHTTPException) -> OrjsonResponse:
     """A Starlette or FastAPI HTTPException that is no `ApiError` (as FastAPI's "There was an
     error parsing the body") in the `{error, code}` shape."""
     code = _CODES.get(exc.status_code, "server_error" if exc.status_code >= 500 else "validation")
-    return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
+    return error_response(
+        exc.status_code, code, _body_parse_message(exc) or str(exc.detail), dict(exc.headers or {})
+    )
+
+
+def _body_parse_message(exc: StarletteHTTPException) -> str | None:
+    """What FastAPI's "There was an error parsing the body" was: it raises it `from` what its
+    JSON decoding raised other than a syntax error (bytes that are not UTF-8, nesting deeper
+    than the decoder recurses, a number too long to convert)."""
+    if exc.status_code != 400 or exc.detail != "There was an error parsing the body":
+        return None
+    if isinstance(exc.__cause__, UnicodeDecodeError):
+        return "request body is not valid UTF-8"
+    if isinstance(exc.__cause__, RecursionError):
+        return "request body is not valid JSON: nested too deeply"
+    return "request body is not valid JSON"
 
 
 def describe_validation_errors(errors: Any) -> str:
@@ -157,6 +172,12 @@ def describe_validation_errors(errors: Any) -> str:
         for piece in loc:
             where += f"[{piece}]" if piece.isdigit() else (f".{piece}" if where else piece)
         msg = str(err.get("msg", "invalid value"))
+        if not where and tuple(err.get("loc", ()))[:1] == ("body",):
+            # The body as a whole: absent, or not an object.
+            if err.get("type") == "missing":
+                return "request body is required: send a JSON object"
+            if err.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+                return "request body must be a JSON object"
         if err.get("type") == "extra_forbidden":
             msg = "unknown field"
         elif err.get("type") == "missing":

@@ -303,3 +303,23 @@ async def test_systems_create_and_list_for_an_account(app: FastAPI, pro: Tenant)
     assert bad.returncode == 1
     assert bad.stderr.startswith("error: location.latitude")
     assert "Traceback" not in bad.stderr
+
+
+async def test_systems_create_refuses_with_the_apis_message(
+    app: FastAPI, pro: Tenant, enterprise: Tenant
+) -> None:
+    """The command's message for a bad field is the API's (`POST /systems`): located, and
+    without pydantic's "Value error, " prefix."""
+    env = settings_env(app.state.settings)
+    args = ["--account", pro.email, "--name", "X", "--capacity-kwp", "1", "--latitude", "52"]
+    bad = run_cli(
+        env, "systems", "create", *args, "--longitude", "5", "--timezone", "Mars/Olympus",
+        check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    location = {"latitude": 52, "longitude": 5, "timezone": "Mars/Olympus"}
+    async with client_for(app, enterprise.live) as client:
+        body = {"name": "X", "capacity_kwp": 1, "location": location}
+        api = (await client.post("/api/v1/systems", json=body)).json()["error"]
+    assert "Value error" not in bad.stderr
+    assert bad.stderr.strip() == f"error: {api}"

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,20 @@ def test_a_database_server_that_never_answers_is_one_line_not_a_minute(tmp_path:
             "error: invalid settings: SOLARAPI_METRICS_PORT: Input should be a valid integer, "
             "unable to parse string as an integer",
         ),
+        # Accepted once, then `serve` and `worker` died with "unexpected ValueError: Unknown
+        # level" naming no variable; and a body limit of 0 refused every body with a 413.
+        (
+            "SOLARAPI_LOG_LEVEL",
+            "LOUD",
+            "error: invalid settings: SOLARAPI_LOG_LEVEL: must be one of DEBUG, INFO, "
+            "WARNING, ERROR, CRITICAL",
+        ),
+        (
+            "SOLARAPI_MAX_BODY_BYTES",
+            "0",
+            "error: invalid settings: SOLARAPI_MAX_BODY_BYTES: Input should be greater than "
+            "or equal to 1",
+        ),
     ],
 )
 def test_a_bad_setting_is_named_without_echoing_its_value(
@@ -243,3 +258,29 @@ def test_version() -> None:
 
     result = run_cli({}, "--version")
     assert result.stdout.strip() == f"solarapi {package_version()} (API 1.0)"
+
+
+@pytest.mark.services
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda url: url.replace("postgresql://", "postgres://", 1),
+        lambda url: f"{url}?sslmode=disable",
+        lambda url: f"{url}?sslmode=prefer",
+        lambda url: url.replace("postgresql://", "postgres://", 1) + "?sslmode=disable",
+    ],
+    ids=["postgres-scheme", "sslmode-disable", "sslmode-prefer", "both"],
+)
+def test_a_postgresql_url_as_hosting_providers_write_it_works(
+    postgres_settings: Settings, variant: Callable[[str], str]
+) -> None:
+    """`postgres://` (Heroku's and many providers' spelling) and libpq's `sslmode` (what a
+    managed PostgreSQL's connection string carries) reach the database: the scheme is the
+    same backend, and asyncpg takes `sslmode`'s values as its `ssl`."""
+    env = {
+        "SOLARAPI_DATABASE_URL": variant(postgres_settings.database_url),
+        "SOLARAPI_SECRET_KEY": TEST_SECRET,
+    }
+    result = run_cli(env, "migrate", "--check", check=False)
+    assert result.returncode == 0, result.stderr
+    assert "is up to date" in result.stdout + result.stderr, result

@@ -50,3 +50,19 @@ def test_the_docs_refer_to_nothing_outside_the_repository() -> None:
         assert "api-v1.md" not in text, path
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
             assert (path.parent / target).exists(), f"{path}: link to {target}"
+
+
+def test_the_reference_says_which_answers_carry_no_request_id_or_rate_limit_headers() -> None:
+    """`solarapi serve` answers a few requests itself, before the API runs (server.py): a URL
+    or header lines over their limits and malformed HTTP (400), a stalled head or body (408),
+    too many connections (429, 503). Those answers have neither `X-Request-Id` nor rate-limit
+    headers, so the reference's "every response carries …" must name them as the exception."""
+    conventions = REFERENCE.split("## Conventions", 1)[1].split("\n## ", 1)[0]
+    rate_limits = REFERENCE.split("## Rate limits", 1)[1].split("\n## ", 1)[0]
+    assert "Every response carries `X-Request-Id`" in conventions
+    exception = conventions.split("Every response carries `X-Request-Id`", 1)[1]
+    exception = exception.split("\n- ", 1)[0]
+    for words in ("8 KiB", "32 KiB", "malformed HTTP", "408", "no request id", "rate-limit"):
+        assert words in exception, words
+    assert "Headers on every response" in rate_limits
+    assert "#conventions" in rate_limits.split("Headers on every response", 1)[1].split("\n", 1)[0]

@@ -5,6 +5,8 @@ the locked runtime dependencies only (from uv's cache, no network), then `solara
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -32,6 +34,15 @@ def _run(*args: str | Path, env: dict[str, str] | None = None) -> str:
     return result.stdout
 
 
+def _offline_install_block() -> str:
+    """The shell block of docs/operations.md's install without a network on the server."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    section = text.split("**Without a network on the server**", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    return block.group(1)
+
+
 def test_the_wheel_installs_offline_migrates_and_serves(tmp_path: Path) -> None:
     if not UV.exists():
         pytest.skip("uv is bootstrapped by `make install`")
@@ -45,14 +56,26 @@ def test_the_wheel_installs_offline_migrates_and_serves(tmp_path: Path) -> None:
     assert "solarapi/dashboard/static/dashboard.css" in names
     assert not [n for n in names if n.startswith("tests/")]
 
-    # The lock's runtime set (no dev group) from uv's cache, then the wheel itself.
+    # The lock's runtime set (no dev group) from uv's cache, then the wheel itself: the
+    # offline install of docs/operations.md as written, in a directory holding only what it
+    # says to copy to the server (not the checkout), into a scratch directory for /opt.
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
-    _run(
-        UV, "sync", "--frozen", "--no-dev", "--no-install-project", "--offline",
-        "--python", sys.executable, env={"UV_PROJECT_ENVIRONMENT": str(venv)},
+    server = tmp_path / "server"
+    server.mkdir()
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(ROOT / name, server / name)
+    shutil.copy(wheel, server / wheel.name)
+    script = _offline_install_block().replace("/opt/solarapi/venv", str(venv))
+    script = script.replace("python3.11", sys.executable)
+    script = re.sub(r"^uv ", f"{UV} ", script, flags=re.MULTILINE)
+    script = re.sub(r"^(\S+=\S+) uv ", rf"\1 {UV} ", script, flags=re.MULTILINE)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=server, capture_output=True, text=True,
+        timeout=600, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""},
     )  # fmt: skip
-    _run(UV, "pip", "install", "--offline", "--no-deps", "--python", python, wheel)
+    assert result.returncode == 0, f"{script}\n{result.stdout}\n{result.stderr}"
+    assert result.stdout.startswith("solarapi 1."), result.stdout
     installed = _run(UV, "pip", "list", "--python", python).lower()
     for tool in ("pytest", "mypy", "playwright", "moto", "schemathesis", "ruff"):
         assert f"\n{tool} " not in installed, tool

@@ -58,6 +58,9 @@ async def test_a_chunked_bomb_is_cut_off_at_the_endpoints_limit(
         )
     assert response.status_code == 413, response.text
     assert str(SMALL_BODY) in response.json()["error"]
+    # The server closes the connection rather than read the rest: the answer says so, as the
+    # 413 of a Content-Length over the limit does.
+    assert response.headers["connection"] == "close"
 
 
 async def test_ten_thousand_readings_fit_the_upload_limit(app: FastAPI, enterprise: Tenant) -> None:
@@ -146,3 +149,68 @@ async def test_two_authorization_headers_use_neither(
     assert response.status_code == 400, response.text
     assert response.json()["code"] == "validation"
     assert "more than one Authorization header" in response.json()["error"]
+
+
+# 50,000 nested arrays in 100 KB: deeper than Python's recursion limit, so a recursive
+# decoder gives up (a RecursionError, which is no ValueError), under every body limit.
+DEEP = b'{"readings":' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/api/v1/systems/{id}/readings", "/api/v1/systems/{id}/irradiance", "/api/v1/ingest/readings"],
+)
+async def test_a_body_nested_too_deeply_is_a_400_not_a_500(
+    app: FastAPI, enterprise: Tenant, target: str
+) -> None:
+    async with client_for(app, enterprise.live) as client:
+        system_id = await _system(client)
+        token = await client.post(
+            f"/api/v1/systems/{system_id}/ingest-tokens", json={"name": "logger"}
+        )
+        assert token.status_code == 201, token.text
+    key = token.json()["token"] if "ingest" in target else enterprise.live
+    async with client_for(app, key) as client:
+        response = await client.post(
+            target.replace("{id}", system_id),
+            content=DEEP,
+            headers={"Content-Type": "application/json"},
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "validation"
+    assert response.json()["error"].startswith("request body is not valid JSON"), response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "request body is required: send a JSON object"),
+        (b"[]", "request body must be a JSON object"),
+        (b'"Rooftop"', "request body must be a JSON object"),
+        (b"null", "request body must be a JSON object"),
+        (b'{"name": "' + b"[" * 50_000 + b'"}', None),  # (a long string: valid, then refused)
+        (b'{"name": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "request body is not valid JSON"),
+        (b'{"name": "\xff\xfe"}', "request body is not valid UTF-8"),
+        (b'{"capacity_kwp": 1' + b"0" * 5000 + b"}", "request body is not valid JSON"),
+    ],
+    ids=["empty", "array", "string", "null", "long-string", "deep", "not-utf8", "huge-number"],
+)
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+async def test_a_body_the_framework_cannot_read_is_named_as_the_body(
+    app: FastAPI, enterprise: Tenant, body: bytes, message: str | None, method: str
+) -> None:
+    """Bodies read by the framework (every endpoint but the uploads): the message says that
+    the body is what is wrong, never an anonymous "is required" or "There was an error
+    parsing the body"."""
+    async with client_for(app, enterprise.live) as client:
+        path = "/api/v1/systems" if method == "POST" else f"/api/v1/systems/{await _system(client)}"
+        response = await client.request(
+            method, path, content=body, headers={"Content-Type": "application/json"}
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "validation"
+    error = response.json()["error"]
+    assert "There was an error parsing the body" not in error
+    assert not error.startswith(("is required", "Input should be"))
+    if message is not None:
+        assert error.startswith(message), error

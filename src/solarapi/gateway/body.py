@@ -42,7 +42,9 @@ def duplicate_key(body: bytes) -> str | None:
         json.loads(body, object_pairs_hook=_refuse_duplicates)
     except _DuplicateKey as exc:
         return str(exc)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # Not valid JSON, or nested deeper than this decoder recurses (which the endpoint's
+        # own decoder refuses as invalid JSON): the endpoint says what is wrong with it.
         return None
     return None
 
@@ -100,7 +102,11 @@ def check_body(
                     )
             received += len(chunk)
             if received > max_bytes:
-                raise PayloadTooLarge(f"Request body exceeds the limit of {max_bytes} bytes")
+                # The rest is not read: the server closes the connection after the answer.
+                raise PayloadTooLarge(
+                    f"Request body exceeds the limit of {max_bytes} bytes",
+                    headers={"Connection": "close"},
+                )
             if nul_scanner.feed(chunk):
                 raise ValidationFailed(f"request body: {NUL_MESSAGE}")
             if received <= DUPLICATE_CHECK_BYTES:

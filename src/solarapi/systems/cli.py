@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.accounts.service import find_account
 from solarapi.auth.principal import Caller
 from solarapi.cli_support import load_settings, print_json, run_in_session
+from solarapi.errors import describe_validation_errors
 from solarapi.kit.plans import Environment
 from solarapi.kit.timefmt import utcnow
 from solarapi.systems import repository
@@ -50,11 +51,8 @@ def systems_create(
             }
         )
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            for e in exc.errors(include_url=False, include_input=False)
-        )
-        typer.echo(f"error: {problems}", err=True)
+        # The API's message for the same body (`POST /api/v1/systems`).
+        typer.echo(f"error: {describe_validation_errors(exc.errors())}", err=True)
         raise typer.Exit(1) from None
 
     async def work(session: AsyncSession) -> SystemView:
