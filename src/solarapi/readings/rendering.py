@@ -14,7 +14,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -141,12 +141,38 @@ class ManyReadings:
     time_ranges: tuple[TimeRange, ...]
     buckets: ManyBuckets
 
-    def totals(self) -> list[Totals]:
+    def totals(self) -> ManyTotals:
         """Each system's `meta.totals`, in the systems' order."""
         return _many_totals(self.buckets, _frames(self.time_ranges))
 
 
-def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: int) -> list[bytes]:
+@dataclass(frozen=True, slots=True)
+class ManyTotals(Sequence[Totals]):
+    """Several systems' `Totals` as columns (item k is system k's `Totals`, made when
+    asked for): a portfolio's thousand systems need their sums and their text, not an object
+    each."""
+
+    energy_wh: list[float | None]
+    power_max_w: list[float | None]
+    samples: list[int]
+    expected_samples: list[int]
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    @overload
+    def __getitem__(self, k: int) -> Totals: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Totals]: ...
+    def __getitem__(self, k: int | slice) -> Totals | list[Totals]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return Totals(
+            self.energy_wh[k], self.power_max_w[k], self.samples[k], self.expected_samples[k]
+        )
+
+
+def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) -> list[bytes]:
     """Systems lo to hi of a `ManyReadings` as the items of `GET /portfolio/readings`'s
     `data`, comma-separated, in pieces to be joined once with the envelope (a body of
     megabytes is copied once, not per concatenation): per system its id, zone and widened range, and the buckets and
@@ -160,6 +186,9 @@ def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: i
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
     hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
     args = _template_args(energy, hours, power_max, samples)
+    # Each system's totals as `_totals_body` writes them: the floats (None as null) by one
+    # orjson call, the counts by `%d` (as orjson writes an int).
+    floats = _split_list(totals.energy_wh[lo:hi] + totals.power_max_w[lo:hi])
     pieces: list[bytes] = []
     at = 0
     for k, frame in zip(range(lo, hi), frames, strict=True):
@@ -171,13 +200,32 @@ def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: i
                 "to": frame.last,
             }
         )
-        totals_body = orjson.dumps(_totals_body(totals[k]))
+        totals_body = _TOTALS % (
+            floats[k - lo],
+            floats[hi - lo + k - lo],
+            totals.samples[k],
+            totals.expected_samples[k],
+        )
         # One %-format per system: its frame's text with the numbers in their places (no
         # object per bucket; a join of many small pieces cost more than the formatting).
         data = frame.template % tuple(args[4 * at : 4 * (at + frame.count)])
         at += frame.count
         comma = b"," if k > lo else b""
-        pieces += (comma, head[:-1], b',"data":[', data, b'],"totals":', totals_body, b"}")
+        pieces += (comma, head[:-1], b',"data":[', data, totals_body)
+    return pieces
+
+
+# A system's totals after its data, as `_totals_body` is written by orjson, and its end.
+_TOTALS = b'],"totals":{"energy_wh":%s,"power_max_w":%s,"samples":%d,"expected_samples":%d}}'
+
+
+def _split_list(values: list[float | None]) -> list[bytes]:
+    """Each value as orjson writes it (None as `null`): one dump, split at its commas."""
+    if not values:
+        return []
+    pieces = orjson.dumps(values).split(b",")
+    pieces[0] = pieces[0][1:]
+    pieces[-1] = pieces[-1][:-1]
     return pieces
 
 
@@ -213,8 +261,23 @@ def _template_args(
         args[0::4] = numbers[0::3]
         args[1::4] = numbers[1::3]
         args[2::4] = numbers[2::3]
-        args[3::4] = _split_array(samples)
+        args[3::4] = _counts(samples)
     return args
+
+
+# Sample counts as orjson writes them, for counts up to a month of quarter-hours: a page of
+# a fleet's buckets looks them up (one object array indexed at once) instead of writing and
+# splitting them; short series (one system's) write them, the lookup's checks cost more.
+_COUNT_TEXT = np.array([str(n).encode() for n in range(31 * 100 + 1)], dtype=object)
+_LOOKUP_FROM = 512  # buckets
+
+
+def _counts(samples: IntArray) -> list[bytes]:
+    """Each count as orjson writes it (the same text as `_split_array(samples)`)."""
+    if len(samples) >= _LOOKUP_FROM and 0 <= samples.min() and samples.max() < len(_COUNT_TEXT):
+        found: list[bytes] = _COUNT_TEXT[samples].tolist()
+        return found
+    return _split_array(samples)
 
 
 def _split_array(values: npt.NDArray[Any]) -> list[bytes]:
@@ -279,7 +342,7 @@ def _nansum(values: FloatArray) -> float:
     return float(np.where(np.isnan(values), 0.0, values).sum())
 
 
-def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
+def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
     """`_totals` of every series at once, with the same results: the samples and the largest
     power are exact whatever the order; the energy is summed as `_nansum` sums one series —
     numpy's `sum` starts from 0 and adds the whole array pairwise, which is what `reduceat`
@@ -297,17 +360,16 @@ def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
         padded = np.insert(known, starts, 0.0)
         energy[filled] = np.add.reduceat(padded, starts + np.arange(len(starts)))
         power_max[filled] = np.fmax.reduceat(many.power_max_w, starts)
-    return [
-        Totals(
-            round(value, 3) if count else None,
-            None if math.isnan(peak) else round(peak, 3),
-            count,
-            frame.expected_samples,
-        )
-        for value, peak, count, frame in zip(
-            energy.tolist(), power_max.tolist(), samples.tolist(), frames, strict=True
-        )
-    ]
+    sample_counts = samples.tolist()
+    return ManyTotals(
+        [
+            round(value, 3) if count else None
+            for value, count in zip(energy.tolist(), sample_counts, strict=True)
+        ],
+        [None if math.isnan(peak) else round(peak, 3) for peak in power_max.tolist()],
+        sample_counts,
+        [frame.expected_samples for frame in frames],
+    )
 
 
 @dataclass(frozen=True, slots=True)
