@@ -276,7 +276,7 @@ _LOOKUP_FROM = 512  # buckets
 
 def _counts(samples: IntArray) -> list[bytes]:
     """Each count as orjson writes it (the same text as `_split_array(samples)`)."""
-    if len(samples) >= _LOOKUP_FROM and 0 <= samples.min() and samples.max() < len(_COUNT_TEXT):
+    if len(samples) >= _LOOKUP_FROM and samples.min() >= 0 and samples.max() < len(_COUNT_TEXT):
         found: list[bytes] = _COUNT_TEXT[samples].tolist()
         return found
     return _split_array(samples)
