@@ -1,5 +1,6 @@
-"""A portfolio page's items (`render_many`: all systems' numbers written at once, the
-sample counts of a large page looked up, the totals written from columns) are byte for byte
+"""A portfolio page's items (`render_many`: all systems' numbers written by one orjson call
+that becomes the page's format, the sample counts looked up, the text between the numbers
+cut from each range's frame once, the totals written from columns) are byte for byte
 what the per-system endpoint's `render` writes for each system: systems in whole-hour,
 half-hour and 45-minute zones over windows with DST days, random values with gaps, missing
 powers, no data at all, negative, tiny, huge and integral values, small pages and large
@@ -16,11 +17,10 @@ import pytest
 
 from solarapi.kit.grid import EnergySeries, Interval, ManyBuckets, TimeRange, widen_range
 from solarapi.readings.rendering import (
-    _COUNT_TEXT,
-    _LOOKUP_FROM,
+    _SAMPLE_TEXT,
     ManyReadings,
     Readings,
-    _counts,
+    _sample_texts,
     _split_array,
     render,
     render_many,
@@ -57,6 +57,10 @@ def _fleet(
     ranges: list[TimeRange] = []
     for k in range(systems):
         zone = ZONES[k % len(ZONES)]
+        if k in (0, 4) or k == systems - 1:  # no bucket at all (the code allows for one)
+            one = shared[zone]
+            ranges.append(TimeRange(one.start_s, one.start_s, one.interval, one.tz))
+            continue
         # Every third system its own (equal) range object: found by value, not identity.
         ranges.append(
             widen_range(start, end, interval, ZoneInfo(zone)) if k % 3 == 2 else shared[zone]
@@ -113,8 +117,8 @@ def _item(single: Readings) -> bytes:
 @pytest.mark.parametrize(
     ("systems", "start", "days", "interval"),
     [
-        (12, START, 40, Interval.DAY),  # small page: counts written (< _LOOKUP_FROM buckets)
-        (60, START, 40, Interval.DAY),  # large page: counts looked up
+        (12, START, 40, Interval.DAY),
+        (60, START, 40, Interval.DAY),
         (11, FALL, 3, Interval.MIN15),  # over a 25-hour day
         (9, FALL, 6, Interval.HOUR),  # Kolkata's and Chatham's hours off the UTC hour
         (8, START, 70, Interval.MONTH),
@@ -137,11 +141,16 @@ def test_render_many_writes_each_system_as_render(
     assert [item["system_id"] for item in parsed] == list(many.system_ids)
 
 
-def test_counts_looked_up_as_written() -> None:
-    big = np.arange(len(_COUNT_TEXT), dtype=np.int64)
-    assert _counts(big) == _split_array(big)
-    beyond = np.concatenate([big, [len(_COUNT_TEXT), 10**12]])  # past the table: written
-    assert _counts(beyond) == _split_array(beyond)
-    small = np.array([0, 96, 100], dtype=np.int64)
-    assert _counts(small) == [b"0", b"96", b"100"]
-    assert len(big) >= _LOOKUP_FROM
+def test_sample_counts_looked_up_as_written() -> None:
+    def written(samples: np.ndarray) -> list[bytes]:
+        return [b',"samples":' + text for text in _split_array(samples)]
+
+    table = np.arange(len(_SAMPLE_TEXT), dtype=np.int64)
+    assert _sample_texts(table) == written(table)
+    beyond = np.concatenate([table, [len(_SAMPLE_TEXT), 10**12]])  # past the table: written
+    assert _sample_texts(beyond) == written(beyond)
+    assert _sample_texts(np.array([0, 96, 100])) == [
+        b',"samples":0',
+        b',"samples":96',
+        b',"samples":100',
+    ]

@@ -175,23 +175,32 @@ class ManyTotals(Sequence[Totals]):
 def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) -> list[bytes]:
     """Systems lo to hi of a `ManyReadings` as the items of `GET /portfolio/readings`'s
     `data`, comma-separated, in pieces to be joined once with the envelope (a body of
-    megabytes is copied once, not per concatenation): per system its id, zone and widened range, and the buckets and
-    totals `render` writes for it. The numbers of all the systems' buckets are written in one
-    orjson call (the same values as `_data` writes per system)."""
+    megabytes is copied once, not per concatenation): per system its id, zone and widened
+    range, and the buckets and totals `render` writes for it — the same frame text, each
+    number written by orjson from the same `_rounded` values, NaN as `null`.
+
+    The page's numbers are not cut into a piece each: their orjson text is the format. All
+    the buckets' floats are written by one orjson call as rows (`[[e,a,p],[e,a,p],…]`), each
+    row's commas become `%s` and each `],[` between rows `%s%s`, and one `%`-format puts the
+    text between the numbers there — pieces that exist already: the two keys between a
+    bucket's floats, its `"samples"` key with its count (`_SAMPLE_TEXT`), and the frame's text
+    up to the next bucket's energy (`_Cuts.ends`, kept per range), with the systems' totals
+    and heads joined onto the last bucket's. No object is made per number."""
     if hi <= lo:
         return []
     many = readings.buckets
     frames = _frames(readings.time_ranges[lo:hi])
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
-    hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
-    args = _template_args(energy, hours, power_max, samples)
     # Each system's totals as `_totals_body` writes them: the floats (None as null) by one
     # orjson call, the counts by `%d` (as orjson writes an int).
     floats = _split_list(totals.energy_wh[lo:hi] + totals.power_max_w[lo:hi])
-    pieces: list[bytes] = []
-    at = 0
-    for k, frame in zip(range(lo, hi), frames, strict=True):
+    found: dict[int, _Cuts] = {}  # per range object, as `_frames`
+    prefix = b""  # the page's text before its first number
+    ends: list[bytes] = []  # per bucket, the text after its count up to the next energy
+    pending = b""  # text of systems without buckets, after the last bucket so far
+    ranges = readings.time_ranges[lo:hi]
+    for k, frame, time_range in zip(range(lo, hi), frames, ranges, strict=True):
         head = orjson.dumps(
             {
                 "system_id": readings.system_ids[k],
@@ -200,19 +209,79 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
                 "to": frame.last,
             }
         )
-        totals_body = _TOTALS % (
+        opening = b"".join((b"," if k > lo else b"", head[:-1], b',"data":['))
+        closing = _TOTALS % (
             floats[k - lo],
             floats[hi - lo + k - lo],
             totals.samples[k],
             totals.expected_samples[k],
         )
-        # One %-format per system: its frame's text with the numbers in their places (no
-        # object per bucket; a join of many small pieces cost more than the formatting).
-        data = frame.template % tuple(args[4 * at : 4 * (at + frame.count)])
-        at += frame.count
-        comma = b"," if k > lo else b""
-        pieces += (comma, head[:-1], b',"data":[', data, totals_body)
-    return pieces
+        if not frame.count:
+            pending += opening + closing
+            continue
+        cuts = found.get(id(time_range))
+        if cuts is None:
+            cuts = found[id(time_range)] = _cuts(time_range)
+        if ends:
+            ends[-1] += pending + opening + cuts.first
+        else:
+            prefix = pending + opening + cuts.first
+        pending = b""
+        ends += cuts.ends
+        ends[-1] += closing
+    count = len(energy)
+    if not count:
+        return [pending]
+    ends[-1] += pending
+    args: list[bytes] = [_AVERAGE_KEY] * (4 * count)
+    args[1::4] = [_MAXIMUM_KEY] * count
+    args[2::4] = _sample_texts(samples)
+    args[3::4] = ends
+    rows = orjson.dumps(_rounded(energy, _hours(frames), power_max), option=_NUMPY)
+    # (no `%` in orjson's numbers: digits, `.`, `-`, `e`, `+`, `null`)
+    numbers = rows[2:-2].replace(b"],[", b"%s%s").replace(b",", b"%s") + b"%s%s"
+    return [prefix, numbers % tuple(args)]
+
+
+def _hours(frames: list[_Frame]) -> FloatArray:
+    """Each bucket's length in hours, the frames' buckets one after another."""
+    return np.concatenate([frame.hours for frame in frames])
+
+
+_AVERAGE_KEY = b',"power_avg_w":'
+_MAXIMUM_KEY = b',"power_max_w":'
+# `,"samples":` and a count as orjson writes it, for counts up to a month of quarter-hours.
+_SAMPLE_TEXT = np.array([f',"samples":{n}'.encode() for n in range(31 * 100 + 1)], dtype=object)
+
+
+def _sample_texts(samples: IntArray) -> list[bytes]:
+    """Per bucket `,"samples":` and its count (looked up; counts beyond the table written)."""
+    if samples.min() >= 0 and samples.max() < len(_SAMPLE_TEXT):
+        found: list[bytes] = _SAMPLE_TEXT[samples].tolist()
+        return found
+    return [b',"samples":' + text for text in _split_array(samples)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Cuts:
+    """A frame's text around its numbers, for `render_many`: `first` up to the first
+    bucket's energy, `ends[j]` from bucket j's count up to bucket j + 1's energy (the
+    last: to the end of the last bucket)."""
+
+    first: bytes
+    ends: list[bytes]
+
+
+def _cuts_size(cuts: _Cuts) -> int:
+    return 100 * len(cuts.ends) + 256  # roughly the bytes it holds
+
+
+@cached(LRUCache(maxsize=16 * 2**20, getsizeof=_cuts_size), lock=threading.Lock())
+def _cuts(time_range: TimeRange) -> _Cuts:
+    """The range's frame template cut at its placeholders (the labels and counts hold no
+    `%`): every fourth cut is what follows a bucket's count."""
+    pieces = _frame(time_range).template.split(b"%s")
+    return _Cuts(pieces[0], pieces[4::4])
 
 
 # A system's totals after its data, as `_totals_body` is written by orjson, and its end.
@@ -263,23 +332,8 @@ def _template_args(
         args[0::4] = numbers[0::3]
         args[1::4] = numbers[1::3]
         args[2::4] = numbers[2::3]
-        args[3::4] = _counts(samples)
+        args[3::4] = _split_array(samples)
     return args
-
-
-# Sample counts as orjson writes them, for counts up to a month of quarter-hours: a page of
-# a fleet's buckets looks them up (one object array indexed at once) instead of writing and
-# splitting them; short series (one system's) write them, the lookup's checks cost more.
-_COUNT_TEXT = np.array([str(n).encode() for n in range(31 * 100 + 1)], dtype=object)
-_LOOKUP_FROM = 512  # buckets
-
-
-def _counts(samples: IntArray) -> list[bytes]:
-    """Each count as orjson writes it (the same text as `_split_array(samples)`)."""
-    if len(samples) >= _LOOKUP_FROM and samples.min() >= 0 and samples.max() < len(_COUNT_TEXT):
-        found: list[bytes] = _COUNT_TEXT[samples].tolist()
-        return found
-    return _split_array(samples)
 
 
 def _split_array(values: npt.NDArray[Any]) -> list[bytes]:
