@@ -180,12 +180,13 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     number written by orjson from the same `_rounded` values, NaN as `null`.
 
     The page's numbers are not cut into a piece each: their orjson text is the format. All
-    the buckets' floats are written by one orjson call as rows (`[[e,a,p],[e,a,p],…]`), each
-    row's commas become `%s` and each `],[` between rows `%s%s`, and one `%`-format puts the
-    text between the numbers there — pieces that exist already: the two keys between a
-    bucket's floats, its `"samples"` key with its count (`_SAMPLE_TEXT`), and the frame's text
-    up to the next bucket's energy (`_Cuts.ends`, kept per range), with the systems' totals
-    and heads joined onto the last bucket's. No object is made per number."""
+    the buckets' floats (energy, average and maximum power, bucket after bucket) are written
+    by one orjson call, its commas become `%s`, and one `%`-format puts there the text
+    between the numbers — pieces that exist already: the two keys between a bucket's floats,
+    and what follows its maximum power up to the next bucket's energy (its count and the
+    frame's text, kept per range for a bucket with all its samples: `_Cuts`), with the
+    systems' totals and heads joined onto their last bucket's. No object is made per number
+    (a piece per number cost more than the rest of the writing)."""
     if hi <= lo:
         return []
     many = readings.buckets
@@ -197,7 +198,10 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     floats = _split_list(totals.energy_wh[lo:hi] + totals.power_max_w[lo:hi])
     found: dict[int, _Cuts] = {}  # per range object, as `_frames`
     prefix = b""  # the page's text before its first number
-    ends: list[bytes] = []  # per bucket, the text after its count up to the next energy
+    full: list[bytes] = []  # per bucket, `_Cuts.full` of its frame
+    plain: list[bytes] = []  # per bucket, `_Cuts.plain` of its frame
+    expected: list[IntArray] = []  # per system with buckets, `_Cuts.expected` of its frame
+    joins: list[tuple[int, bytes]] = []  # text to join onto a bucket's, in order
     pending = b""  # text of systems without buckets, after the last bucket so far
     ranges = readings.time_ranges[lo:hi]
     for k, frame, time_range in zip(range(lo, hi), frames, ranges, strict=True):
@@ -222,25 +226,35 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
         cuts = found.get(id(time_range))
         if cuts is None:
             cuts = found[id(time_range)] = _cuts(time_range)
-        if ends:
-            ends[-1] += pending + opening + cuts.first
+        start_text = pending + opening + cuts.first
+        if full:
+            joins.append((len(full) - 1, start_text))  # after the last system's last bucket
         else:
-            prefix = pending + opening + cuts.first
+            prefix = start_text
         pending = b""
-        ends += cuts.ends
-        ends[-1] += closing
+        full += cuts.full
+        plain += cuts.plain
+        expected.append(cuts.expected)
+        joins.append((len(full) - 1, closing))
     count = len(energy)
     if not count:
         return [pending]
-    ends[-1] += pending
-    args: list[bytes] = [_AVERAGE_KEY] * (4 * count)
-    args[1::4] = [_MAXIMUM_KEY] * count
-    args[2::4] = _sample_texts(samples)
-    args[3::4] = ends
-    rows = orjson.dumps(_rounded(energy, _hours(frames), power_max), option=_NUMPY)
+    joins.append((count - 1, pending))
+    # What follows each bucket's maximum power: its count and the frame's text up to the
+    # next energy — kept with the frame for a bucket with all its samples, else made here.
+    short = np.flatnonzero(samples != np.concatenate(expected))
+    if len(short):
+        after = np.array(full, dtype=object)
+        after[short] = _sample_texts(samples[short]) + np.array(plain, dtype=object)[short]
+        full = after.tolist()
+    for at, text in joins:
+        full[at] += text
+    args: list[bytes] = [_AVERAGE_KEY] * (3 * count)
+    args[1::3] = [_MAXIMUM_KEY] * count
+    args[2::3] = full
+    numbers = orjson.dumps(_rounded(energy, _hours(frames), power_max).ravel(), option=_NUMPY)
     # (no `%` in orjson's numbers: digits, `.`, `-`, `e`, `+`, `null`)
-    numbers = rows[2:-2].replace(b"],[", b"%s%s").replace(b",", b"%s") + b"%s%s"
-    return [prefix, numbers % tuple(args)]
+    return [prefix, (numbers[1:-1].replace(b",", b"%s") + b"%s") % tuple(args)]
 
 
 def _hours(frames: list[_Frame]) -> FloatArray:
@@ -254,26 +268,32 @@ _MAXIMUM_KEY = b',"power_max_w":'
 _SAMPLE_TEXT = np.array([f',"samples":{n}'.encode() for n in range(31 * 100 + 1)], dtype=object)
 
 
-def _sample_texts(samples: IntArray) -> list[bytes]:
+def _sample_texts(samples: IntArray) -> npt.NDArray[np.object_]:
     """Per bucket `,"samples":` and its count (looked up; counts beyond the table written)."""
     if samples.min() >= 0 and samples.max() < len(_SAMPLE_TEXT):
-        found: list[bytes] = _SAMPLE_TEXT[samples].tolist()
+        found: npt.NDArray[np.object_] = _SAMPLE_TEXT[samples]
         return found
-    return [b',"samples":' + text for text in _split_array(samples)]
+    texts = [b',"samples":' + text for text in _split_array(samples)]
+    written = np.empty(len(texts), dtype=object)
+    written[:] = texts
+    return written
 
 
 @dataclass(frozen=True, slots=True)
 class _Cuts:
     """A frame's text around its numbers, for `render_many`: `first` up to the first
-    bucket's energy, `ends[j]` from bucket j's count up to bucket j + 1's energy (the
-    last: to the end of the last bucket)."""
+    bucket's energy; per bucket j, `plain[j]` from its count up to bucket j + 1's energy
+    (the last: to the end of the last bucket), `full[j]` the same after `,"samples":` and
+    the count of a bucket with all its samples (`expected[j]`, the common case)."""
 
     first: bytes
-    ends: list[bytes]
+    plain: list[bytes]
+    full: list[bytes]
+    expected: IntArray
 
 
 def _cuts_size(cuts: _Cuts) -> int:
-    return 100 * len(cuts.ends) + 256  # roughly the bytes it holds
+    return 200 * len(cuts.plain) + 256  # roughly the bytes it holds
 
 
 @cached(LRUCache(maxsize=16 * 2**20, getsizeof=_cuts_size), lock=threading.Lock())
@@ -281,7 +301,13 @@ def _cuts(time_range: TimeRange) -> _Cuts:
     """The range's frame template cut at its placeholders (the labels and counts hold no
     `%`): every fourth cut is what follows a bucket's count."""
     pieces = _frame(time_range).template.split(b"%s")
-    return _Cuts(pieces[0], pieces[4::4])
+    plain = pieces[4::4]
+    expected = np.diff(time_range.edges()) // QUARTER_S
+    full = [_SAMPLE_COUNT % (n, text) for n, text in zip(expected.tolist(), plain, strict=True)]
+    return _Cuts(pieces[0], plain, full, expected)
+
+
+_SAMPLE_COUNT = b',"samples":%d%s'
 
 
 # A system's totals after its data, as `_totals_body` is written by orjson, and its end.
