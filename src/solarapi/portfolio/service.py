@@ -35,7 +35,7 @@ from solarapi.portfolio.fleet import (
 from solarapi.prices.market_value import MarketValue, ValueSums, value_totals, valued_buckets
 from solarapi.prices.service import ZonePrices, baseload_price, zone_prices
 from solarapi.readings import service as readings
-from solarapi.readings.rendering import ManyReadings, Totals
+from solarapi.readings.rendering import ManyReadings, ManyTotals
 from solarapi.readings.service import Summary
 from solarapi.systems.repository import FleetMember
 
@@ -60,7 +60,7 @@ class FleetReadings:
     start: datetime
     end: datetime
     readings: ManyReadings
-    system_totals: list[Totals]
+    system_totals: ManyTotals
     totals: FleetReadingsTotals
     fleet: Fleet[FleetMember]
 
@@ -107,11 +107,11 @@ async def fleet_readings(
         many,
         totals,
         FleetReadingsTotals(
-            _sum_or_none([system.energy_wh for system in totals]),
-            sum(system.samples for system in totals),
-            sum(system.expected_samples for system in totals),
+            _sum_or_none(totals.energy_wh),
+            sum(totals.samples),
+            sum(totals.expected_samples),
             len(fleet.systems),
-            sum(1 for system in totals if system.samples > 0),
+            sum(1 for samples in totals.samples if samples > 0),
         ),
         fleet,
     )

@@ -14,7 +14,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -141,28 +141,70 @@ class ManyReadings:
     time_ranges: tuple[TimeRange, ...]
     buckets: ManyBuckets
 
-    def totals(self) -> list[Totals]:
+    def totals(self) -> ManyTotals:
         """Each system's `meta.totals`, in the systems' order."""
         return _many_totals(self.buckets, _frames(self.time_ranges))
 
 
-def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: int) -> list[bytes]:
+@dataclass(frozen=True, slots=True)
+class ManyTotals(Sequence[Totals]):
+    """Several systems' `Totals` as columns (item k is system k's `Totals`, made when
+    asked for): a portfolio's thousand systems need their sums and their text, not an object
+    each."""
+
+    energy_wh: list[float | None]
+    power_max_w: list[float | None]
+    samples: list[int]
+    expected_samples: list[int]
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    @overload
+    def __getitem__(self, k: int) -> Totals: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[Totals]: ...
+    def __getitem__(self, k: int | slice) -> Totals | list[Totals]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return Totals(
+            self.energy_wh[k], self.power_max_w[k], self.samples[k], self.expected_samples[k]
+        )
+
+
+def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) -> list[bytes]:
     """Systems lo to hi of a `ManyReadings` as the items of `GET /portfolio/readings`'s
     `data`, comma-separated, in pieces to be joined once with the envelope (a body of
-    megabytes is copied once, not per concatenation): per system its id, zone and widened range, and the buckets and
-    totals `render` writes for it. The numbers of all the systems' buckets are written in one
-    orjson call (the same values as `_data` writes per system)."""
+    megabytes is copied once, not per concatenation): per system its id, zone and widened
+    range, and the buckets and totals `render` writes for it — the same frame text, each
+    number written by orjson from the same `_rounded` values, NaN as `null`.
+
+    The page's numbers are not cut into a piece each: their orjson text is the format. All
+    the buckets' floats (energy, average and maximum power, bucket after bucket) are written
+    by one orjson call, its commas become `%s`, and one `%`-format puts there the text
+    between the numbers — pieces that exist already: the two keys between a bucket's floats,
+    and what follows its maximum power up to the next bucket's energy (its count and the
+    frame's text, kept per range for a bucket with all its samples: `_Cuts`), with the
+    systems' totals and heads joined onto their last bucket's. No object is made per number
+    (a piece per number cost more than the rest of the writing)."""
     if hi <= lo:
         return []
     many = readings.buckets
     frames = _frames(readings.time_ranges[lo:hi])
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
     energy, samples, power_max = many.energy_wh[b0:b1], many.samples[b0:b1], many.power_max_w[b0:b1]
-    hours = np.concatenate([frame.hours for frame in frames]) if frames else np.zeros(0)
-    args = _template_args(energy, hours, power_max, samples)
-    pieces: list[bytes] = []
-    at = 0
-    for k, frame in zip(range(lo, hi), frames, strict=True):
+    # Each system's totals as `_totals_body` writes them: the floats (None as null) by one
+    # orjson call, the counts by `%d` (as orjson writes an int).
+    floats = _split_list(totals.energy_wh[lo:hi] + totals.power_max_w[lo:hi])
+    found: dict[int, _Cuts] = {}  # per range object, as `_frames`
+    prefix = b""  # the page's text before its first number
+    full: list[bytes] = []  # per bucket, `_Cuts.full` of its frame
+    plain: list[bytes] = []  # per bucket, `_Cuts.plain` of its frame
+    expected: list[IntArray] = []  # per system with buckets, `_Cuts.expected` of its frame
+    joins: list[tuple[int, bytes]] = []  # text to join onto a bucket's, in order
+    pending = b""  # text of systems without buckets, after the last bucket so far
+    ranges = readings.time_ranges[lo:hi]
+    for k, frame, time_range in zip(range(lo, hi), frames, ranges, strict=True):
         head = orjson.dumps(
             {
                 "system_id": readings.system_ids[k],
@@ -171,25 +213,128 @@ def render_many(readings: ManyReadings, totals: Sequence[Totals], lo: int, hi: i
                 "to": frame.last,
             }
         )
-        totals_body = orjson.dumps(_totals_body(totals[k]))
-        # One %-format per system: its frame's text with the numbers in their places (no
-        # object per bucket; a join of many small pieces cost more than the formatting).
-        data = frame.template % tuple(args[4 * at : 4 * (at + frame.count)])
-        at += frame.count
-        comma = b"," if k > lo else b""
-        pieces += (comma, head[:-1], b',"data":[', data, b'],"totals":', totals_body, b"}")
+        opening = b"".join((b"," if k > lo else b"", head[:-1], b',"data":['))
+        closing = _TOTALS % (
+            floats[k - lo],
+            floats[hi - lo + k - lo],
+            totals.samples[k],
+            totals.expected_samples[k],
+        )
+        if not frame.count:
+            pending += opening + closing
+            continue
+        cuts = found.get(id(time_range))
+        if cuts is None:
+            cuts = found[id(time_range)] = _cuts(time_range)
+        start_text = pending + opening + cuts.first
+        if full:
+            joins.append((len(full) - 1, start_text))  # after the last system's last bucket
+        else:
+            prefix = start_text
+        pending = b""
+        full += cuts.full
+        plain += cuts.plain
+        expected.append(cuts.expected)
+        joins.append((len(full) - 1, closing))
+    count = len(energy)
+    if not count:
+        return [pending]
+    joins.append((count - 1, pending))
+    # What follows each bucket's maximum power: its count and the frame's text up to the
+    # next energy — kept with the frame for a bucket with all its samples, else made here.
+    short = np.flatnonzero(samples != np.concatenate(expected))
+    if len(short):
+        after = np.array(full, dtype=object)
+        after[short] = _sample_texts(samples[short]) + np.array(plain, dtype=object)[short]
+        full = after.tolist()
+    for at, text in joins:
+        full[at] += text
+    args: list[bytes] = [_AVERAGE_KEY] * (3 * count)
+    args[1::3] = [_MAXIMUM_KEY] * count
+    args[2::3] = full
+    numbers = orjson.dumps(_rounded(energy, _hours(frames), power_max).ravel(), option=_NUMPY)
+    # (no `%` in orjson's numbers: digits, `.`, `-`, `e`, `+`, `null`)
+    return [prefix, (numbers[1:-1].replace(b",", b"%s") + b"%s") % tuple(args)]
+
+
+def _hours(frames: list[_Frame]) -> FloatArray:
+    """Each bucket's length in hours, the frames' buckets one after another."""
+    return np.concatenate([frame.hours for frame in frames])
+
+
+_AVERAGE_KEY = b',"power_avg_w":'
+_MAXIMUM_KEY = b',"power_max_w":'
+# `,"samples":` and a count as orjson writes it, for counts up to a month of quarter-hours.
+_SAMPLE_TEXT = np.array([f',"samples":{n}'.encode() for n in range(31 * 100 + 1)], dtype=object)
+
+
+def _sample_texts(samples: IntArray) -> npt.NDArray[np.object_]:
+    """Per bucket `,"samples":` and its count (looked up; counts beyond the table written)."""
+    if samples.min() >= 0 and samples.max() < len(_SAMPLE_TEXT):
+        found: npt.NDArray[np.object_] = _SAMPLE_TEXT[samples]
+        return found
+    texts = [b',"samples":' + text for text in _split_array(samples)]
+    written = np.empty(len(texts), dtype=object)
+    written[:] = texts
+    return written
+
+
+@dataclass(frozen=True, slots=True)
+class _Cuts:
+    """A frame's text around its numbers, for `render_many`: `first` up to the first
+    bucket's energy; per bucket j, `plain[j]` from its count up to bucket j + 1's energy
+    (the last: to the end of the last bucket), `full[j]` the same after `,"samples":` and
+    the count of a bucket with all its samples (`expected[j]`, the common case)."""
+
+    first: bytes
+    plain: list[bytes]
+    full: list[bytes]
+    expected: IntArray
+
+
+def _cuts_size(cuts: _Cuts) -> int:
+    return 200 * len(cuts.plain) + 256  # roughly the bytes it holds
+
+
+@cached(LRUCache(maxsize=16 * 2**20, getsizeof=_cuts_size), lock=threading.Lock())
+def _cuts(time_range: TimeRange) -> _Cuts:
+    """The range's frame template cut at its placeholders (the labels and counts hold no
+    `%`): every fourth cut is what follows a bucket's count."""
+    pieces = _frame(time_range).template.split(b"%s")
+    plain = pieces[4::4]
+    expected = np.diff(time_range.edges()) // QUARTER_S
+    full = [_SAMPLE_COUNT % (n, text) for n, text in zip(expected.tolist(), plain, strict=True)]
+    return _Cuts(pieces[0], plain, full, expected)
+
+
+_SAMPLE_COUNT = b',"samples":%d%s'
+
+
+# A system's totals after its data, as `_totals_body` is written by orjson, and its end.
+_TOTALS = b'],"totals":{"energy_wh":%s,"power_max_w":%s,"samples":%d,"expected_samples":%d}}'
+
+
+def _split_list(values: list[float | None]) -> list[bytes]:
+    """Each value as orjson writes it (None as `null`): one dump, split at its commas."""
+    if not values:
+        return []
+    pieces = orjson.dumps(values).split(b",")
+    pieces[0] = pieces[0][1:]
+    pieces[-1] = pieces[-1][:-1]
     return pieces
 
 
 def _frames(time_ranges: tuple[TimeRange, ...]) -> list[_Frame]:
-    """The frame of each range, looked up once per distinct range (systems of one zone
-    share theirs)."""
-    found: dict[TimeRange, _Frame] = {}
+    """The frame of each range, looked up once per range object (systems of one zone share
+    theirs: `portfolio.service` widens once per zone). By identity, not by value: a
+    dataclass's hash is Python code, ~0.4 ms for a thousand systems; an equal range that is
+    another object finds its frame in `_frame`'s cache."""
+    found: dict[int, _Frame] = {}
     frames = []
     for time_range in time_ranges:
-        frame = found.get(time_range)
+        frame = found.get(id(time_range))
         if frame is None:
-            frame = found[time_range] = _frame(time_range)
+            frame = found[id(time_range)] = _frame(time_range)
         frames.append(frame)
     return frames
 
@@ -279,7 +424,7 @@ def _nansum(values: FloatArray) -> float:
     return float(np.where(np.isnan(values), 0.0, values).sum())
 
 
-def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
+def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
     """`_totals` of every series at once, with the same results: the samples and the largest
     power are exact whatever the order; the energy is summed as `_nansum` sums one series —
     numpy's `sum` starts from 0 and adds the whole array pairwise, which is what `reduceat`
@@ -297,17 +442,16 @@ def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> list[Totals]:
         padded = np.insert(known, starts, 0.0)
         energy[filled] = np.add.reduceat(padded, starts + np.arange(len(starts)))
         power_max[filled] = np.fmax.reduceat(many.power_max_w, starts)
-    return [
-        Totals(
-            round(value, 3) if count else None,
-            None if math.isnan(peak) else round(peak, 3),
-            count,
-            frame.expected_samples,
-        )
-        for value, peak, count, frame in zip(
-            energy.tolist(), power_max.tolist(), samples.tolist(), frames, strict=True
-        )
-    ]
+    sample_counts = samples.tolist()
+    return ManyTotals(
+        [
+            round(value, 3) if count else None
+            for value, count in zip(energy.tolist(), sample_counts, strict=True)
+        ],
+        [None if math.isnan(peak) else round(peak, 3) for peak in power_max.tolist()],
+        sample_counts,
+        [frame.expected_samples for frame in frames],
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -293,16 +293,22 @@ async def readings_of_many(
     `aggregate` of system k over `time_ranges[k]`: the same rows, in the same order, summed by
     the same function."""
     store = reading_store(session)
-    by_source: dict[Series, list[int]] = {}
+    # By identity (the sources are the module's constants; systems of one zone share a range
+    # object): a dataclass's hash is Python code, ~1 µs a system.
+    by_source: dict[int, tuple[Series, list[int]]] = {}
+    sources: dict[int, Series] = {}
     simulated: list[int] = []
     for k, (system, time_range) in enumerate(zip(systems, time_ranges, strict=True)):
         if system.data_source == "simulated":
             simulated.append(k)
-        else:
-            by_source.setdefault(_source(time_range), []).append(k)
+            continue
+        series = sources.get(id(time_range))
+        if series is None:
+            series = sources[id(time_range)] = _source(time_range)
+        by_source.setdefault(id(series), (series, []))[1].append(k)
     owners: list[IntArray] = []
     parts: list[EnergySeries] = []
-    for series, members in by_source.items():
+    for series, members in by_source.values():
         lo = min(time_ranges[k].start_s for k in members)
         hi = max(time_ranges[k].end_s for k in members)
         found, rows = await store.rows_of_many(
@@ -328,12 +334,19 @@ async def readings_of_many(
         owner, starts, energy, samples, power = (
             owner[order], starts[order], energy[order], samples[order], power[order]
         )  # fmt: skip
-    edges: dict[TimeRange, IntArray] = {}  # systems of one zone share a range
+    # Systems of one zone share a range object (and so one edges array, which
+    # `aggregate_many` lays out once): by identity, as a dataclass's hash is Python code.
+    edges: dict[int, IntArray] = {}
     for time_range in time_ranges:
-        if time_range not in edges:
-            edges[time_range] = time_range.edges()
+        if id(time_range) not in edges:
+            edges[id(time_range)] = time_range.edges()
     buckets = aggregate_many(
-        [edges[time_range] for time_range in time_ranges], owner, starts, energy, samples, power
+        [edges[id(time_range)] for time_range in time_ranges],
+        owner,
+        starts,
+        energy,
+        samples,
+        power,
     )
     return ManyReadings(
         tuple(system.id for system in systems),
