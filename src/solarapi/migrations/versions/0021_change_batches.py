@@ -27,7 +27,10 @@ needs a lookup per old cursor; the one-row batches go with their months under re
 
 **What it costs on a large database** (one release here, not the online sequence of
 docs/scaling.md): the migration runs in one transaction and holds `readings` and the log
-locked against writes throughout. It inserts one `change_batches` row per stored reading
+locked throughout (PostgreSQL: `ALTER TABLE readings` takes an exclusive lock that lasts until
+the migration commits, so reads of readings wait as well; SQLite: against writes). Processes of
+the release before it write the dropped `reading_changes`: stop them before migrating
+(docs/operations.md, "Upgrades"). It inserts one `change_batches` row per stored reading
 (~100–130 B each with its two indexes, against the log's ~280 B) and `UPDATE`s every reading
 once to set `batch`: every row of `readings` rewritten, the table's size again in WAL and,
 until `VACUUM`, in dead rows. Not measured at production size; plan it like a rewrite of
