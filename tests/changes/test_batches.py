@@ -162,9 +162,13 @@ async def test_a_write_across_months_is_one_position_read_in_time_order(
     ]
 
 
-async def test_a_version_1_cursor_means_after_its_whole_batch(
+async def test_a_version_1_cursor_is_read_as_a_position_in_its_run(
     app: FastAPI, enterprise: Tenant
 ) -> None:
+    # A version-1 cursor names a reading's position in the old log; migration 0021 made each
+    # run of it a batch at its first row's `seq` (the migration test below has real ones).
+    # Here the batches' own positions stand in for such runs: (`txid`, `seq`) is after the
+    # batch's first quarter-hour.
     async with client_for(app, enterprise.live) as client:
         system_id = (await create_system(client))["id"]
         await upload(client, system_id, quarter_series(JUNE, 4, 1))
@@ -173,7 +177,9 @@ async def test_a_version_1_cursor_means_after_its_whole_batch(
         old = v1_cursor(app, enterprise, txid, seq)
         assert len(old) == 55
         rows, token = await follow(client, old)
-        assert [row["energy_wh"] for row in rows] == [2.0] * 4
+        assert [row["timestamp"] for row in rows] == [
+            _stamp(JUNE + timedelta(minutes=15 * i)) for i in range(1, 8)
+        ]
         assert len(token) == 66  # answered with a version-2 cursor
         everything, _ = await follow(client, v1_cursor(app, enterprise, 0, 0))
         assert [row["energy_wh"] for row in everything] == [1.0] * 4 + [2.0] * 4
@@ -239,6 +245,17 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
         settings, "SELECT count(*), count(*) - count(batch) FROM readings"
     )
     assert (readings, without) == (9, 0)
+    # The old log in runs: `one`'s first upload, less the two quarter-hours replaced later,
+    # is two runs (its start_s jump there), `two`'s upload one, the replacement one.
+    runs = await _execute(
+        settings,
+        "SELECT lo_s, hi_s FROM change_batches"  # noqa: S608
+        f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
+    )
+    june = int(JUNE.timestamp())
+    assert [(lo - june, hi - june) for lo, hi in runs] == [
+        (0, 900), (3600, 4500), (0, 1800), (1800, 2700)
+    ]  # fmt: skip
     async with running_app(settings) as app, client_for(app, tenant.live) as client:
         # From every position an old cursor could hold: exactly the old log's rows after
         # it, in its order.

@@ -8,8 +8,9 @@ cursor cannot be forged or edited, one of another account or environment fails i
 (and tells nothing of that tenant), and it expires after `MAX_AGE`.
 
 Version 1 (before migration 0021, when the log had a row per reading) carried (`txid`,
-`seq`) alone; it is still accepted: the migration made each old log row a batch of one
-reading at its old position, so (`txid`, `seq`) means (`txid`, `seq`, after the whole batch).
+`seq`) alone, the position of one reading; it is still accepted (`Position.version_1`) and
+translated by the feed into the batch the migration made of that reading's run
+(`changes.repository.translate_version_1`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import binascii
 import hashlib
 import hmac
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from solarapi.errors import ValidationFailed
@@ -44,6 +45,9 @@ class Position:
     txid: int
     seq: int
     start_s: int = AFTER_BATCH
+    # A version-1 cursor's (`txid`, `seq`): a reading's position in the old log, to be
+    # translated before use.
+    version_1: bool = field(default=False, compare=False)
 
 
 START = Position(0, 0)
@@ -103,4 +107,4 @@ def decode(
         raise ValidationFailed(
             f"cursor has expired (cursors are valid for {MAX_AGE.days} days); {_START_AGAIN}"
         )
-    return Position(txid, seq, start_s)
+    return Position(txid, seq, start_s, version_1=size == _PAYLOAD_V1.size)

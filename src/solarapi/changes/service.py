@@ -74,6 +74,8 @@ async def read_changes(
         after = cursor.decode(
             token, secret=secret, account_id=account_id, environment=environment, now=now
         )
+        if after.version_1:
+            after = await repository.translate_version_1(session, account_id, environment, after)
     log = await repository.rows_after(session, account_id, environment, after, limit)
     last = after if log.last is None else Position(*log.last)
     next_cursor = cursor.encode(
