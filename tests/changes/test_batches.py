@@ -238,6 +238,28 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
     )
     assert len(old_log) == 9  # a row per stored reading
     assert len({(txid, seq) for txid, seq, *_ in old_log}) == 9
+    # A client's cursor may name a row replaced since: the old code moved it to a new
+    # position (the newest transaction's, the next `seq`), leaving a gap in its run. `two`'s
+    # second quarter-hour moves so.
+    moved_seq, last_txid = old_log[5][1], old_log[-1][0]
+    await _execute(
+        settings,
+        f"UPDATE reading_changes SET txid = {last_txid}, seq = (SELECT max(seq) + 1"  # noqa: S608
+        f" FROM reading_changes) WHERE seq = {moved_seq}",
+    )
+    await _execute(
+        settings,
+        "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM reading_changes)"
+        " WHERE name = 'reading_changes'"
+        if settings.is_sqlite
+        else "SELECT setval('reading_changes_seq_seq', (SELECT max(seq) FROM reading_changes))",
+    )
+    positions = [(0, 0)] + [(int(txid), int(seq)) for txid, seq, *_ in old_log]
+    old_log = await _execute(
+        settings,
+        "SELECT txid, seq, system_id, start_s, energy_wh FROM reading_changes"  # noqa: S608
+        f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
+    )
 
     await asyncio.to_thread(upgrade, settings)
 
@@ -246,7 +268,8 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
     )
     assert (readings, without) == (9, 0)
     # The old log in runs: `one`'s first upload, less the two quarter-hours replaced later,
-    # is two runs (its start_s jump there), `two`'s upload one, the replacement one.
+    # is two runs (its start_s jump there), `two`'s upload two (the gap its moved row left),
+    # the replacement one, the moved row one.
     runs = await _execute(
         settings,
         "SELECT lo_s, hi_s FROM change_batches"  # noqa: S608
@@ -254,18 +277,19 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
     )
     june = int(JUNE.timestamp())
     assert [(lo - june, hi - june) for lo, hi in runs] == [
-        (0, 900), (3600, 4500), (0, 1800), (1800, 2700)
+        (0, 900), (3600, 4500), (0, 0), (1800, 1800), (1800, 2700), (900, 900)
     ]  # fmt: skip
     async with running_app(settings) as app, client_for(app, tenant.live) as client:
         # From every position an old cursor could hold: exactly the old log's rows after
         # it, in its order.
-        for k in range(len(old_log) + 1):
-            txid, seq = (0, 0) if k == 0 else old_log[k - 1][:2]
+        # (the moved row's old position included).
+        for txid, seq in positions:
             rows, _ = await follow(client, v1_cursor(app, tenant, txid, seq), limit=2)
             assert [(row["system_id"], row["timestamp"], row["energy_wh"]) for row in rows] == [
                 (system_id, _stamp(datetime.fromtimestamp(start, UTC)), energy)
-                for _, _, system_id, start, energy in old_log[k:]
-            ], k
+                for row_txid, row_seq, system_id, start, energy in old_log
+                if (int(row_txid), int(row_seq)) > (txid, seq)
+            ], (txid, seq)
         # New writes take positions after every converted one.
         _, token = await follow(client, v1_cursor(app, tenant, *old_log[-1][:2]))
         await upload(client, two, quarter_series(JUNE, 1, 9))
