@@ -36,7 +36,10 @@ the release before it write the dropped `reading_changes`: stop them before migr
 (docs/operations.md, "Upgrades"). It inserts one `change_batches` row per run and `UPDATE`s
 every reading once to set `batch`: every row of `readings` rewritten, the table's size again in
 WAL and, until `VACUUM`, in dead rows. Measured:
-9.6 M readings with their 9.6 M log rows (1,000 systems x 100 days in monthly partitions, a log written one run per system and month) took 151 s on a 2-core machine at load 5.7-6.7 and became 4,000 batches (1.4 MB; one batch per old row, tried first, made 2.4 GB); `VACUUM ANALYZE readings` after it, 25 s.
+9.6 M readings with their 9.6 M log rows (1,000 systems x 100 days in monthly partitions, a
+log written one run per system and month) took 151 s on a 2-core machine at load 5.7-6.7 and
+became 4,000 batches (1.4 MB; one batch per old row, tried first, made 2.4 GB); `VACUUM
+ANALYZE readings` after it, 25 s.
 
 PostgreSQL: `change_batches` is partitioned by month of `lo_s` like `readings` (its partitions
 `readings_partitions.batches_<the readings partition's name>`, the same bounds), so retention
