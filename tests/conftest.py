@@ -28,6 +28,7 @@ from tests.support import (
     Tenant,
     TestClock,
     add_probe_routes,
+    blank_settings,
     log_marks,
     logs_since,
     make_tenant,
@@ -73,6 +74,13 @@ def postgres_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sett
 @pytest.fixture(scope="session", params=DATABASES)
 def settings(request: pytest.FixtureRequest) -> Settings:
     return request.getfixturevalue(f"{request.param}_settings")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=DATABASES)
+async def blank_database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
+    """An empty, unmigrated database of a test's own, once per backend (migration tests)."""
+    async with blank_settings(request.param, tmp_path) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="session")

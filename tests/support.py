@@ -31,6 +31,7 @@ import orjson
 import pytest
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from starlette.responses import Response
 
@@ -39,6 +40,7 @@ from solarapi.app import create_app
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.auth.service import create_key
 from solarapi.config import Settings
+from solarapi.db import create_oneshot_engine
 from solarapi.errors import ApiError, Conflict, Forbidden, NotFound, ValidationFailed
 from solarapi.kit.pagination import PageDep, page_response
 from solarapi.kit.plans import Environment, Plan
@@ -166,6 +168,30 @@ async def scratch_database() -> AsyncIterator[str]:
     finally:
         for candidate in (name, f"{name}_moved"):
             await admin(f'DROP DATABASE IF EXISTS "{candidate}" WITH (FORCE)')
+
+
+@asynccontextmanager
+async def blank_settings(database: str, data_dir: Path) -> AsyncIterator[Settings]:
+    """Settings on an empty, unmigrated database of their own — SQLite in `data_dir`, or a
+    `scratch_database` — for tests that migrate up and down themselves."""
+    if database == "sqlite":
+        yield Settings(data_dir=data_dir, secret_key=TEST_SECRET)
+        return
+    need_service("PostgreSQL", postgres_available())
+    async with scratch_database() as name:
+        yield Settings(data_dir=data_dir, database_url=database_url(name), secret_key=TEST_SECRET)
+
+
+async def execute_sql(settings: Settings, sql: str) -> list[tuple[Any, ...]]:
+    """One statement on `settings`' database in a transaction of its own, outside any app;
+    its rows, if it returns any."""
+    engine = create_oneshot_engine(settings)
+    try:
+        async with engine.begin() as connection:
+            result = await connection.execute(text(sql))
+            return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
+    finally:
+        await engine.dispose()
 
 
 @contextmanager

@@ -8,30 +8,22 @@ from __future__ import annotations
 import asyncio
 import struct
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
 from solarapi.changes import cursor
 from solarapi.config import Settings
-from solarapi.db import create_oneshot_engine
 from solarapi.kit.plans import Plan
 from solarapi.migrate import downgrade, upgrade
 from tests.changes.test_feed import follow
 from tests.support import (
-    DATABASES,
-    TEST_SECRET,
     Tenant,
     client_for,
-    database_url,
+    execute_sql,
     make_tenant,
-    need_service,
-    postgres_available,
     running_app,
-    scratch_database,
 )
 from tests.systems.factories import create_system, quarter_series, upload
 
@@ -195,30 +187,10 @@ async def test_a_version_1_cursor_is_read_as_a_position_in_its_run(
 BEFORE = "0020_auth_epoch"
 
 
-@pytest.fixture(params=DATABASES)
-async def database(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "sqlite":
-        yield Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
-        return
-    need_service("PostgreSQL", postgres_available())
-    async with scratch_database() as name:
-        yield Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)
-
-
-async def _execute(settings: Settings, sql: str) -> list[tuple[Any, ...]]:
-    engine = create_oneshot_engine(settings)
-    try:
-        async with engine.begin() as connection:
-            result = await connection.execute(text(sql))
-            return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
-    finally:
-        await engine.dispose()
-
-
 async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
-    database: Settings,
+    blank_database: Settings,
 ) -> None:
-    settings = database
+    settings = blank_database
     # The data is written by today's code at the head, then the database goes down to 0020
     # with it: a log of one row per reading, as the code before 0021 kept it.
     await asyncio.to_thread(upgrade, settings)
@@ -231,7 +203,7 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
             await upload(client, two, quarter_series(JUNE, 3, 2))
             await upload(client, one, quarter_series(JUNE + timedelta(minutes=30), 2, 3))
     await asyncio.to_thread(downgrade, settings, BEFORE)
-    old_log = await _execute(
+    old_log = await execute_sql(
         settings,
         "SELECT txid, seq, system_id, start_s, energy_wh FROM reading_changes"  # noqa: S608
         f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
@@ -242,12 +214,12 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
     # position (the newest transaction's, the next `seq`), leaving a gap in its run. `two`'s
     # second quarter-hour moves so.
     moved_seq, last_txid = old_log[5][1], old_log[-1][0]
-    await _execute(
+    await execute_sql(
         settings,
         f"UPDATE reading_changes SET txid = {last_txid}, seq = (SELECT max(seq) + 1"  # noqa: S608
         f" FROM reading_changes) WHERE seq = {moved_seq}",
     )
-    await _execute(
+    await execute_sql(
         settings,
         "UPDATE sqlite_sequence SET seq = (SELECT max(seq) FROM reading_changes)"
         " WHERE name = 'reading_changes'"
@@ -255,7 +227,7 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
         else "SELECT setval('reading_changes_seq_seq', (SELECT max(seq) FROM reading_changes))",
     )
     positions = [(0, 0)] + [(int(txid), int(seq)) for txid, seq, *_ in old_log]
-    old_log = await _execute(
+    old_log = await execute_sql(
         settings,
         "SELECT txid, seq, system_id, start_s, energy_wh FROM reading_changes"  # noqa: S608
         f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
@@ -263,14 +235,14 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
 
     await asyncio.to_thread(upgrade, settings)
 
-    ((readings, without),) = await _execute(
+    ((readings, without),) = await execute_sql(
         settings, "SELECT count(*), count(*) - count(batch) FROM readings"
     )
     assert (readings, without) == (9, 0)
     # The old log in runs: `one`'s first upload, less the two quarter-hours replaced later,
     # is two runs (its start_s jump there), `two`'s upload two (the gap its moved row left),
     # the replacement one, the moved row one.
-    runs = await _execute(
+    runs = await execute_sql(
         settings,
         "SELECT lo_s, hi_s FROM change_batches"  # noqa: S608
         f" WHERE account_id = '{tenant.account_id}' ORDER BY txid, seq",
@@ -295,5 +267,5 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
         await upload(client, two, quarter_series(JUNE, 1, 9))
         rows, _ = await follow(client, token)
         assert [(row["system_id"], row["energy_wh"]) for row in rows] == [(two, 9.0)]
-    ((newest,),) = await _execute(settings, "SELECT max(seq) FROM change_batches")
+    ((newest,),) = await execute_sql(settings, "SELECT max(seq) FROM change_batches")
     assert int(newest) > max(int(seq) for _, seq, *_ in old_log)

@@ -5,11 +5,8 @@ and PostgreSQL: readings and rollups keep every row, lose (and get back) their f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from solarapi.config import Settings
@@ -18,15 +15,10 @@ from solarapi.kit.plans import Plan
 from solarapi.migrate import downgrade, upgrade
 from tests.reports.helpers import JUNE_1, make_system, upload_readings
 from tests.support import (
-    DATABASES,
-    TEST_SECRET,
     client_for,
-    database_url,
+    execute_sql,
     make_tenant,
-    need_service,
-    postgres_available,
     running_app,
-    scratch_database,
 )
 
 BEFORE = "0018_change_log_partitions"
@@ -35,32 +27,12 @@ TABLES = ("readings", "reading_hours", "reading_days", "reading_changes")
 ROLLUP_AND_RAW = TABLES[:3]
 
 
-@pytest.fixture(params=DATABASES)
-async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Settings]:
-    if request.param == "sqlite":
-        yield Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
-        return
-    need_service("PostgreSQL", postgres_available())
-    async with scratch_database() as name:
-        yield Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)
-
-
-async def _execute(settings: Settings, sql: str) -> list[tuple[object, ...]]:
-    engine = create_oneshot_engine(settings)
-    try:
-        async with engine.begin() as connection:
-            result = await connection.execute(text(sql))
-            return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
-    finally:
-        await engine.dispose()
-
-
 async def _rows(settings: Settings) -> dict[str, list[tuple[object, ...]]]:
     """Every row of the four tables, in key order (the log without its position)."""
     rows = {}
     for table in TABLES:
         columns = "system_id, start_s, energy_wh, power_w" if table == "reading_changes" else "*"
-        rows[table] = await _execute(settings, f"SELECT {columns} FROM {table} ORDER BY 1, 2")  # noqa: S608
+        rows[table] = await execute_sql(settings, f"SELECT {columns} FROM {table} ORDER BY 1, 2")  # noqa: S608
     return rows
 
 
@@ -92,9 +64,9 @@ def _of(rows: dict[str, list[tuple[object, ...]]], system_id: str) -> dict[str, 
 
 
 async def test_the_migration_keeps_every_row_and_a_deleted_systems_rows_go_both_ways(
-    database: Settings,
+    blank_database: Settings,
 ) -> None:
-    settings = database
+    settings = blank_database
     # The data is written by today's code (which needs the head's schema, `auth_epoch` among
     # it), then the database goes down to 0018 with it: a database at 0018 that holds data.
     await asyncio.to_thread(upgrade, settings)
@@ -120,7 +92,7 @@ async def test_the_migration_keeps_every_row_and_a_deleted_systems_rows_go_both_
     assert await _rows(settings) == before
     assert await _foreign_keys(settings) == {table: [] for table in TABLES}
     # No key, and still nothing of a deleted system is left: the trigger on `systems`.
-    await _execute(settings, f"DELETE FROM systems WHERE id = '{doomed}'")  # noqa: S608
+    await execute_sql(settings, f"DELETE FROM systems WHERE id = '{doomed}'")  # noqa: S608
     after_delete = await _rows(settings)
     assert _of(after_delete, doomed) == dict.fromkeys(TABLES, 0)
     assert _of(after_delete, kept) == _of(before, kept)
@@ -130,14 +102,14 @@ async def test_the_migration_keeps_every_row_and_a_deleted_systems_rows_go_both_
     assert await _rows(settings) == after_delete
     assert await _foreign_keys(settings) == {**with_keys, "reading_changes": []}
     if not settings.is_sqlite:
-        validated = await _execute(
+        validated = await execute_sql(
             settings,
             "SELECT conrelid::regclass::text, convalidated FROM pg_constraint WHERE contype = 'f'"
             " AND conrelid IN ('readings'::regclass, 'reading_hours'::regclass,"
             " 'reading_days'::regclass) ORDER BY 1",
         )
         assert validated == [(table, True) for table in sorted(ROLLUP_AND_RAW)]
-    await _execute(settings, f"DELETE FROM systems WHERE id = '{kept}'")  # noqa: S608
+    await execute_sql(settings, f"DELETE FROM systems WHERE id = '{kept}'")  # noqa: S608
     assert await _rows(settings) == {table: [] for table in TABLES}
 
     await asyncio.to_thread(upgrade, settings)
