@@ -61,26 +61,19 @@ down_revision = "0020_auth_epoch"
 branch_labels = None
 depends_on = None
 
+# The columns after `seq`, which differs: a sequence's default on PostgreSQL, AUTOINCREMENT
+# on SQLite.
+_BATCH_COLUMNS = (
+    " account_id VARCHAR(40) NOT NULL, environment VARCHAR(4) NOT NULL, txid BIGINT NOT NULL,"
+    " system_id VARCHAR(40) NOT NULL, lo_s BIGINT NOT NULL, hi_s BIGINT NOT NULL"
+)
 _PG_BATCHES = (
     "CREATE TABLE change_batches ("
     " seq BIGINT NOT NULL DEFAULT nextval('public.change_batches_seq_seq'),"
-    " account_id VARCHAR(40) NOT NULL,"
-    " environment VARCHAR(4) NOT NULL,"
-    " txid BIGINT NOT NULL,"
-    " system_id VARCHAR(40) NOT NULL,"
-    " lo_s BIGINT NOT NULL,"
-    " hi_s BIGINT NOT NULL"
-    ") PARTITION BY RANGE (lo_s)"
+    f"{_BATCH_COLUMNS}) PARTITION BY RANGE (lo_s)"
 )
 _SQLITE_BATCHES = (
-    "CREATE TABLE change_batches ("
-    " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
-    " account_id VARCHAR(40) NOT NULL,"
-    " environment VARCHAR(4) NOT NULL,"
-    " txid BIGINT NOT NULL,"
-    " system_id VARCHAR(40) NOT NULL,"
-    " lo_s BIGINT NOT NULL,"
-    " hi_s BIGINT NOT NULL)"
+    f"CREATE TABLE change_batches (seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,{_BATCH_COLUMNS})"
 )
 _INDEXES = (
     "CREATE INDEX ix_change_batches_feed ON change_batches (account_id, environment, txid, seq)",
@@ -220,6 +213,17 @@ _UNCONVERT = (
 )
 
 
+# The log as 0020 left it: the columns after `seq` and its feed index.
+_LOG_TABLE_COLUMNS = (
+    " system_id VARCHAR(40) NOT NULL, start_s BIGINT NOT NULL, account_id VARCHAR(40) NOT NULL,"
+    " environment VARCHAR(4) NOT NULL, txid BIGINT NOT NULL, energy_wh FLOAT NOT NULL,"
+    " power_w FLOAT, CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s)"
+)
+_LOG_FEED_INDEX = (
+    "CREATE INDEX ix_reading_changes_feed ON reading_changes (account_id, environment, txid, seq)"
+)
+
+
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         _downgrade_postgresql()
@@ -233,15 +237,7 @@ def _downgrade_postgresql() -> None:
     op.execute(
         "CREATE TABLE reading_changes ("
         " seq BIGINT NOT NULL DEFAULT nextval('public.reading_changes_seq_seq'),"
-        " system_id VARCHAR(40) NOT NULL,"
-        " start_s BIGINT NOT NULL,"
-        " account_id VARCHAR(40) NOT NULL,"
-        " environment VARCHAR(4) NOT NULL,"
-        " txid BIGINT NOT NULL,"
-        " energy_wh FLOAT NOT NULL,"
-        " power_w FLOAT,"
-        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s)"
-        ") PARTITION BY RANGE (start_s)"
+        f"{_LOG_TABLE_COLUMNS}) PARTITION BY RANGE (start_s)"
     )
     op.execute("ALTER SEQUENCE reading_changes_seq_seq OWNED BY public.reading_changes.seq")
     op.execute(_MIRROR_PARTITIONS.format(parent="reading_changes", prefix="changes_"))
@@ -250,10 +246,7 @@ def _downgrade_postgresql() -> None:
         "SELECT setval('reading_changes_seq_seq', greatest((SELECT max(seq) FROM"
         " reading_changes), (SELECT last_value FROM reading_changes_seq_seq)))"
     )
-    op.execute(
-        "CREATE INDEX ix_reading_changes_feed ON reading_changes"
-        " (account_id, environment, txid, seq)"
-    )
+    op.execute(_LOG_FEED_INDEX)
     op.execute(_PG_FORGET.format(table="reading_changes"))
     op.execute("DROP TABLE change_batches")
     op.execute("ALTER TABLE readings DROP COLUMN batch")
@@ -261,16 +254,8 @@ def _downgrade_postgresql() -> None:
 
 def _downgrade_sqlite() -> None:
     op.execute(
-        "CREATE TABLE reading_changes ("
-        " seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
-        " system_id VARCHAR(40) NOT NULL,"
-        " start_s BIGINT NOT NULL,"
-        " account_id VARCHAR(40) NOT NULL,"
-        " environment VARCHAR(4) NOT NULL,"
-        " txid BIGINT NOT NULL,"
-        " energy_wh FLOAT NOT NULL,"
-        " power_w FLOAT,"
-        " CONSTRAINT uq_reading_changes_system_start UNIQUE (system_id, start_s))"
+        "CREATE TABLE reading_changes (seq INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
+        f"{_LOG_TABLE_COLUMNS})"
     )
     op.execute(
         _UNCONVERT.format(
@@ -278,10 +263,7 @@ def _downgrade_sqlite() -> None:
             " WHERE name = 'change_batches')"
         )
     )
-    op.execute(
-        "CREATE INDEX ix_reading_changes_feed ON reading_changes"
-        " (account_id, environment, txid, seq)"
-    )
+    op.execute(_LOG_FEED_INDEX)
     op.execute("DROP TRIGGER forget_system_changes")
     op.execute("DROP TABLE change_batches")
     op.execute(_SQLITE_TRIGGER.format(table="reading_changes"))
