@@ -25,7 +25,7 @@ QUARTER_S = 900
 DAY_QUARTERS = 86400 // QUARTER_S
 # Site-days the process keeps of the sun and the clear sky (SkyCache) unless
 # `SOLARAPI_ALERT_SKY_CACHE_DAYS` says otherwise: ~2.5 KB each with their bookkeeping, so
-# ~41 MiB; an evaluation reads 39 of them (its 38-day window's UTC days), so the cache holds
+# ~41 MiB; an evaluation reads 38 or 39 of them (its 38-day window's UTC days), so the cache holds
 # the windows of ~420 systems.
 SKY_CACHE_DAYS: int = Settings.model_fields["alert_sky_cache_days"].default
 # PVWatts' default system losses (soiling, mismatch, wiring, connections, LID, nameplate, no
