@@ -133,3 +133,15 @@ def test_a_units_syscall_filter_lets_the_service_lower_its_priority(
     exposure = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", report)
     assert exposure is not None, report
     assert float(exposure.group(1)) <= 2.0, report
+
+
+def test_the_compose_steps_give_the_password_file_to_the_images_user() -> None:
+    # asyncpg skips a password file with group or world access, and Compose mounts secret
+    # files with their host owner and mode: the image's user must own it, 0600.
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    uid = re.search(r"useradd [^\n]*--uid (\d+)", dockerfile)
+    assert uid is not None, "the image's user has a fixed uid"
+    compose = (ROOT / "deploy" / "compose.yaml").read_text()
+    assert f"chown {uid.group(1)}:{uid.group(1)} deploy/secrets/pgpass" in compose
+    assert "chmod 0600 deploy/secrets/pgpass" in compose
+    assert "PGPASSFILE: /run/secrets/pgpass" in compose
