@@ -316,7 +316,7 @@ async def test_a_downgrade_puts_every_reading_and_every_later_write_after_every_
     # position issued, also when no batch was left to carry the counter down.
     await execute_sql(
         settings,
-        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid,"
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid,"  # noqa: S608
         f" energy_wh) VALUES ('sys_probe', 0, '{tenant.account_id}', 'live', 0, 1.0)",
     )
     ((probe,),) = await execute_sql(
