@@ -36,11 +36,18 @@ class Settings(BaseSettings):
     # The secret read from a file instead (Docker and Kubernetes secrets, systemd credentials).
     secret_key_file: Path | None = None
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1)
-    anonymous_per_minute: int = 60
+    # Every numeric setting has a range (the `Field` bounds): a value outside it is refused
+    # at start-up naming the variable, instead of a service that starts and cannot serve
+    # (a pool of 0 is SQLAlchemy's "no limit", an anonymous window of 0 refuses every
+    # request without a key with a 429, a timeout of 0 fails every wait). The upper bounds
+    # are far past any sane value; they stop a typo (an extra digit or three) that would
+    # overflow a timer or a date, or hold a body of gigabytes in memory. Floats must be
+    # finite ("inf" and "nan" parse as floats).
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1, le=1024**3)
+    anonymous_per_minute: int = Field(default=60, ge=1, le=1_000_000)
     # Multiplies every plan's per-minute and per-day limit. For load tests and benchmarks
     # only, so 429s do not distort the figures; production leaves it at 1.
-    rate_limit_scale: int = Field(default=1, ge=1)
+    rate_limit_scale: int = Field(default=1, ge=1, le=1_000_000)
     signup_plan: Plan = Plan.STARTER
     webhooks_allow_loopback: bool = False
     reports_dir: Path | None = None
@@ -64,41 +71,42 @@ class Settings(BaseSettings):
     warm_start: bool = True
     # Unset: keep every raw quarter-hour. N: the daily job drops whole months of raw readings
     # older than N months (PostgreSQL partitions; rollups are kept). docs/scaling.md.
-    readings_retention_months: int | None = Field(default=None, ge=1)
+    # At most 100 years: the horizon is a date (a larger value made every upload fail).
+    readings_retention_months: int | None = Field(default=None, ge=1, le=1200)
     # Site-days of the sun and the clear sky each job-running process keeps for the alert
     # rules (alerts.sky.SkyCache, ~2.5 KB each: the default, ~41 MiB, holds the 38-day
     # windows of ~420 systems). 0 keeps none: every evaluation computes its whole window.
-    alert_sky_cache_days: int = Field(default=16_384, ge=0)
+    alert_sky_cache_days: int = Field(default=16_384, ge=0, le=4_194_304)
     # Connections kept per process (plus 10 overflow). Below the number of requests in
     # flight, overflow connections are opened and closed all the time, and each new
     # PostgreSQL session is a process fork on the server.
-    db_pool_size: int = 20
+    db_pool_size: int = Field(default=20, ge=1, le=1000)
     # How long a request waits for a pooled connection before its 503 (overload, not a fault).
-    db_pool_timeout: float = 30.0
+    db_pool_timeout: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
     # `solarapi serve` (server.py). Idle keep-alive connections stay open longer than client
     # pools and load balancers keep theirs (60 s is the common ceiling), so the server never
     # closes one just as the client reuses it; their number is capped per process.
-    keep_alive_seconds: int = Field(default=75, ge=1)
+    keep_alive_seconds: int = Field(default=75, ge=1, le=86_400)
     # `serve --workers N`: how long the supervisor waits for a child's answer to its health
     # ping before it kills the child as hung. uvicorn's 5 s killed children still starting
     # on a busy host (a spawned interpreter imports before it can answer).
-    worker_healthcheck_seconds: int = Field(default=60, ge=1)
-    max_connections: int = Field(default=800, ge=1)
+    worker_healthcheck_seconds: int = Field(default=60, ge=1, le=3600)
+    max_connections: int = Field(default=800, ge=1, le=1_000_000)
     # The request line's URL and all header lines together (nginx: 8 KiB lines).
-    max_url_bytes: int = Field(default=8 * 1024, ge=256)
-    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_url_bytes: int = Field(default=8 * 1024, ge=256, le=1024**2)
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=16 * 1024**2)
     # Slow clients (server.py): a request head must be complete this long after its first
     # byte; a body must arrive at `body_min_rate` bytes/s or more over each window in which
     # the server waits for it (Kestrel's defaults: 30 s, 240 B/s over 5 s); one client
     # address may hold this many connections per process (trusted proxies are exempt).
-    header_timeout_seconds: float = Field(default=10.0, gt=0)
-    body_min_rate: int = Field(default=240, ge=1)
-    body_rate_window_seconds: float = Field(default=5.0, gt=0)
-    max_connections_per_ip: int = Field(default=64, ge=1)
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    body_min_rate: int = Field(default=240, ge=1, le=1024**3)
+    body_rate_window_seconds: float = Field(default=5.0, gt=0, le=3600, allow_inf_nan=False)
+    max_connections_per_ip: int = Field(default=64, ge=1, le=1_000_000)
     # Reports one account may have queued or running (429 beyond), and keep with a file
     # (409 beyond: delete some or let them expire).
-    reports_pending_per_account: int = Field(default=10, ge=1)
-    reports_kept_per_account: int = Field(default=200, ge=1)
+    reports_pending_per_account: int = Field(default=10, ge=1, le=1_000_000)
+    reports_kept_per_account: int = Field(default=200, ge=1, le=1_000_000)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
@@ -269,3 +270,73 @@ async def test_the_migration_converts_the_log_and_old_cursors_continue_exactly(
         assert [(row["system_id"], row["energy_wh"]) for row in rows] == [(two, 9.0)]
     ((newest,),) = await execute_sql(settings, "SELECT max(seq) FROM change_batches")
     assert int(newest) > max(int(seq) for _, seq, *_ in old_log)
+
+
+# --- the way down ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("systems_left", [1, 0])
+async def test_a_downgrade_puts_every_reading_and_every_later_write_after_every_cursor(
+    blank_database: Settings, systems_left: int
+) -> None:
+    """Cursors issued since 0021 (version 2) are not readable by the release before it (it
+    answers them 400 `validation`, "start again without a cursor": docs/operations.md). What
+    the downgrade must keep is the old release's own promise to its version-1 cursors: every
+    stored reading is in the log once, with its values, after every position a cursor can
+    hold, and the old release's next write takes a position after them too (re-delivered,
+    never skipped)."""
+    settings = blank_database
+    await asyncio.to_thread(upgrade, settings)
+    async with running_app(settings) as app:
+        tenant = await make_tenant(app, Plan.ENTERPRISE)
+        async with client_for(app, tenant.live) as client:
+            systems = [(await create_system(client))["id"] for _ in range(2)]
+            await upload(client, systems[0], quarter_series(JUNE, 4, 1))
+            await upload(client, systems[1], quarter_series(JUNE, 3, 2))
+            await upload(client, systems[0], quarter_series(JUNE, 1, 5))  # a replacement
+            ((issued,),) = await execute_sql(settings, "SELECT max(seq) FROM change_batches")
+            copy_rows, token = await follow(client)
+            # A deleted system's batches go with it: none left when both are deleted.
+            for system_id in systems[systems_left:]:
+                deleted = await client.delete(f"/api/v1/systems/{system_id}")
+                assert deleted.status_code == 204, deleted.text
+    stored = await execute_sql(
+        settings, "SELECT system_id, start_s, energy_wh FROM readings ORDER BY system_id, start_s"
+    )
+    assert len(stored) == 4 * systems_left
+
+    await asyncio.to_thread(downgrade, settings, BEFORE)
+
+    log = await execute_sql(
+        settings, "SELECT seq, system_id, start_s, energy_wh FROM reading_changes ORDER BY seq"
+    )
+    assert sorted((s, t, e) for _, s, t, e in log) == sorted(stored)
+    assert all(int(seq) > int(issued) for seq, *_ in log)
+    # The old release's writer takes the log's next `seq` (its default): above every
+    # position issued, also when no batch was left to carry the counter down.
+    await execute_sql(
+        settings,
+        "INSERT INTO reading_changes (system_id, start_s, account_id, environment, txid,"  # noqa: S608
+        f" energy_wh) VALUES ('sys_probe', 0, '{tenant.account_id}', 'live', 0, 1.0)",
+    )
+    ((probe,),) = await execute_sql(
+        settings, "SELECT seq FROM reading_changes WHERE system_id = 'sys_probe'"
+    )
+    assert int(probe) > max([int(issued)] + [int(seq) for seq, *_ in log])
+    await execute_sql(settings, "DELETE FROM reading_changes WHERE system_id = 'sys_probe'")
+
+    # Up again: a cursor issued before the downgrade is read as a position before the
+    # rebuilt log's rows (re-delivered, never skipped), so a client that follows it still
+    # ends with exactly the stored readings.
+    await asyncio.to_thread(upgrade, settings)
+    async with running_app(settings) as app, client_for(app, tenant.live) as client:
+        rows, _ = await follow(client, token)
+        fresh, _ = await follow(client)
+    copy = {(row["system_id"], row["timestamp"]): row["energy_wh"] for row in copy_rows}
+    copy = {key: value for key, value in copy.items() if key[0] in systems[:systems_left]}
+    copy.update({(row["system_id"], row["timestamp"]): row["energy_wh"] for row in rows})
+    assert copy == {
+        (system_id, _stamp(datetime.fromtimestamp(start, UTC))): energy
+        for system_id, start, energy in stored
+    }
+    assert len(fresh) == len(stored)

@@ -221,6 +221,20 @@ def test_a_database_server_that_never_answers_is_one_line_not_a_minute(tmp_path:
             "error: invalid settings: SOLARAPI_MAX_BODY_BYTES: Input should be greater than "
             "or equal to 1",
         ),
+        # Accepted once: a pool of 0 is SQLAlchemy's "no limit", and an anonymous window of 0
+        # answered every request without a key with a 429 (tests/test_config.py: every range).
+        (
+            "SOLARAPI_DB_POOL_SIZE",
+            "0",
+            "error: invalid settings: SOLARAPI_DB_POOL_SIZE: Input should be greater than "
+            "or equal to 1",
+        ),
+        (
+            "SOLARAPI_ANONYMOUS_PER_MINUTE",
+            "0",
+            "error: invalid settings: SOLARAPI_ANONYMOUS_PER_MINUTE: Input should be greater "
+            "than or equal to 1",
+        ),
     ],
 )
 def test_a_bad_setting_is_named_without_echoing_its_value(

@@ -80,6 +80,16 @@ def test_the_wheel_installs_offline_migrates_and_serves(tmp_path: Path) -> None:
     for tool in ("pytest", "mypy", "playwright", "moto", "schemathesis", "ruff"):
         assert f"\n{tool} " not in installed, tool
 
+    # The operator's documents and deploy files, where the systemd units point.
+    shared = venv / "share" / "doc" / "solarapi"
+    for unit in (ROOT / "deploy" / "systemd").glob("*.service"):
+        installed = shared / "deploy" / "systemd" / unit.name
+        assert installed.read_text() == unit.read_text()
+        (documentation,) = re.findall(r"^Documentation=file://(\S+)$", unit.read_text(), re.M)
+        assert Path(documentation.replace("/opt/solarapi/venv", str(venv))).is_file()
+    assert (shared / "deploy" / "solarapi.env.example").is_file()
+    assert (shared / "README.md").is_file()
+
     solarapi = venv / "bin" / "solarapi"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SOLARAPI_")},

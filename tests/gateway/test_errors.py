@@ -55,6 +55,21 @@ async def test_routing_errors_whatever_the_key(app: FastAPI, pro: Tenant, with_k
     assert_error(health_post, 405, "method_not_allowed")
 
 
+@pytest.mark.parametrize("path", ["/api", "/api/", "/api/v2/x", "/api/v1", "/api/v1/"])
+@pytest.mark.parametrize("method", ["GET", "POST", "OPTIONS"])
+async def test_paths_under_api_answer_the_json_404(app: FastAPI, path: str, method: str) -> None:
+    # `/api` without a slash once fell through to the dashboard's HTML 404.
+    async with client_for(app) as client:
+        answer = await client.request(method, path)
+        head = await client.head(path)
+    body = assert_error(answer, 404, "not_found")
+    assert path in body["error"]
+    assert head.status_code == 404
+    assert head.headers["content-type"].startswith("application/json")
+    assert head.content == b""
+    assert_common_headers(head)
+
+
 async def test_routing_errors_are_not_counted(app: FastAPI, pro: Tenant) -> None:
     async with client_for(app, pro.live) as client:
         for _ in range(3):

@@ -31,9 +31,11 @@ class ApiGateway:
 
     async def _answer(self, exchange: Exchange, receive: Receive) -> None:
         scope = exchange.scope
-        if not scope["path"].startswith("/api/"):
+        path = scope["path"]
+        if not (path.startswith("/api/") or path == "/api"):
             # Dashboard pages: not limited here, but they carry the anonymous window's
-            # headers like every other response.
+            # headers like every other response. `/api` itself is the API's (a JSON 404),
+            # not a dashboard page.
             await exchange.peek_anonymous()
             await self.app(scope, receive, exchange.send)
             return

@@ -50,6 +50,18 @@ order) and `txid` 0, one row per write.
 
 A deleted system's batches go by the trigger `forget_system_changes` (now on `change_batches`,
 by the index on (`system_id`, `lo_s`)), its readings by `forget_system_readings` (0019).
+
+**The downgrade** rebuilds the per-reading log from what is stored: a row per reading that has
+a batch, with its current values, in the feed's order, at new `seq` values above every one
+the feed has handed out (the log's counter goes on from the batches': PostgreSQL's sequence,
+renamed back; SQLite's AUTOINCREMENT counter, carried over even when no batch is left).
+Cursors cannot be kept: those issued since this migration (version 2, 66 characters) are
+unknown to the release before it, which answers them 400 `validation` ("cursor is not a
+cursor of this feed; start again without a cursor"), so their clients resync from the start.
+Version-1 cursors (issued before the upgrade) keep working and re-deliver the rebuilt rows of
+their transaction onward (on SQLite, txid 0: every row) — never a skipped change. Upgraded
+again, a version-2 cursor from before the downgrade re-delivers likewise
+(`tests/changes/test_batches.py`; docs/operations.md, "Upgrades").
 """
 
 from __future__ import annotations
@@ -262,6 +274,17 @@ def _downgrade_sqlite() -> None:
             first="(SELECT coalesce(max(seq), 0) FROM sqlite_sequence"
             " WHERE name = 'change_batches')"
         )
+    )
+    # The log's AUTOINCREMENT counter goes on from the batches', as on the way up: with no
+    # batch left to convert (every system deleted) it would restart at 1, and the old
+    # release's next writes would sort before its cursors, skipped.
+    op.execute(
+        "INSERT INTO sqlite_sequence (name, seq) SELECT 'reading_changes', 0"
+        " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'reading_changes')"
+    )
+    op.execute(
+        "UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence"
+        " WHERE name = 'change_batches'), 0)) WHERE name = 'reading_changes'"
     )
     op.execute(_LOG_FEED_INDEX)
     op.execute("DROP TRIGGER forget_system_changes")
