@@ -1,4 +1,5 @@
-"""A process for CPU-bound work that must not stall the event loop: report rendering.
+"""A process for CPU-bound work that must not stall the event loop: report rendering, and
+in an API process the alert rules' sun and clear sky (`off_loop`).
 
 A thread is not enough: drawing a chart and laying out a 300-page PDF is pure Python that
 holds the GIL, and while it does the event loop gets a turn only every few milliseconds —
