@@ -25,6 +25,7 @@ from solarapi.events.types import DELIVERY_JOB_KIND
 from solarapi.jobs.kinds import ALERTS_EVALUATE, ALERTS_SWEEP
 from solarapi.jobs.queue import HANDLERS, PERIODIC_TASKS, enqueue
 from solarapi.jobs.runner import load_handlers, run_pending
+from solarapi.kit import cpu
 from solarapi.kit.timefmt import utcnow
 from solarapi.models.alerts import Alert
 from solarapi.models.jobs import Job
@@ -184,6 +185,33 @@ async def test_zero_production_opens_once_and_resolves_on_production_under_the_s
     assert alert["status"] == "resolved"
     assert alert["resolved_at"] == "2025-06-15T10:30:00Z"
     assert alert["evidence"]["resolution"]["producing_quarter_hour"] == "2025-06-15T10:15:00Z"
+
+
+async def test_in_an_api_process_the_rules_run_in_the_cpu_process_and_find_the_same(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    # The API process's job runner sets cpu.OFF_LOOP: the sun, the clear sky and the rules
+    # (pvlib, 15-220 ms holding the GIL) then run in the CPU process, not on the event loop
+    # that answers requests. Two systems with the same readings: one judged here, one there.
+    readings = quarter_hours(MORNING, [1500.0] * 4 + [0.0] * 4)
+    here = await create_system(app, enterprise.live)
+    there = await create_system(app, enterprise.live)
+    for system in (here, there):
+        await upload(app, enterprise.live, system["id"], readings)
+    at = MORNING + timedelta(hours=2)
+    in_loop = await evaluate(app, here["id"], at)
+    PROCESS_SKY.clear()
+    token = cpu.OFF_LOOP.set(True)
+    try:
+        off_loop = await evaluate(app, there["id"], at)
+    finally:
+        cpu.OFF_LOOP.reset(token)
+        cpu.stop()
+    assert len(PROCESS_SKY) == 0  # no sun computed in this process
+    assert [(c.alert.type, c.opened, c.alert.evidence) for c in off_loop] == [
+        (c.alert.type, c.opened, c.alert.evidence) for c in in_loop
+    ]
+    assert [c.alert.type for c in off_loop] == ["system.zero_production"]
 
 
 async def test_three_zero_quarter_hours_or_zeros_at_a_low_sun_open_nothing(

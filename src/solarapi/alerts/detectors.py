@@ -355,6 +355,22 @@ def evaluate(
     )
 
 
+def evaluate_with_sky_of(
+    sky_days: int,
+    site: Site,
+    observations: Observations,
+    now_s: int,
+    settings: Settings,
+    frozen_baseline: float | None,
+) -> tuple[Finding, Finding, Finding]:
+    """`evaluate` with the process's sky cache sized to `sky_days` site-days: what a job
+    hands to the CPU process (`kit.cpu.off_loop`), whose cache is its own, sized as the
+    caller's."""
+    if PROCESS_SKY.max_days != sky_days:
+        PROCESS_SKY.resize(sky_days)
+    return evaluate(site, observations, now_s, settings, frozen_baseline=frozen_baseline)
+
+
 def _take(sun: SunGrid, index: IntArray) -> SunGrid:
     """What the rules read of the sun at `index` of its grid."""
     return SunGrid(

@@ -21,10 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from solarapi.alerts import detectors, repository
 from solarapi.alerts.detectors import Finding, Observations, Verdict
 from solarapi.alerts.rendering import AlertRecord, render
-from solarapi.alerts.sky import QUARTER_S, FloatArray, IntArray, Site, sun_at
+from solarapi.alerts.sky import PROCESS_SKY, QUARTER_S, FloatArray, IntArray, Site, sun_at
 from solarapi.auth.principal import Principal
 from solarapi.errors import NotFound, ValidationFailed
 from solarapi.events.service import record_event
+from solarapi.kit import cpu
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.plans import Environment
@@ -174,12 +175,16 @@ async def evaluate_system(session: AsyncSession, system_id: str, now: datetime) 
     rows = await readings_repository.energy_between(session, system.id, since_s, now_s)
     expected_wh, source = await _measured_expectation(session, system, rows.starts, now)
     frozen = current.get(AlertType.UNDERPERFORMING)
-    findings = detectors.evaluate(
+    # The sun and the clear sky (pvlib, pandas) hold the GIL for 15-220 ms: in an API
+    # process, in the CPU process (`cpu.off_loop`), with a sky cache sized as this one.
+    findings = await cpu.off_loop(
+        detectors.evaluate_with_sky_of,
+        PROCESS_SKY.max_days,
         system.site,
         Observations(rows.starts, rows.energy_wh, system.last_reading_s, expected_wh, source),
         now_s,
         system.settings,
-        frozen_baseline=_frozen_baseline(frozen),
+        _frozen_baseline(frozen),
     )
     return await _apply(session, system, findings, current, now)
 
@@ -212,9 +217,8 @@ async def _measured_expectation(
         measured[position[found]], modelled.expected_wh[position[found]], np.nan
     )
     daylight = found.copy()
-    daylight[found] = (
-        sun_at(system.site, starts[found]).elevation_deg > detectors.DAYLIGHT_ELEVATION_DEG
-    )
+    sun = await cpu.off_loop(sun_at, system.site, starts[found])
+    daylight[found] = sun.elevation_deg > detectors.DAYLIGHT_ELEVATION_DEG
     if np.count_nonzero(daylight & ~np.isnan(expected)) < detectors.MIN_COVERAGE * max(
         int(np.count_nonzero(daylight)), 1
     ):
@@ -258,7 +262,8 @@ async def evaluate_offline(
     lookback = max(last + QUARTER_S, now_s - OFFLINE_LOOKBACK_DAYS * 86400)
     end = now_s - now_s % QUARTER_S
     starts = np.arange(lookback - lookback % QUARTER_S, end, QUARTER_S, dtype=np.int64)
-    finding = detectors.offline(sun_at(system.site, starts), last, now_s, system.settings)
+    sun = await cpu.off_loop(sun_at, system.site, starts)
+    finding = detectors.offline(sun, last, now_s, system.settings)
     return await _apply(session, system, [finding], current, now)
 
 

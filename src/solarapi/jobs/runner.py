@@ -394,8 +394,11 @@ class JobRunner:
         settings: RunnerSettings | None = None,
         kinds: Collection[str] | None = None,
         lanes: dict[str, Lane] | None = None,
+        cpu_off_loop: bool = False,
     ) -> None:
         self.maker = maker
+        # In an API process: the jobs' CPU-bound steps go to the CPU process (`cpu.off_loop`).
+        self.cpu_off_loop = cpu_off_loop
         self.worker_id = worker_id
         self.concurrency = concurrency
         self.lanes = lanes or default_lanes(concurrency)
@@ -413,6 +416,8 @@ class JobRunner:
 
     async def run(self) -> None:
         load_handlers()
+        if self.cpu_off_loop:
+            cpu.OFF_LOOP.set(True)  # this task's context, which its jobs' tasks copy
         loop = asyncio.get_running_loop()
         next_reap = 0.0
         failing = _PollFailures(self.worker_id, self.poll_seconds)
@@ -510,7 +515,12 @@ async def start_inline_runner(app: FastAPI) -> None:
     load_handlers()
     if app.state.settings.warm_start:
         warm_render_process()
-    runner = JobRunner(app.state.sessionmaker, worker_id=new_worker_id("inline"), concurrency=2)
+    runner = JobRunner(
+        app.state.sessionmaker,
+        worker_id=new_worker_id("inline"),
+        concurrency=2,
+        cpu_off_loop=True,
+    )
     app.state.job_runner = runner
     runner.start()
 

@@ -1,4 +1,5 @@
-"""A process for CPU-bound work that must not stall the event loop: report rendering.
+"""A process for CPU-bound work that must not stall the event loop: report rendering, and
+in an API process the alert rules' sun and clear sky (`off_loop`).
 
 A thread is not enough: drawing a chart and laying out a 300-page PDF is pure Python that
 holds the GIL, and while it does the event loop gets a turn only every few milliseconds —
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib
 import multiprocessing
 import os
@@ -27,6 +29,11 @@ from functools import partial
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# Set by the job runner inside an API process (`jobs.runner.start_inline_runner`) for its
+# jobs: their CPU-bound steps (`off_loop`) then run in the CPU process, not on the event loop
+# that answers requests. A `solarapi worker` serves no requests, and runs them in place.
+OFF_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("cpu_off_loop", default=False)
 
 _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
@@ -80,6 +87,18 @@ async def run_in_process(function: Callable[..., T], *args: object) -> T:
     except BrokenProcessPool:
         _forget(pool)
         raise
+
+
+async def off_loop(function: Callable[..., T], *args: object) -> T:
+    """`function(*args)` in the CPU process where `OFF_LOOP` is set, else here and now.
+
+    For steps of a job that hold the GIL for tens of milliseconds (the alert rules' sun and
+    clear sky with pvlib and pandas: 15-30 ms an evaluation, 100-220 ms when a system's
+    38 days are not yet cached): on the API's event loop every request in flight waited for
+    them, and a fleet's uploads queue one evaluation each (bench/fleet/README.md)."""
+    if OFF_LOOP.get():
+        return await run_in_process(function, *args)
+    return function(*args)
 
 
 def _import(module_names: tuple[str, ...]) -> None:
