@@ -5,6 +5,7 @@ packs again; on PostgreSQL the table itself."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,11 +14,14 @@ from fastapi import FastAPI
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.config import Settings
 from solarapi.kit.grid import EnergySeries
+from solarapi.kit.plans import Plan
+from solarapi.migrate import downgrade, upgrade
 from solarapi.readings.repository import reading_store
 from solarapi.readings.store import DAYS
 from solarapi.readings.store_sqlite import CHUNK_SHIFT
-from tests.support import Tenant, client_for
+from tests.support import Tenant, client_for, execute_sql, make_tenant, running_app
 from tests.systems.factories import create_system, iso, upload
 
 START = datetime(2025, 3, 1, tzinfo=UTC)
@@ -207,3 +211,32 @@ async def test_writes_around_the_store_are_read_too(app: FastAPI, enterprise: Te
             text("SELECT count(*) FROM reading_day_chunks WHERE system_id = :id"), {"id": ids[0]}
         )
         assert left.scalar_one() == 0
+
+
+async def test_the_migration_packs_the_stored_days_as_the_store_does(
+    blank_database: Settings,
+) -> None:
+    """0022 on a database with days: every chunk packed, byte for byte what the store's
+    upsert packs (on PostgreSQL the table is made and stays empty); down again drops it."""
+    settings = blank_database
+    await asyncio.to_thread(upgrade, settings)
+    async with running_app(settings) as app:
+        tenant = await make_tenant(app, Plan.ENTERPRISE)
+        async with client_for(app, tenant.live) as client:
+            for k, zone in enumerate(("Europe/Amsterdam", "Australia/Adelaide")):
+                system_id = (await create_system(client, location=_location(zone)))["id"]
+                response = await upload(client, system_id, _items(3, k, 1.0, 3))
+                assert response.status_code == 200, response.text
+    chunks = "SELECT system_id, chunk, days FROM reading_day_chunks ORDER BY system_id, chunk"
+    packed_by_store = await execute_sql(settings, chunks)
+    assert len(packed_by_store) == (6 if settings.is_sqlite else 0)
+    await asyncio.to_thread(downgrade, settings, "0021_change_batches")
+    tables = await execute_sql(
+        settings,
+        "SELECT name FROM sqlite_master WHERE name LIKE 'reading_day_chunks%'"
+        if settings.is_sqlite
+        else "SELECT tablename FROM pg_tables WHERE tablename = 'reading_day_chunks'",
+    )
+    assert tables == []
+    await asyncio.to_thread(upgrade, settings)
+    assert await execute_sql(settings, chunks) == packed_by_store
