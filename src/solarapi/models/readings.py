@@ -8,7 +8,7 @@ SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, Index, Integer, String
+from sqlalchemy import BigInteger, Float, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.kit.plans import Environment
@@ -70,6 +70,29 @@ class ReadingDay(Base):
     power_max_w: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
+class ReadingDayChunk(Base):
+    """SQLite's packed copy of `reading_days`: a system's local-day rollup rows whose
+    `day_start_s >> 22` is `chunk` (~48.5 days), as one blob of little-endian records
+    (`day_start_s` int64, `energy_wh` float64, `samples` int64, `power_max_w` float64, NaN for
+    NULL) in time order. A range of days is then one or two values handed over by `sqlite3`
+    per system instead of three per day (each a Python object first: ~20 ms for a month of
+    1,000 systems' days, the portfolio's read).
+
+    Kept exact in the writing transaction: triggers on `reading_days` (migration 0022) set
+    `days` to NULL (stale) for every chunk a row is inserted into, updated in or deleted from
+    (and drop the chunk's row once it has no days), whoever writes; the readings store's
+    rollup upsert packs the chunks it touched again before its transaction commits. A reader
+    reads a stale chunk's days from `reading_days` itself. On PostgreSQL the table stays
+    empty (its read packs the rows in SQL, `float8send`)."""
+
+    __tablename__ = "reading_day_chunks"
+    __table_args__ = (_CLUSTERED,)
+
+    system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
+    chunk: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    days: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+
+
 class ChangeBatch(Base):
     """The change feed's log (`GET /readings/changes`, docs/changes.md): one row per write of
     a system's readings (an upload, a replacement, an import) — on PostgreSQL one per month of
@@ -104,7 +127,7 @@ class ChangeBatch(Base):
     hi_s: Mapped[int] = mapped_column(BigInteger)
 
 
-for _model in (Reading, ReadingHour, ReadingDay, ChangeBatch):
+for _model in (Reading, ReadingHour, ReadingDay, ReadingDayChunk, ChangeBatch):
     Base.metadata.tables[_model.__tablename__].add_is_dependent_on(
         Base.metadata.tables[System.__tablename__]
     )

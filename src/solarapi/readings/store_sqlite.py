@@ -22,6 +22,7 @@ from solarapi.db import sqlite_fetchall
 from solarapi.kit.grid import EnergySeries, IntArray
 from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
+    DAYS,
     NUMPY_TYPES,
     ChangeOwner,
     NewBatch,
@@ -94,12 +95,63 @@ def _columns(rows: list[Any], kinds: list[str]) -> list[npt.NDArray[Any]]:
     return [matrix[:, i].astype(NUMPY_TYPES[kind], copy=False) for i, kind in enumerate(kinds)]
 
 
+# The local-day rollup packed per system and `day_start_s >> CHUNK_SHIFT` (~48.5 days) in
+# `reading_day_chunks` (models.readings.ReadingDayChunk, migration 0022): a month of a
+# system's days is one or two blobs instead of three Python objects per day.
+CHUNK_SHIFT = 22
+DAY_RECORD = np.dtype(
+    [("day_start_s", "<i8"), ("energy_wh", "<f8"), ("samples", "<i8"), ("power_max_w", "<f8")]
+)
+_CHUNKS_OF_ONE = (
+    "SELECT days FROM reading_day_chunks WHERE system_id = ? AND chunk >= ? AND chunk <= ? "
+    "ORDER BY chunk"
+)
+# CROSS JOIN: json_each stays the outer loop, so the chunks come system by system in the
+# array's order, each system's in chunk (= time) order (`in_owner_order` checks it).
+_CHUNKS_OF_MANY = (
+    "SELECT j.key, c.days FROM json_each(?) AS j CROSS JOIN reading_day_chunks AS c "
+    "WHERE c.system_id = j.value AND c.chunk >= ? AND c.chunk <= ?"
+)
+_DAYS_OF_CHUNKS = (
+    "SELECT day_start_s, energy_wh, samples, power_max_w FROM reading_days "
+    "WHERE system_id = ? AND day_start_s >= ? AND day_start_s < ? ORDER BY day_start_s"
+)
+_PACK = "INSERT OR REPLACE INTO reading_day_chunks (system_id, chunk, days) VALUES (?, ?, ?)"
+
+
+def _chunk_span(start_s: int, end_s: int) -> tuple[int, int]:
+    """The first and last chunk holding a day in [start_s, end_s) (end_s > start_s)."""
+    return start_s >> CHUNK_SHIFT, (end_s - 1) >> CHUNK_SHIFT
+
+
+def _days_within(records: npt.NDArray[Any], start_s: int, end_s: int) -> list[npt.NDArray[Any]]:
+    """`DAYS`'s columns (day_start_s, energy_wh, samples, power_max_w) of the packed
+    `records` whose day starts in [start_s, end_s)."""
+    starts = records["day_start_s"]
+    inside = (starts >= start_s) & (starts < end_s)
+    if not bool(inside.all()):
+        records = records[inside]
+    return _fields(records)
+
+
+def _fields(records: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+    # Contiguous copies: the callers get arrays of their own, as from the rows (a field of
+    # the blob's records is a read-only strided view).
+    return [np.ascontiguousarray(records[name]) for name, _ in DAYS.columns]
+
+
 class SqliteReadingStore:
     stores_new_batches = False
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> EnergySeries:
+        if series is DAYS and end_s > start_s:
+            lo, hi = _chunk_span(start_s, end_s)
+            chunks = await sqlite_fetchall(session, _CHUNKS_OF_ONE, (system_id, lo, hi))
+            if all(days is not None for (days,) in chunks):
+                records = np.frombuffer(b"".join(days for (days,) in chunks), DAY_RECORD)
+                return series.rows(_days_within(records, start_s, end_s))
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         return series.rows(_columns(rows, [kind for _, kind in series.columns]))
 
@@ -113,6 +165,57 @@ class SqliteReadingStore:
     ) -> tuple[IntArray, EnergySeries]:
         if len(system_ids) > MAX_OWNERS:
             raise ValueError(f"rows_of_many reads at most {MAX_OWNERS:,} systems at once")
+        if series is DAYS and end_s > start_s:
+            return await self._days_of_many(session, system_ids, start_s, end_s)
+        return await self._rows_of_many(session, series, system_ids, start_s, end_s)
+
+    async def _days_of_many(
+        self, session: AsyncSession, system_ids: Sequence[str], start_s: int, end_s: int
+    ) -> tuple[IntArray, EnergySeries]:
+        """`rows_of_many` of `DAYS` from the packed chunks; the systems with a stale chunk
+        in the range read theirs from `reading_days` (each system's days come whole from
+        one or the other)."""
+        ids = orjson.dumps(list(system_ids)).decode()
+        lo, hi = _chunk_span(start_s, end_s)
+        chunks = await sqlite_fetchall(session, _CHUNKS_OF_MANY, (ids, lo, hi))
+        stale = {key for key, days in chunks if days is None}
+        if stale:
+            chunks = [(key, days) for key, days in chunks if key not in stale]
+        keys = np.fromiter((key for key, _ in chunks), np.int64, len(chunks))
+        blobs = [days for _, days in chunks]
+        sizes = np.fromiter(map(len, blobs), np.int64, len(blobs)) // DAY_RECORD.itemsize
+        records = np.frombuffer(b"".join(blobs), DAY_RECORD)
+        owner = np.repeat(keys, sizes)
+        starts = records["day_start_s"]
+        inside = (starts >= start_s) & (starts < end_s)
+        if not bool(inside.all()):
+            owner, records = owner[inside], records[inside]
+        arrays = _fields(records)
+        if stale:
+            ordered = sorted(stale)
+            found, rows = await self._rows_of_many(
+                session, DAYS, [system_ids[k] for k in ordered], start_s, end_s
+            )
+            owner = np.concatenate([owner, np.asarray(ordered, dtype=np.int64)[found]])
+            arrays = [
+                np.concatenate([packed, read])
+                for packed, read in zip(
+                    arrays,
+                    [rows.starts, rows.energy_wh, rows.samples, rows.power_max_w],
+                    strict=True,
+                )
+            ]
+        owners, ordered_arrays = in_owner_order(owner, arrays)
+        return owners, DAYS.rows(ordered_arrays)
+
+    async def _rows_of_many(
+        self,
+        session: AsyncSession,
+        series: Series,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
+    ) -> tuple[IntArray, EnergySeries]:
         ids = orjson.dumps(list(system_ids)).decode()
         rows = await sqlite_fetchall(session, _many_sql(series), (ids, start_s, end_s))
         # One structured array from the row tuples (a third less than a flat float array of
@@ -156,6 +259,8 @@ class SqliteReadingStore:
         # zip builds the row tuples in C; repeat() is endless, so not strict.
         rows = list(zip(itertools.repeat(system_id), *values, strict=False))
         await connection.exec_driver_sql(sql, rows)
+        if upsert.table == DAYS.name:
+            await _pack_chunks(session, system_id, min(values[0]), max(values[0]))
 
     async def store_new(
         self, session: AsyncSession, batch: NewBatch
@@ -180,6 +285,30 @@ class SqliteReadingStore:
             },
         )
         return int(result.scalar_one())
+
+
+async def _pack_chunks(session: AsyncSession, system_id: str, first_s: int, last_s: int) -> None:
+    """Pack the system's chunks of `reading_day_chunks` from `first_s`'s to `last_s`'s again
+    from `reading_days`, in the session's transaction (its triggers marked them stale)."""
+    lo, hi = first_s >> CHUNK_SHIFT, last_s >> CHUNK_SHIFT
+    connection = await session.connection()
+    result = await connection.exec_driver_sql(
+        _DAYS_OF_CHUNKS, (system_id, lo << CHUNK_SHIFT, (hi + 1) << CHUNK_SHIFT)
+    )
+    rows = list(result.fetchall())
+    if not rows:
+        return
+    columns = _columns(rows, [kind for _, kind in DAYS.columns])
+    records = np.empty(len(rows), DAY_RECORD)
+    for (name, _), column in zip(DAYS.columns, columns, strict=True):
+        records[name] = column
+    chunk = records["day_start_s"] >> CHUNK_SHIFT
+    cuts = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
+    packed = [
+        (system_id, int(part["day_start_s"][0]) >> CHUNK_SHIFT, part.tobytes())
+        for part in np.split(records, cuts)
+    ]
+    await connection.exec_driver_sql(_PACK, packed)
 
 
 _OPEN_BATCH = text(
