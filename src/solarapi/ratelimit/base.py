@@ -46,8 +46,16 @@ class Decision:
 
     @property
     def binding(self) -> WindowState:
-        """The window with the fewest requests left; a tie goes to the one resetting later."""
-        return min(self.windows, key=lambda w: (w.remaining, -w.reset))
+        """The window with the fewest requests left; a tie goes to the one resetting later
+        (of equals, the first). A loop: every answer's headers name it."""
+        windows = self.windows
+        best = windows[0]
+        best_key = (best.remaining, -best.reset)
+        for window in windows[1:]:
+            key = (window.remaining, -window.reset)
+            if key < best_key:
+                best, best_key = window, key
+        return best
 
     @property
     def waited_for(self) -> WindowState:
@@ -63,17 +71,23 @@ class Decision:
         return max(1, self.waited_for.seconds_to_reset(self.now))
 
     def window(self, name: str) -> WindowState | None:
-        return next((w for w in self.windows if w.name == name), None)
+        for window in self.windows:
+            if window.name == name:
+                return window
+        return None
 
 
 def decide(
     windows: Sequence[Window], counts: Sequence[int], now: float, allowed: bool, degraded: bool
 ) -> Decision:
-    states = tuple(
-        WindowState(w.name, w.limit, w.seconds, used, w.start(now) + w.seconds)
-        for w, used in zip(windows, counts, strict=True)
-    )
-    return Decision(allowed, states, now, degraded)
+    # Loops, not generator expressions: one or two windows, on every request.
+    states = []
+    for w, used in zip(windows, counts, strict=True):
+        seconds = w.seconds
+        states.append(
+            WindowState(w.name, w.limit, seconds, used, int(now // seconds) * seconds + seconds)
+        )
+    return Decision(allowed, tuple(states), now, degraded)
 
 
 class RateLimiter(Protocol):
