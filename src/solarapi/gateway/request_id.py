@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from base64 import b32encode
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
-# RFC 4648's base32 alphabet to Crockford's, which ULIDs are written in.
-_CROCKFORD = bytes.maketrans(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-)
+# Crockford's base32, which ULIDs are written in, two characters (ten bits) at a time.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]
+_SHIFTS = range(120, -1, -10)
 
 
 def request_id(incoming: str | None) -> str:
@@ -21,11 +20,11 @@ def request_id(incoming: str | None) -> str:
 
 def new_request_id() -> str:
     """`req_` and a ULID, as `kit.ids.new_id("req")` writes one — 48 bits of Unix
-    milliseconds, then 80 random bits, in 26 Crockford base32 characters — written by the
-    standard library's base32 in C: python-ulid's generator (a lock, its monotonic policy
-    within a millisecond, 26 table lookups in Python) cost ~48,000 instructions per request,
-    this ~5,000 (callgrind, bench/fleet/README.md). Ids made in the same millisecond are not
+    milliseconds, then 80 random bits, in 26 Crockford base32 characters (130 bits, the
+    first two zero) — written ten bits at a time: python-ulid's generator (a lock, its
+    monotonic policy within a millisecond, 26 lookups) cost ~48,000 instructions per
+    request (callgrind, bench/fleet/README.md). Ids made in the same millisecond are not
     ordered among themselves (a request id is only ever compared for equality)."""
     value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
-    # 130 bits of base32 hold the 128: two zero bits first (value << 6 in 17 bytes).
-    return "req_" + b32encode((value << 6).to_bytes(17)).translate(_CROCKFORD)[:26].decode()
+    pairs = _PAIRS
+    return "req_" + "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])

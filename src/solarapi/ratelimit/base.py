@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +19,11 @@ class Window:
         return int(now // self.seconds) * self.seconds
 
 
-@dataclass(frozen=True, slots=True)
-class WindowState:
+# WindowState and Decision are made on every request (a decision and one or two windows):
+# named tuples, which are built in C, where a frozen dataclass sets each field through
+# `object.__setattr__` (~10,000 instructions for a WindowState, ~8,600 for a Decision, against
+# ~3,000; callgrind, bench/fleet/README.md). Read-only and compared by value either way.
+class WindowState(NamedTuple):
     name: str
     limit: int
     seconds: int
@@ -37,8 +40,7 @@ class WindowState:
         return self.reset - int(now)
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     allowed: bool
     windows: tuple[WindowState, ...]
     now: float
