@@ -139,7 +139,7 @@ def _answer_on_cancel(app: ASGIApp) -> ASGIApp:
         # (`send` is its bound method): no wrapper around every message of every response
         # (a coroutine per message, measured in bench/fleet/README.md). A `send` of another
         # server is wrapped to keep that record here.
-        cycle = getattr(send, "__self__", None)
+        cycle: Any = getattr(send, "__self__", None)
         if not isinstance(getattr(cycle, "response_started", None), bool):
             cycle = _StartTracker(send)
             send = cycle.send
