@@ -7,6 +7,7 @@ import dataclasses
 
 from starlette.types import ASGIApp, Receive, Scope
 
+from solarapi.auth.principal import USAGE
 from solarapi.auth.scopes import API_PREFIX, PUBLIC
 from solarapi.errors import (
     ApiError,
@@ -139,7 +140,7 @@ class Checks:
             scope["state"]["principal"] = principal
             return ratelimits.too_many(decision)
         minute, day = decision.window("minute"), decision.window("day")
-        scope["state"]["principal"] = principal.with_usage(
-            minute.used if minute else 0, day.used if day else 0
-        )
+        scope_state = scope["state"]
+        scope_state["principal"] = principal
+        scope_state[USAGE] = (minute.used if minute else 0, day.used if day else 0)
         return plan.refusal(principal, method, relative)
