@@ -68,7 +68,7 @@ class Checks:
             return await health_answer(exchange), receive
         if relative in PUBLIC or relative.startswith("/docs"):
             return self._refusal(await self._counted_anonymously(None)), receive
-        if len(exchange.headers.getlist("authorization")) > 1:
+        if len(exchange.authorization) > 1:
             # Two keys: neither is used (either could act for the wrong account); the
             # request counts in its address's anonymous window.
             error = await self._counted_anonymously(
