@@ -15,7 +15,6 @@ from fastapi import FastAPI
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.exceptions import ExceptionMiddleware
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -37,6 +36,7 @@ from solarapi.health.service import HealthProbe
 from solarapi.idempotency.middleware import IdempotencyMiddleware
 from solarapi.ingest.router import router as ingest_router
 from solarapi.jobs.runner import start_inline_runner, stop_inline_runner
+from solarapi.kit.compression import Compression
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.version import API_VERSION
 from solarapi.kit.versioned import VersionedCache
@@ -145,7 +145,7 @@ class SolarApi(FastAPI):
             # Level 4, not Starlette's 9: on a year of hourly JSON (780 KB) level 9 takes
             # ~90 ms for a 9 % smaller body, level 4 ~4 ms for the size of level 6
             # (bench/prices/README.md).
-            GZipMiddleware(
+            Compression(
                 # The gateway's `@direct` endpoints (kit.direct_endpoints) skip everything below.
                 DirectDispatch(
                     IdempotencyMiddleware(endpoint)  # inside the gateway: needs its principal

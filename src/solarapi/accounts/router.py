@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from solarapi.auth.principal import PrincipalDep
+from solarapi.auth.principal import PrincipalDep, request_usage
 from solarapi.kit.jsonresp import OrjsonResponse
 from solarapi.kit.openapi_fields import Instant
 from solarapi.kit.plans import PLAN_LIMITS
@@ -46,8 +46,9 @@ class AccountOut(BaseModel):
 
 
 @router.get("/account", response_model=AccountOut, summary="The calling key's account")
-async def get_account(principal: PrincipalDep) -> Response:
+async def get_account(principal: PrincipalDep, request: Request) -> Response:
     limits = PLAN_LIMITS[principal.plan]
+    minute, today = request_usage(request)
     return OrjsonResponse(
         {
             "id": principal.account_id,
@@ -62,6 +63,6 @@ async def get_account(principal: PrincipalDep) -> Response:
                 "last_used_at": format_optional(principal.key_last_used_at),
             },
             "limits": {"per_minute": limits.per_minute, "per_day": limits.per_day},
-            "usage": {"minute": principal.usage_minute, "today": principal.usage_today},
+            "usage": {"minute": minute, "today": today},
         }
     )

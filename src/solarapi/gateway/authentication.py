@@ -29,9 +29,7 @@ async def authenticate_request(exchange: Exchange, now: float) -> Principal | Un
     scope_state = exchange.scope["state"]
     moment = datetime.fromtimestamp(now, UTC)
     try:
-        hashed = key_hash(
-            exchange.headers.get("authorization"), state.settings.effective_secret_key
-        )
+        hashed = key_hash(exchange.authorization_header, state.settings.effective_secret_key)
     except Unauthorized as refused:
         return refused
     versions = await committed_version(state.engine)

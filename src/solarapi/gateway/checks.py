@@ -7,6 +7,7 @@ import dataclasses
 
 from starlette.types import ASGIApp, Receive, Scope
 
+from solarapi.auth.principal import USAGE
 from solarapi.auth.scopes import API_PREFIX, PUBLIC
 from solarapi.errors import (
     ApiError,
@@ -67,7 +68,7 @@ class Checks:
             return await health_answer(exchange), receive
         if relative in PUBLIC or relative.startswith("/docs"):
             return self._refusal(await self._counted_anonymously(None)), receive
-        if len(exchange.headers.getlist("authorization")) > 1:
+        if len(exchange.authorization) > 1:
             # Two keys: neither is used (either could act for the wrong account); the
             # request counts in its address's anonymous window.
             error = await self._counted_anonymously(
@@ -139,7 +140,7 @@ class Checks:
             scope["state"]["principal"] = principal
             return ratelimits.too_many(decision)
         minute, day = decision.window("minute"), decision.window("day")
-        scope["state"]["principal"] = principal.with_usage(
-            minute.used if minute else 0, day.used if day else 0
-        )
+        scope_state = scope["state"]
+        scope_state["principal"] = principal
+        scope_state[USAGE] = (minute.used if minute else 0, day.used if day else 0)
         return plan.refusal(principal, method, relative)

@@ -32,6 +32,9 @@ class Exchange:
     started: float
     # Added to the response's head: request id, API version, the rate-limit windows.
     extra: list[tuple[bytes, bytes]]
+    # Every Authorization header's value, in order (read once, with the request id, in one
+    # pass over the raw headers: the checks ask for it three times).
+    authorization: list[str]
     route: str = "-"
     status: int = 500
     response_started: bool = False
@@ -40,20 +43,33 @@ class Exchange:
     def begin(cls, scope: Scope, send: Send) -> Exchange:
         started = time.perf_counter()
         state = scope["app"].state
-        headers = Headers(scope=scope)
-        rid = request_id(headers.get("x-request-id"))
+        authorization: list[str] = []
+        incoming: str | None = None
+        # As `Headers.get`/`getlist` compare names: as the server gives them (lower case).
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                authorization.append(value.decode("latin-1"))
+            elif name == b"x-request-id" and incoming is None:
+                incoming = value.decode("latin-1")
+        rid = request_id(incoming)
         scope.setdefault("state", {})["request_id"] = rid
         return cls(
             scope=scope,
             state=state,
             downstream=send,
             method=scope["method"],
-            headers=headers,
+            headers=Headers(scope=scope),
             request_id=rid,
             client_ip=clientip.client_ip(scope, state.settings.trusted_networks),
             started=started,
             extra=[(b"x-request-id", rid.encode()), (b"api-version", _API_VERSION)],
+            authorization=authorization,
         )
+
+    @property
+    def authorization_header(self) -> str | None:
+        """The first Authorization header (`Headers.get`'s answer)."""
+        return self.authorization[0] if self.authorization else None
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -34,7 +34,7 @@ def _windows(scale: int) -> tuple[Window]:
 
 def misplaced_token(exchange: Exchange) -> Unauthorized | None:
     """The 401 of an ingest token sent to any endpoint but the ingest one."""
-    if is_ingest_token(exchange.headers.get("authorization")):
+    if is_ingest_token(exchange.authorization_header):
         return Unauthorized(ONLY_INGEST)
     return None
 
@@ -48,9 +48,7 @@ async def token_caller(exchange: Exchange, now: float) -> Unauthorized | ApiErro
     state = exchange.state
     scope_state = exchange.scope["state"]
     try:
-        hashed = token_hash(
-            exchange.headers.get("authorization"), state.settings.effective_secret_key
-        )
+        hashed = token_hash(exchange.authorization_header, state.settings.effective_secret_key)
     except Unauthorized as refused:
         return refused
     session = state.sessionmaker()

@@ -14,7 +14,8 @@ def parse_query(query_string: bytes, names: frozenset[str]) -> tuple[dict[str, s
     values: dict[str, str] = {}
     if not query_string or not names:
         return values, None
-    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+    text = query_string.decode("latin-1")
+    for name, value in _pairs(text):
         if name not in names:
             continue
         if name in values:
@@ -23,3 +24,18 @@ def parse_query(query_string: bytes, names: frozenset[str]) -> tuple[dict[str, s
             return values, f"query parameter '{name}' is empty; leave it out for its default"
         values[name] = value
     return values, None
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """`parse_qsl(text, keep_blank_values=True)`; split by hand when nothing in it is
+    escaped (no `%`, no `+`), as a program's query is: parse_qsl unquotes every name and
+    value through Python code (~2 % of a kept readings request)."""
+    if "%" in text or "+" in text:
+        return parse_qsl(text, keep_blank_values=True)
+    pairs = []
+    for field in text.split("&"):
+        if not field:
+            continue
+        name, _, value = field.partition("=")
+        pairs.append((name, value))
+    return pairs

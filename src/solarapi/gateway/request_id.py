@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import re
-
-from solarapi.kit.ids import new_id
+import time
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
+# Crockford's base32, which ULIDs are written in, two characters (ten bits) at a time.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]
+_SHIFTS = range(120, -1, -10)
+
 
 def request_id(incoming: str | None) -> str:
-    return incoming if incoming and _REQUEST_ID.fullmatch(incoming) else new_id("req")
+    return incoming if incoming and _REQUEST_ID.fullmatch(incoming) else new_request_id()
+
+
+def new_request_id() -> str:
+    """`req_` and a ULID, as `kit.ids.new_id("req")` writes one — 48 bits of Unix
+    milliseconds, then 80 random bits, in 26 Crockford base32 characters (130 bits, the
+    first two zero) — written ten bits at a time: python-ulid's generator (a lock, its
+    monotonic policy within a millisecond, 26 lookups) cost ~48,000 instructions per
+    request (callgrind, bench/fleet/README.md). Ids made in the same millisecond are not
+    ordered among themselves (a request id is only ever compared for equality)."""
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
+    pairs = _PAIRS
+    return "req_" + "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
-from solarapi.ratelimit.base import Decision, RateLimiter, Window, WindowState
+from solarapi.ratelimit.base import Decision, RateLimiter, Window
 from solarapi.ratelimit.memory import MemoryRateLimiter
 from solarapi.ratelimit.redis import RedisRateLimiter
 
@@ -40,38 +40,46 @@ def create_limiter(
 
 
 def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
+    """Every answer's rate-limit headers: the binding window's `X-RateLimit-*`, each
+    window's limit and remaining, `RateLimit-Policy` and `RateLimit`. What does not change
+    from one request to the next (the names, the limits, the policy) is written once per set
+    of windows (`_fixed`); only the counts and times are formatted per request."""
+    windows = decision.windows
     binding = decision.binding
+    per_window, policy = _fixed(tuple([(w.name, w.limit, w.seconds) for w in windows]))
+    remaining = binding.remaining
     headers = [
         (b"x-ratelimit-limit", b"%d" % binding.limit),
-        (b"x-ratelimit-remaining", b"%d" % binding.remaining),
+        (b"x-ratelimit-remaining", b"%d" % remaining),
         (b"x-ratelimit-reset", b"%d" % binding.reset),
     ]
-    for w in decision.windows:
-        limit_name, remaining_name = _window_header_names(w.name)
-        headers.append((limit_name, b"%d" % w.limit))
+    for w, (limit_header, remaining_name) in zip(windows, per_window, strict=True):
+        headers.append(limit_header)
         headers.append((remaining_name, b"%d" % w.remaining))
+    headers.append(policy)
     seconds_left = max(0, binding.seconds_to_reset(decision.now))
-    headers.append((b"ratelimit-policy", _policy(decision.windows)))
     headers.append(
-        (b"ratelimit", b'"%s";r=%d;t=%d' % (binding.name.encode(), binding.remaining, seconds_left))
+        (b"ratelimit", b'"%s";r=%d;t=%d' % (binding.name.encode(), remaining, seconds_left))
     )
     return headers
 
 
 @functools.cache
-def _window_header_names(name: str) -> tuple[bytes, bytes]:
-    # Window names are lower case: "minute", "day".
-    return f"x-ratelimit-limit-{name}".encode(), f"x-ratelimit-remaining-{name}".encode()
-
-
-def _policy(windows: Sequence[WindowState]) -> bytes:
-    return _policy_of(tuple((w.name, w.limit, w.seconds) for w in windows))
-
-
-@functools.cache
-def _policy_of(windows: tuple[tuple[str, int, int], ...]) -> bytes:
-    # A handful of distinct values (one per plan and the anonymous window): built once each.
-    return ", ".join(f'"{name}";q={limit};w={seconds}' for name, limit, seconds in windows).encode()
+def _fixed(
+    windows: tuple[tuple[str, int, int], ...],
+) -> tuple[tuple[tuple[tuple[bytes, bytes], bytes], ...], tuple[bytes, bytes]]:
+    """Per window its limit header and the name of its remaining header; the policy header.
+    A handful of distinct values (one per plan and the anonymous window): built once each.
+    Window names are lower case: "minute", "day"."""
+    per_window = tuple(
+        (
+            (f"x-ratelimit-limit-{name}".encode(), b"%d" % limit),
+            f"x-ratelimit-remaining-{name}".encode(),
+        )
+        for name, limit, _ in windows
+    )
+    policy = ", ".join(f'"{name}";q={limit};w={seconds}' for name, limit, seconds in windows)
+    return per_window, (b"ratelimit-policy", policy.encode())
 
 
 def limit_message(decision: Decision) -> str:
