@@ -237,19 +237,26 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
     assert days.samples.dtype == np.int64
     assert days.samples.tolist() == [96, 96]
     assert days.power_max_w.tolist() == [powers[95], powers[191]]
-    # The system and its hours in one read (PostgreSQL: one statement) give exactly what the
-    # two reads give; a missing system gives no rows.
+    # The system's head and its hours in one read (PostgreSQL: one statement) give exactly
+    # what the two reads give; a missing system gives no rows (and no head).
     async with app.state.sessionmaker() as session:
-        found, together = await reading_store(session).system_and_rows(
+        store = reading_store(session)
+        found, together = await store.system_and_rows(
             session, HOURS, system_id, int(start.timestamp()), int(end.timestamp())
         )
-        missing, nothing = await reading_store(session).system_and_rows(
+        missing, nothing = await store.system_and_rows(
             session, HOURS, "sys_missing", int(start.timestamp()), int(end.timestamp())
         )
+        head = await store.system_head(session, system_id)
+        no_head = await store.system_head(session, "sys_missing")
     assert found is not None
-    assert {c.key: getattr(found, c.key) for c in System.__table__.columns} == {
-        c.key: getattr(system, c.key) for c in System.__table__.columns
+    assert found == head
+    assert no_head is None
+    assert found._fields == ("id", "account_id", "environment", "timezone", "data_source")
+    assert {name: getattr(found, name) for name in found._fields} == {
+        name: getattr(system, name) for name in found._fields
     }
+    assert all(type(value) is str for value in found)
     for name in ("starts", "energy_wh", "samples", "power_max_w"):
         assert np.array_equal(getattr(together, name), getattr(hours, name), equal_nan=True)
         assert getattr(together, name).dtype == getattr(hours, name).dtype

@@ -361,6 +361,18 @@ def hour_aligned(edges: IntArray) -> bool:
     return bool(np.all(edges % 3600 == 0))
 
 
+def range_hour_aligned(time_range: TimeRange) -> bool:
+    """`hour_aligned` of the range's edges; without building them for 1h on the UTC grid
+    (whole-hour zones), whose edges are UTC hours by construction."""
+    if (
+        time_range.interval is Interval.HOUR
+        and time_range.start_s % 3600 == 0
+        and _on_utc_grid(time_range.start_s - 3600, time_range.end_s + 3600, time_range.tz)
+    ):
+        return True
+    return hour_aligned(time_range.edges())
+
+
 # --- the request rules ----------------------------------------------------------------------
 
 
@@ -473,6 +485,17 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
             f"(or choose a coarser interval)"
         )
     return TimeRange(start_s, end_s, interval, tz)
+
+
+def same_as_utc_grid(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo) -> bool:
+    """Whether `widen_range` of [start, end) for a sub-daily `interval` on `tz` is exactly
+    that on UTC (every whole-hour zone): the same range, or the same refusal — each of its
+    ways (arithmetic, `floor_to_grid`, `bucket_count`, `nth_edge`) then works on the UTC
+    grid."""
+    step = interval.fixed_seconds
+    if step is None:
+        return False
+    return _on_utc_grid(_floor_seconds(start) - step, _ceil_seconds(end) + step, tz)
 
 
 def _floor_seconds(value: datetime) -> int:

@@ -28,6 +28,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
+from solarapi.errors import NotFound
 from solarapi.kit.grid import (
     QUARTER_S,
     EnergySeries,
@@ -41,16 +42,19 @@ from solarapi.kit.grid import (
     hour_aligned,
     local_date,
     local_midnight,
+    range_hour_aligned,
+    same_as_utc_grid,
     widen_range,
 )
+from solarapi.kit.text import excerpt
 from solarapi.kit.timefmt import format_timestamp
 from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
 from solarapi.readings.rendering import ManyReadings, Readings, Totals, totals_of
 from solarapi.readings.repository import reading_store
-from solarapi.readings.store import DAYS, HOURS, RAW, Series
+from solarapi.readings.store import DAYS, HOURS, RAW, ReadingStore, Series
 from solarapi.systems.access import owned
-from solarapi.systems.repository import FleetMember, get_record
+from solarapi.systems.repository import FleetMember, SystemHead, get_record
 from solarapi.systems.span import simulated_since
 
 # --- the sandbox data source -----------------------------------------------------------------
@@ -203,7 +207,7 @@ def _source(time_range: TimeRange) -> Series:
     zones), raw quarter-hours otherwise (15m, 30m, and 1h in Kolkata or Kathmandu)."""
     if time_range.interval.is_calendar:
         return DAYS
-    if time_range.interval is Interval.HOUR and hour_aligned(time_range.edges()):
+    if time_range.interval is Interval.HOUR and range_hour_aligned(time_range):
         return HOURS
     return RAW
 
@@ -217,16 +221,22 @@ async def read_readings(
 ) -> Readings:
     """`GET /systems/{id}/readings`: the caller's system `system_id` (404 if it is not
     theirs) in the buckets of the query's range widened to its grid (the system's zone).
-    Raises ValidationFailed for an empty/reversed range or over 10,000 buckets.
+    Raises ValidationFailed for an empty/reversed range or over 10,000 buckets: for 15m,
+    30m and 1h before the 404 (the range as the UTC grid widens it), for calendar intervals
+    after it (the range as the system's calendar widens it).
 
-    The grid depends on the system's zone, which comes with the system: the system and the
-    rows of a guessed range come in one read (one round trip on PostgreSQL), and the rows of
-    the range widened to its zone are taken from them, bucketed by the same `_bucketed` as
-    `aggregate` (what reports, declarations and the dashboard call). For 15m, 30m and 1h the
-    guess is the UTC grid's range, the system's own in whole-hour zones; for calendar
-    intervals the local days around the range as asked that any zone's calendar could widen
-    it to. A zone whose grid falls outside the guess (1h off the UTC hour) reads again."""
+    The grid depends on the system's zone, which comes with the system. On PostgreSQL (a
+    round trip per read) the system and the rows of a guessed range come in one statement,
+    and the rows of the range widened to its zone are taken from them, bucketed by the same
+    `_bucketed` as `aggregate` (what reports, declarations and the dashboard call). For 15m,
+    30m and 1h the guess is the UTC grid's range, the system's own in whole-hour zones; for
+    calendar intervals the local days around the range as asked that any zone's calendar
+    could widen it to. A zone whose grid falls outside the guess (1h off the UTC hour) reads
+    again. On SQLite (reads cost microseconds) the system is read first, and the range
+    widened once, to its zone."""
     store = reading_store(session)
+    if not store.reads_round_trip:
+        return await _read_in_process(store, session, principal, system_id, query, now)
     if query.interval.is_calendar:
         # Widened for the zone only once it is known (after the 404 check, as the endpoint
         # always answered); the rollup of local days serves every calendar interval.
@@ -245,13 +255,55 @@ async def read_readings(
     time_range = query.widen(ZoneInfo(system.timezone))
     source = _source(time_range)
     start_s, end_s = time_range.start_s, time_range.end_s
+    if system.data_source == "simulated":
+        return await _simulated_readings(session, system, time_range, now)
     if source is not guess_source or start_s < guess_start or end_s > guess_end:
         rows = await store.rows(session, source, system_id, start_s, end_s)
     elif (start_s, end_s) != (guess_start, guess_end):
         rows = _within(rows, start_s, end_s)
-    if system.data_source == "simulated":
-        rows = await _simulated_rows(system, time_range, now)
     return _bucketed(system, time_range, rows)
+
+
+async def _read_in_process(
+    store: ReadingStore,
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    query: SeriesQuery,
+    now: datetime,
+) -> Readings:
+    """`read_readings` where a read costs no round trip: the system, then its rows of the
+    range widened once, to its zone."""
+    head = await store.system_head(session, system_id)
+    calendar = query.interval.is_calendar
+    try:
+        system = owned(head, principal, system_id)
+    except NotFound:
+        if not calendar:
+            query.widen(_UTC)  # 400 before 404, as `read_readings` answers
+        raise
+    tz = ZoneInfo(system.timezone)
+    if not calendar and not same_as_utc_grid(query.start, query.end, query.interval, tz):
+        # The range's 400 as the UTC grid gives it first, as `read_readings` answers (in a
+        # whole-hour zone the zone's grid is the UTC grid: the same range, the same 400).
+        query.widen(_UTC)
+    time_range = query.widen(tz)
+    if system.data_source == "simulated":
+        return await _simulated_readings(session, system, time_range, now)
+    rows = await store.rows(
+        session, _source(time_range), system_id, time_range.start_s, time_range.end_s
+    )
+    return _bucketed(system, time_range, rows)
+
+
+async def _simulated_readings(
+    session: AsyncSession, head: SystemHead, time_range: TimeRange, now: datetime
+) -> Readings:
+    """A simulated system's readings: the sandbox model needs the whole record."""
+    system = await get_record(session, head.id)
+    if system is None:  # deleted between the two reads
+        raise NotFound(f"No system with id '{excerpt(head.id)}'")
+    return _bucketed(system, time_range, await _simulated_rows(system, time_range, now))
 
 
 # How far a calendar interval's range widened to a zone's calendar can reach beyond the
@@ -401,7 +453,9 @@ async def _simulated_rows(
     return RAW.rows([series.starts[known], series.energy_wh[known], series.power_max_w[known]])
 
 
-def _bucketed(system: ReadableSystem, time_range: TimeRange, rows: EnergySeries) -> Readings:
+def _bucketed(
+    system: ReadableSystem | SystemHead, time_range: TimeRange, rows: EnergySeries
+) -> Readings:
     buckets = aggregate_into(
         time_range.edges(), rows.starts, rows.energy_wh, rows.samples, rows.power_max_w
     )

@@ -23,7 +23,7 @@ from solarapi.events.types import PreparedEvent
 from solarapi.jobs.queue import PreparedJob
 from solarapi.kit.grid import EnergySeries, FloatArray, IntArray
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
-from solarapi.models.systems import SystemRecord
+from solarapi.systems.repository import SystemHead
 
 # The arrays' type of each column type.
 NUMPY_TYPES: dict[str, type[np.generic]] = {
@@ -148,6 +148,11 @@ class ReadingStore(Protocol):
 
     # Whether `store_new` can ever write (else the caller need not prepare a `NewBatch`).
     stores_new_batches: bool
+    # Whether a read is a round trip to a server (PostgreSQL): then the system and its rows
+    # come in one statement (`system_and_rows`, the rows of a guessed range); else (SQLite,
+    # a library in this process: a read costs microseconds) the system is read first
+    # (`system_head`) and the range widened once, to its zone.
+    reads_round_trip: bool
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
@@ -158,9 +163,13 @@ class ReadingStore(Protocol):
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[SystemRecord | None, EnergySeries]:
-        """The system (a frozen record; None when there is none) and its rows as `rows`
-        gives them, in as few round trips as the database allows."""
+    ) -> tuple[SystemHead | None, EnergySeries]:
+        """The system's head (None when there is none) and its rows as `rows` gives them, in
+        as few round trips as the database allows."""
+        ...
+
+    async def system_head(self, session: AsyncSession, system_id: str) -> SystemHead | None:
+        """The system's head (None when there is none), its columns as stored."""
         ...
 
     async def rows_of_many(

@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import sqlite_fetchall
 from solarapi.kit.grid import EnergySeries, IntArray
-from solarapi.models.systems import SystemRecord
 from solarapi.readings.store import (
     DAYS,
     NUMPY_TYPES,
@@ -30,7 +29,7 @@ from solarapi.readings.store import (
     Upsert,
     in_owner_order,
 )
-from solarapi.systems.repository import get_record
+from solarapi.systems.repository import HEAD_COLUMNS, SystemHead
 
 
 @functools.cache
@@ -140,8 +139,12 @@ def _fields(records: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     return [np.ascontiguousarray(records[name]) for name, _ in DAYS.columns]
 
 
+_HEAD = f"SELECT {HEAD_COLUMNS} FROM systems WHERE id = ?"  # noqa: S608 - constants
+
+
 class SqliteReadingStore:
     stores_new_batches = False
+    reads_round_trip = False
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
@@ -236,13 +239,17 @@ class SqliteReadingStore:
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
-    ) -> tuple[SystemRecord | None, EnergySeries]:
+    ) -> tuple[SystemHead | None, EnergySeries]:
         # Two reads on the event loop's connection: a join would repeat the system's columns
         # on every row, and a read here costs microseconds, not a round trip.
-        system = await get_record(session, system_id)
+        system = await self.system_head(session, system_id)
         if system is None:
             return None, series.empty()
         return system, await self.rows(session, series, system_id, start_s, end_s)
+
+    async def system_head(self, session: AsyncSession, system_id: str) -> SystemHead | None:
+        rows = await sqlite_fetchall(session, _HEAD, (system_id,))
+        return SystemHead._make(rows[0]) if rows else None
 
     async def upsert(
         self, session: AsyncSession, upsert: Upsert, system_id: str, values: list[list[Any]]

@@ -15,7 +15,7 @@ from solarapi.kit.text import excerpt
 from solarapi.models.systems import System, SystemRecord
 from solarapi.systems import repository
 
-AnySystem = TypeVar("AnySystem", System, SystemRecord)
+AnySystem = TypeVar("AnySystem", System, SystemRecord, repository.SystemHead)
 
 
 def tenant_system(

@@ -86,6 +86,23 @@ async def get_record(session: AsyncSession, system_id: str) -> SystemRecord | No
     return None if row is None else record(row)
 
 
+class SystemHead(NamedTuple):
+    """The columns of a system a readings read needs before its rows: whose it is (the
+    tenancy check), its zone (the grid) and its data source (stored or simulated). Read as
+    plain strings: a `SystemRecord` converts its five datetime columns per read (~36k of a
+    ~200k-instruction lookup on SQLite, callgrind), which a stored series never uses."""
+
+    id: str
+    account_id: str
+    environment: str
+    timezone: str
+    data_source: str
+
+
+# The head's columns, in its order, as SQL (the stores read it straight through the driver).
+HEAD_COLUMNS = "id, account_id, environment, timezone, data_source"
+
+
 def record(values: Sequence[Any]) -> SystemRecord:
     """A SystemRecord from the values of SYSTEM_COLUMNS, converted as the ORM converts them."""
     return SystemRecord._make(values)
