@@ -252,8 +252,16 @@ async def read_readings(
         session, guess_source, system_id, guess_start, guess_end
     )
     system = owned(found, principal, system_id)
-    time_range = query.widen(ZoneInfo(system.timezone))
-    source = _source(time_range)
+    tz = ZoneInfo(system.timezone)
+    if not query.interval.is_calendar and same_as_utc_grid(
+        query.start, query.end, query.interval, tz
+    ):
+        # A whole-hour zone: its grid is the UTC grid, widened already.
+        time_range = TimeRange(guess.start_s, guess.end_s, guess.interval, tz)
+        source = guess_source
+    else:
+        time_range = query.widen(tz)
+        source = _source(time_range)
     start_s, end_s = time_range.start_s, time_range.end_s
     if system.data_source == "simulated":
         return await _simulated_readings(session, system, time_range, now)

@@ -24,7 +24,7 @@ from solarapi.models.alerts import Alert
 from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
-from solarapi.models.systems import DataSource, System, SystemRecord, SystemStatus
+from solarapi.models.systems import System, SystemRecord, SystemStatus
 from solarapi.systems.views import SystemView
 
 
@@ -241,8 +241,10 @@ class FleetMember(NamedTuple):
 
     id: str
     timezone: str
-    data_source: DataSource
-    status: SystemStatus
+    # As stored (plain strings, equal to the enums' members): converting two enum columns of
+    # 1,000 rows through their SQLAlchemy processors cost ~10 % of a portfolio request.
+    data_source: str
+    status: str
     market_zone: str | None
 
 
@@ -261,7 +263,7 @@ async def members(
 ) -> list[FleetMember]:
     """Every system of the environment as a `FleetMember`, ordered by `created_at`, `id`:
     one read through the driver."""
-    rows = await _MEMBERS.all(session, {"account_id": account_id, "environment": environment})
+    rows = await _MEMBERS.raw(session, {"account_id": account_id, "environment": environment})
     return list(map(FleetMember._make, rows))
 
 
