@@ -3,20 +3,15 @@ edges are local midnights, and energy is conserved between any two intervals."""
 
 from __future__ import annotations
 
-import math
-import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solarapi.errors import ValidationFailed
-from solarapi.kit import grid
 from solarapi.kit.grid import (
     MAX_BUCKETS,
     QUARTER_S,
@@ -327,62 +322,3 @@ def test_monrovia_1971_days_start_on_the_quarter_hour() -> None:
         "1971-06-01T00:45:00Z",
         "1971-06-02T00:45:00Z",
     ]
-
-
-def _vectorised(
-    edges: npt.NDArray[np.int64],
-    starts: npt.NDArray[np.int64],
-    energy: npt.NDArray[np.float64],
-    samples: npt.NDArray[np.int64],
-    power: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[Any], ...]:
-    """`aggregate_into`'s numpy way, whatever the number of rows."""
-    count = len(edges) - 1
-    index = np.searchsorted(edges, starts, side="right") - 1
-    keep = (index >= 0) & (index < count) & ~np.isnan(energy)
-    return grid._sum_into(count, index[keep], keep, energy, samples, power)
-
-
-def test_few_rows_are_summed_bit_for_bit_as_numpy_sums_them() -> None:
-    """`aggregate_into`'s loop for a few rows against its numpy way, byte for byte (NaN and
-    the sign of zero included), on 5,000 random cases: rows before, between and after the
-    edges, gaps (NaN energy), rows without samples, unreported powers, ±0.0, and values
-    whose sum depends on the order of addition (0.1 + 0.2 + 1e17 …)."""
-    rnd = random.Random(29)
-    summed = 0
-    for _ in range(5_000):
-        steps = [
-            rnd.choice([900, 1800, 3600, 82800, 86400, 90000]) for _ in range(rnd.randint(1, 12))
-        ]
-        edges = np.cumsum([rnd.choice([0, 900, 3600]), *steps]).astype(np.int64)
-        m = rnd.randint(0, grid._FEW_ROWS)
-        starts = np.sort(
-            np.array(
-                [rnd.randint(int(edges[0]) - 2000, int(edges[-1]) + 2000) for _ in range(m)],
-                dtype=np.int64,
-            )
-        )
-
-        def value() -> float:
-            r = rnd.random()
-            if r < 0.15:
-                return math.nan
-            if r < 0.3:
-                return rnd.choice([0.0, -0.0])
-            return rnd.choice([rnd.random() * 1000, 1e-17, 1e17, 0.1, 0.2, 0.3])
-
-        energy = np.array([value() for _ in range(m)], dtype=np.float64)
-        samples = np.array([rnd.choice([0, 1, 4, 96]) for _ in range(m)], dtype=np.int64)
-        power = np.array([value() for _ in range(m)], dtype=np.float64)
-        few = grid._sum_few(edges, starts, energy, samples, power)
-        want = _vectorised(edges, starts, energy, samples, power)
-        if few is None:  # a 0.0 and a -0.0 power in one bucket: numpy's way is taken
-            got = grid.aggregate_into(edges, starts, energy, samples, power)
-        else:
-            got = few
-            summed += 1
-        assert np.array_equal(got.starts, edges[:-1])
-        for mine, theirs in zip((got.energy_wh, got.samples, got.power_max_w), want, strict=True):
-            assert mine.dtype == theirs.dtype
-            assert mine.tobytes() == theirs.tobytes()
-    assert summed > 4_000  # the loop, not the fallback, answered nearly all

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import math
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -545,65 +543,12 @@ def aggregate_into(
     the buckets given by `edges`. Rows with NaN energy are gaps and count as no sample; rows
     outside the edges are ignored."""
     count = len(edges) - 1
-    if len(starts) <= _FEW_ROWS:
-        few = _sum_few(edges, starts, energy_wh, samples, power_max_w)
-        if few is not None:
-            return few
     # Bucket i holds the starts in [edges[i], edges[i + 1]); before the first edge → -1,
     # at or after the last → count: both dropped, as are gaps.
     index = np.searchsorted(edges, starts, side="right") - 1
     keep = (index >= 0) & (index < count) & ~np.isnan(energy_wh)
     return EnergySeries(
         edges[:-1], *_sum_into(count, index[keep], keep, energy_wh, samples, power_max_w)
-    )
-
-
-# Up to this many rows `aggregate_into` sums in plain Python: each numpy call costs ~5-7k
-# instructions whatever its size, and the vectorised way makes ~20 of them, more than a
-# loop over a few dozen rows (a day of hours, a month of days; callgrind).
-_FEW_ROWS = 64
-
-
-def _sum_few(
-    edges: IntArray,
-    starts: IntArray,
-    energy_wh: FloatArray,
-    samples: IntArray,
-    power_max_w: FloatArray,
-) -> EnergySeries | None:
-    """`aggregate_into` of a few rows by a loop, with the same results as `_sum_into`: the
-    same doubles added in the same order from 0.0 (`bincount`'s sums), the samples as
-    integers, and the largest power as `np.fmax.at` keeps it (a power replaces the bucket's
-    unless the bucket's is at least as large or the power is NaN). None — the caller sums
-    them its own way — when a 0.0 and a -0.0 power meet in a bucket (which one `fmax`
-    keeps is the platform's)."""
-    bounds = edges.tolist()
-    count = len(bounds) - 1
-    energy = [0.0] * count
-    counted = [0] * count
-    power = [math.nan] * count
-    first, last = bounds[0], bounds[-1]
-    for start, value, n, reported in zip(
-        starts.tolist(), energy_wh.tolist(), samples.tolist(), power_max_w.tolist(), strict=True
-    ):
-        if value != value or start < first or start >= last:
-            continue  # a gap, or outside the buckets
-        i = bisect_right(bounds, start) - 1
-        energy[i] += value
-        counted[i] += n
-        held = power[i]
-        if not (held >= reported or reported != reported):
-            power[i] = reported
-        elif held == reported == 0.0 and math.copysign(1.0, held) != math.copysign(1.0, reported):
-            return None
-    for i, n in enumerate(counted):
-        if n == 0:
-            energy[i] = math.nan
-    return EnergySeries(
-        edges[:-1],
-        np.array(energy, dtype=np.float64),
-        np.array(counted, dtype=np.int64),
-        np.array(power, dtype=np.float64),
     )
 
 
