@@ -543,6 +543,9 @@ def aggregate_into(
     the buckets given by `edges`. Rows with NaN energy are gaps and count as no sample; rows
     outside the edges are ignored."""
     count = len(edges) - 1
+    placed = _one_each(edges, count, starts, energy_wh, samples, power_max_w)
+    if placed is not None:
+        return placed
     # Bucket i holds the starts in [edges[i], edges[i + 1]); before the first edge → -1,
     # at or after the last → count: both dropped, as are gaps.
     index = np.searchsorted(edges, starts, side="right") - 1
@@ -550,6 +553,43 @@ def aggregate_into(
     return EnergySeries(
         edges[:-1], *_sum_into(count, index[keep], keep, energy_wh, samples, power_max_w)
     )
+
+
+def _one_each(
+    edges: IntArray,
+    count: int,
+    starts: IntArray,
+    energy_wh: FloatArray,
+    samples: IntArray,
+    power_max_w: FloatArray,
+) -> EnergySeries | None:
+    """`aggregate_into` when every row starts on a distinct bucket edge inside the range and
+    none is a gap — the rows tile the buckets one to one (raw quarter-hours into 15m, the
+    hourly rollup into 1h, the local-day rollup into 1d: every readings request of the fleet
+    benchmark) — by placing each row in its bucket: the results `_sum_into` gives (a
+    bucket's energy is 0.0 + its row's, as `bincount` adds it; its samples the row's, as an
+    integer; its largest power the row's, NaN where none was reported; energy NaN where the
+    samples are 0), in half the numpy calls, without `np.fmax.at`. None otherwise."""
+    if len(starts) == 0 or len(starts) > count or starts[0] < edges[0] or starts[-1] >= edges[-1]:
+        return None
+    index = np.searchsorted(edges, starts)
+    # (Within the range, so every index is below `count`.) Each start an edge, each edge
+    # at most once (strictly increasing), no gap.
+    if (
+        not (edges[index] == starts).all()
+        or not (index[1:] > index[:-1]).all()
+        or np.isnan(energy_wh).any()
+    ):
+        return None
+    energy = np.full(count, np.nan)
+    energy[index] = energy_wh + 0.0
+    sample_count = np.zeros(count, dtype=np.int64)
+    sample_count[index] = samples
+    if not samples.all():
+        energy[sample_count == 0] = np.nan
+    power_max = np.full(count, np.nan)
+    power_max[index] = power_max_w
+    return EnergySeries(edges[:-1], energy, sample_count, power_max)
 
 
 def _sum_into(
@@ -624,27 +664,25 @@ def aggregate_many(
         empty = np.zeros(0, dtype=np.int64)
         one = _sum_into(total, empty, np.zeros(len(starts), bool), energy_wh, samples, power_max_w)
         return ManyBuckets(tuple(edges), offsets, *one)
-    # Every series' edges and rows moved onto one axis, series after series (series k's
-    # times shifted by k × span, so that they never meet another's): one searchsorted finds
-    # every row's bucket. Edge slot j of series k is bucket j - k of the laid-out arrays,
-    # except its last edge, which opens no bucket.
-    base = min(int(starts.min()), min(int(e[0]) for e, _ in shared.values() if len(e)))
-    top = max(int(starts.max()), max(int(e[-1]) for e, _ in shared.values() if len(e)))
-    span = top - base + 1
-    first_slot = offsets[:-1] + np.arange(len(edges))  # where series k's edges begin
-    laid = np.empty(total + len(edges), dtype=np.int64)
-    for e, members in shared.values():
-        ks = np.asarray(members, dtype=np.int64)
-        at = first_slot[ks][:, None] + np.arange(len(e))
-        laid[at] = (e - base)[None, :] + (ks * span)[:, None]
-    slot_owner = np.repeat(np.arange(len(edges), dtype=np.int64), counts + 1)
-    opens = np.ones(len(laid), dtype=bool)
-    opens[offsets[1:] + np.arange(len(edges))] = False  # (offsets[k+1] + k: series k's last)
-    slot = np.searchsorted(laid, starts - base + owners * span, side="right") - 1
-    inside = slot >= 0
-    slot = np.where(inside, slot, 0)
-    keep = inside & opens[slot] & (slot_owner[slot] == owners) & ~np.isnan(energy_wh)
-    index = slot[keep] - slot_owner[slot[keep]]
+    # Each row's bucket within its series: one searchsorted per distinct edges array (a
+    # zone's: a few dozen edges) over that array's rows — not one over every series' edges
+    # laid end to end (a search of 31,000 rows in 32,000 edges cost ~5.6 M instructions of
+    # a portfolio month, callgrind). Before the first edge → -1, at or after the last →
+    # the series' bucket count: both dropped, as are gaps.
+    groups = list(shared.values())
+    if len(groups) == 1:
+        local = np.searchsorted(groups[0][0], starts, side="right") - 1
+    else:
+        group_of = np.empty(len(edges), dtype=np.int64)
+        for g, (_, members) in enumerate(groups):
+            group_of[members] = g
+        row_group = group_of[owners]
+        local = np.empty(len(starts), dtype=np.int64)
+        for g, (e, _) in enumerate(groups):
+            rows = row_group == g
+            local[rows] = np.searchsorted(e, starts[rows], side="right") - 1
+    keep = (local >= 0) & (local < counts[owners]) & ~np.isnan(energy_wh)
+    index = offsets[owners[keep]] + local[keep]
     return ManyBuckets(
         tuple(edges), offsets, *_sum_into(total, index, keep, energy_wh, samples, power_max_w)
     )
