@@ -33,11 +33,15 @@ NUMPY_TYPES: dict[str, type[np.generic]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Series:
     """A time-series table read by range: its time key first, then the value columns, each
     with its PostgreSQL type (int8, int4, float8). Raw readings have no `samples` column
-    (each is one sample) and call their power `power_w`."""
+    (each is one sample) and call their power `power_w`.
+
+    The module's constants below are the only ones, compared and hashed by identity (the
+    stores' statements are cached per series): a dataclass's own hash is a Python function
+    hashing its nested tuples on every look-up, several per read."""
 
     model: type[Reading | ReadingHour | ReadingDay]
     columns: tuple[tuple[str, str], ...]
