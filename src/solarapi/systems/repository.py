@@ -16,6 +16,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.db import DriverQuery, api_time, session_backend
@@ -25,7 +26,7 @@ from solarapi.models.ingest import IngestToken
 from solarapi.models.irradiance import IrradianceReading
 from solarapi.models.readings import Reading, ReadingDay, ReadingHour
 from solarapi.models.systems import System, SystemRecord, SystemStatus
-from solarapi.systems.views import SystemView
+from solarapi.systems.views import SystemView, listed_items
 
 
 async def get(session: AsyncSession, system_id: str) -> System | None:
@@ -173,7 +174,20 @@ def _view_columns(systems: FromClause) -> list[ColumnElement[Any]]:
     ]
 
 
-async def page_of_views(
+_STORED_TIMES: dict[str, bool] = {}
+
+
+def _stored_times(dialect: Dialect) -> bool:
+    """Whether this database's rows bring `api_time` values as stored, for the reader to cut
+    (SQLite), not formatted by the database (PostgreSQL)."""
+    stored = _STORED_TIMES.get(dialect.name)
+    if stored is None:
+        processor = api_time.type.dialect_impl(dialect).result_processor(dialect, None)
+        stored = _STORED_TIMES[dialect.name] = processor is not None
+    return stored
+
+
+async def page_of_items(
     session: AsyncSession,
     *,
     account_id: str,
@@ -182,10 +196,11 @@ async def page_of_views(
     market_zone: str | None,
     offset: int,
     limit: int,
-) -> tuple[list[SystemView], int]:
-    """A page of the environment's systems as views (ordered by `created_at`, `id`) and
-    their total, read in one statement straight through the driver (no ORM object, no
-    datetime per timestamp, and before any transaction a lone read)."""
+) -> tuple[list[dict[str, object]], int]:
+    """A page of the environment's systems as the contract's objects (ordered by
+    `created_at`, `id`) and their total, read in one statement straight through the driver
+    and rendered from its rows (`views.listed_items`: no ORM object, no view, no converted
+    column, no datetime per timestamp; before any transaction a lone read)."""
     shape = (status is not None, market_zone is not None)
     params = {
         "account_id": account_id,
@@ -196,10 +211,10 @@ async def page_of_views(
         "offset": offset,
     }
     format_after_offset = session_backend(session).projects_skipped_rows
-    rows = await _page_query(*shape, format_after_offset).all(session, params)
+    rows = await _page_query(*shape, format_after_offset).raw(session, params)
     if rows:
-        make = SystemView._make
-        return [make(row[1:]) for row in rows], int(rows[0][0])
+        stored_times = _stored_times(session.get_bind().dialect)
+        return listed_items(rows, stored_times=stored_times), int(rows[0][0])
     # No row: none match (at offset 0), or the page is past the end and the total is read
     # alone.
     if offset == 0:

@@ -49,8 +49,8 @@ async def list_systems(
     status: str | None,
     market_zone: str | None,
     page: PageParams,
-) -> tuple[list[SystemView], int]:
-    """A page of the caller's systems (views, each rendered once) and their total."""
+) -> tuple[list[dict[str, object]], int]:
+    """A page of the caller's systems (the contract's objects) and their total."""
     if status is not None and status not in SYSTEM_STATUSES:
         raise ValidationFailed(
             f"status must be one of {', '.join(SYSTEM_STATUSES)}; got '{excerpt(status)}'"
@@ -60,7 +60,7 @@ async def list_systems(
         raise ValidationFailed(
             f"market_zone: unknown zone '{excerpt(market_zone)}'; see GET /api/v1/market-prices/zones"
         )
-    return await repository.page_of_views(
+    return await repository.page_of_items(
         session,
         account_id=principal.account_id,
         environment=principal.environment,
