@@ -9,10 +9,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
+from fastapi import FastAPI
+from starlette.datastructures import State
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Message, Receive, Scope, Send
 from ulid import ULID
 
+from solarapi.app import AppState
 from solarapi.gateway.query import _pairs
 from solarapi.gateway.request_id import new_request_id
 from solarapi.kit.compression import Compression
@@ -116,3 +119,34 @@ async def test_compression_sends_what_starlettes_gzip_sends(
     ours = Compression(_app(messages), minimum_size=1000, compresslevel=4)
     theirs = GZipMiddleware(_app(messages), minimum_size=1000, compresslevel=4)
     assert await _sent(ours, accept) == await _sent(theirs, accept)
+
+
+def test_app_state_answers_as_starlettes_state(app: FastAPI) -> None:
+    # The same operations on both: what each answers, and what each refuses, alike.
+    def run(state: State) -> list[Any]:
+        seen: list[Any] = []
+        state.limiter = "memory"
+        state["clock"] = 1.5
+        seen += [state.limiter, state["limiter"], state.clock, hasattr(state, "engine")]
+        state.limiter = "redis"
+        seen.append(state.limiter)
+        del state.limiter
+        del state["clock"]
+        seen += [hasattr(state, "limiter"), getattr(state, "clock", None)]
+        try:
+            state.engine  # noqa: B018
+        except AttributeError as exc:
+            seen.append(str(exc).replace("AppState", "State"))
+        try:
+            state["engine"]
+        except KeyError as exc:
+            seen.append(str(exc))
+        try:
+            del state.engine
+        except (AttributeError, KeyError) as exc:
+            seen.append(type(exc) in (AttributeError, KeyError))
+        return seen
+
+    assert run(AppState()) == run(State())
+    assert isinstance(app.state, AppState)
+    assert vars(app.state)["settings"] is app.state.settings  # a plain attribute
