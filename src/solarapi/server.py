@@ -336,6 +336,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_left: int | None = None  # from Content-Length; None when chunked
         self._window_left: int | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        # A head or body began in this read: its watchdog is armed at the end of the read
+        # (`_arm_after_read`), and not at all when the request was complete within it.
+        self._arm_pending = False
         self._shutting_down = False
 
     # --- connections -------------------------------------------------------------------
@@ -461,6 +464,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._stop_watchdog()
         self._watchdog = self.loop.call_later(max(delay, 0.0), self._watch)
 
+    def _arm_after_read(self) -> None:
+        """The watchdog of a head or body that began in the read just parsed and is still
+        arriving, due when it would have been had it been armed when it began. A request
+        whose head (and body) came in one read — nearly every GET — arms none: it was armed
+        and cancelled twice per request before (two timers, within the same read)."""
+        self._arm_pending = False
+        if self._watchdog is not None or self.transport.is_closing():
+            return
+        if self._reading == "head":
+            due = self._head_started + self._limits.header_timeout_s
+        elif self._reading == "body":
+            due = self._window_started + self._limits.body_window_s
+        else:
+            return
+        self._arm(due - time.monotonic())
+
     def _stop_watchdog(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
@@ -547,6 +566,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._idle_since = None
         self._last_data = time.monotonic()
         super().data_received(data)
+        if self._arm_pending:
+            self._arm_after_read()
         if self._reading != "head" or self.transport.is_closing():
             return
         # A head still incomplete after this read. The read in which it began is not
@@ -568,7 +589,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_began_in_this_read = True
         self._raw_head_bytes = 0
         self._header_bytes = 0
-        self._arm(self._limits.header_timeout_s)
+        self._stop_watchdog()
+        self._arm_pending = True
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -593,7 +615,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             if name == b"content-length" and value.isdigit():
                 self._body_left = int(value)
         self._start_window(now)
-        self._arm(self._limits.body_window_s)
+        self._stop_watchdog()
+        self._arm_pending = True
         limit = self._max_connections
         if limit is None or (self._open_connections() <= limit and len(self.tasks) < limit):
             super().on_headers_complete()
