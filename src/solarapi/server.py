@@ -45,7 +45,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from solarapi.config import Settings
 from solarapi.kit.version import API_VERSION
@@ -140,7 +146,10 @@ def _answer_on_cancel(app: ASGIApp) -> ASGIApp:
         # (a coroutine per message, measured in bench/fleet/README.md). A `send` of another
         # server is wrapped to keep that record here.
         cycle: Any = getattr(send, "__self__", None)
-        if not isinstance(getattr(cycle, "response_started", None), bool):
+        if isinstance(cycle, RequestResponseCycle):
+            if not cycle.access_log:
+                send = OneWrite(cycle)
+        elif not isinstance(getattr(cycle, "response_started", None), bool):
             cycle = _StartTracker(send)
             send = cycle.send
         try:
@@ -167,6 +176,134 @@ class _StartTracker:
         if message["type"] == "http.response.start":
             self.response_started = True
         await self._send(message)
+
+
+# Bodies up to this size are written with their head in one `transport.write` (a copy of
+# the body); a larger one is written after it, as uvicorn writes every body.
+ONE_WRITE_MAX = 256 * 1024
+
+
+class OneWrite:
+    """uvicorn's `RequestResponseCycle.send` for one request, writing a response of known
+    length's head with its body in one `transport.write` (one system call per response, not
+    two), and checking the headers' characters with two regular-expression searches, not two
+    per header (30 per API response: ~40 k instructions; bench/fleet/README.md).
+
+    The head is built at `http.response.start` exactly as uvicorn builds it — the same
+    checks, raised there with the same errors, the same state on the cycle. When it carries
+    a `Content-Length` (and the request is not a HEAD) only its write waits for the first
+    body message, which follows at once (`Response` sends both in one step); a streamed
+    (chunked) response's head, and a HEAD's, is written at once, as uvicorn writes it. Every
+    message but those two is the cycle's own `send`, after the held head has been written
+    (but to a client that is gone). One difference: an app that ends, or is cancelled,
+    between such a head and its body has its connection closed by uvicorn either way, now
+    without the head. Compared with uvicorn's own `send` in tests/gateway/test_fast_paths.py.
+    """
+
+    __slots__ = ("_cycle", "_head")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self._cycle = cycle
+        self._head: bytes | None = None
+
+    async def __call__(self, message: Message) -> None:
+        cycle = self._cycle
+        head = self._head
+        if head is None:
+            if (
+                message["type"] != "http.response.start"
+                or cycle.response_started
+                or cycle.disconnected
+                or cycle.flow.write_paused
+            ):
+                await cycle.send(message)  # type: ignore[arg-type]
+                return
+            head = _head_of(cycle, message)
+            if cycle.chunked_encoding is False and cycle.scope["method"] != "HEAD":
+                self._head = head
+            else:
+                cycle.transport.write(head)
+            return
+        self._head = None
+        if cycle.disconnected:  # the client is gone: uvicorn writes nothing more
+            await cycle.send(message)  # type: ignore[arg-type]
+            return
+        if message["type"] != "http.response.body" or cycle.flow.write_paused:
+            cycle.transport.write(head)
+            await cycle.send(message)  # type: ignore[arg-type]
+            return
+        body = message.get("body", b"")
+        more_body = message.get("more_body", False)
+        transport = cycle.transport
+        size = len(body)
+        if size > cycle.expected_content_length:
+            transport.write(head)
+            raise RuntimeError("Response content longer than Content-Length")
+        cycle.expected_content_length -= size
+        if size <= ONE_WRITE_MAX:
+            transport.write(head + body)
+        else:
+            transport.write(head)
+            transport.write(body)
+        if not more_body:
+            if cycle.expected_content_length != 0:
+                raise RuntimeError("Response content shorter than Content-Length")
+            cycle.response_complete = True
+            cycle.message_event.set()
+            if not cycle.keep_alive:
+                transport.close()
+            cycle.on_response()
+
+
+def _head_of(cycle: RequestResponseCycle, message: Message) -> bytes:
+    """The response's head, and the cycle's state after it, as uvicorn's `send` makes them
+    for `http.response.start` (without an access log)."""
+    cycle.response_started = True
+    cycle.waiting_for_100_continue = False
+    status_code = message["status"]
+    headers = cycle.default_headers + list(message.get("headers", []))
+    content = [STATUS_LINE[status_code]]
+    has_connection_close = False
+    # A character refused in a name (or a value) is refused wherever it stands: one search
+    # over them all answers for each, and only a refusal searches again, header by header,
+    # to raise what uvicorn raises, where it raises it.
+    try:
+        checked = not (
+            HEADER_RE.search(b"".join([name for name, _ in headers]))
+            or HEADER_VALUE_RE.search(b"".join([value for _, value in headers]))
+        )
+    except TypeError:  # not bytes: the search below raises what uvicorn's raises
+        checked = False
+    for name, value in headers:
+        if not checked:
+            if HEADER_RE.search(name):
+                raise RuntimeError("Invalid HTTP header name.")
+            if HEADER_VALUE_RE.search(value):
+                raise RuntimeError("Invalid HTTP header value.")
+        name = name.lower()
+        if name == b"content-length" and cycle.chunked_encoding is None:
+            cycle.expected_content_length = int(value.decode())
+            cycle.chunked_encoding = False
+        elif name == b"transfer-encoding" and value.lower() == b"chunked":
+            cycle.expected_content_length = 0
+            cycle.chunked_encoding = True
+        elif name == b"connection":
+            connection = [token.lower().strip() for token in value.split(b",")]
+            if b"close" in connection:
+                cycle.keep_alive = False
+                has_connection_close = True
+        content.extend([name, b": ", value, b"\r\n"])
+    if not cycle.keep_alive and not has_connection_close:
+        content.append(b"connection: close\r\n")
+    if (
+        cycle.chunked_encoding is None
+        and cycle.scope["method"] != "HEAD"
+        and status_code not in (204, 304)
+    ):
+        cycle.chunked_encoding = True
+        content.append(b"transfer-encoding: chunked\r\n")
+    content.append(b"\r\n")
+    return b"".join(content)
 
 
 Reading = Literal["head", "body"] | None
@@ -199,6 +336,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._body_left: int | None = None  # from Content-Length; None when chunked
         self._window_left: int | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        # A head or body began in this read: its watchdog is armed at the end of the read
+        # (`_arm_after_read`), and not at all when the request was complete within it.
+        self._arm_pending = False
         self._shutting_down = False
 
     # --- connections -------------------------------------------------------------------
@@ -324,6 +464,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._stop_watchdog()
         self._watchdog = self.loop.call_later(max(delay, 0.0), self._watch)
 
+    def _arm_after_read(self) -> None:
+        """The watchdog of a head or body that began in the read just parsed and is still
+        arriving, due when it would have been had it been armed when it began. A request
+        whose head (and body) came in one read — nearly every GET — arms none: it was armed
+        and cancelled twice per request before (two timers, within the same read)."""
+        self._arm_pending = False
+        if self._watchdog is not None or self.transport.is_closing():
+            return
+        if self._reading == "head":
+            due = self._head_started + self._limits.header_timeout_s
+        elif self._reading == "body":
+            due = self._window_started + self._limits.body_window_s
+        else:
+            return
+        self._arm(due - time.monotonic())
+
     def _stop_watchdog(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
@@ -410,6 +566,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._idle_since = None
         self._last_data = time.monotonic()
         super().data_received(data)
+        if self._arm_pending:
+            self._arm_after_read()
         if self._reading != "head" or self.transport.is_closing():
             return
         # A head still incomplete after this read. The read in which it began is not
@@ -431,7 +589,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_began_in_this_read = True
         self._raw_head_bytes = 0
         self._header_bytes = 0
-        self._arm(self._limits.header_timeout_s)
+        self._stop_watchdog()
+        self._arm_pending = True
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -456,7 +615,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             if name == b"content-length" and value.isdigit():
                 self._body_left = int(value)
         self._start_window(now)
-        self._arm(self._limits.body_window_s)
+        self._stop_watchdog()
+        self._arm_pending = True
         limit = self._max_connections
         if limit is None or (self._open_connections() <= limit and len(self.tasks) < limit):
             super().on_headers_complete()

@@ -218,7 +218,7 @@ async def test_on_postgresql_a_caller_never_gets_a_snapshot_read_before_it_asked
     name = make_url(postgres_settings.database_url).database
     conn, writer = await admin_connection(name), await admin_connection(name)
     await writer.execute("CREATE TEMP TABLE written (n int)")
-    reads = _Calls(monkeypatch, db_postgres, "lone_fetch")
+    reads = _Calls(monkeypatch, db_postgres, "version_fetch")
     try:
         await conn.execute("SELECT pg_advisory_lock(1717)")
         first = asyncio.ensure_future(committed_version(engine))

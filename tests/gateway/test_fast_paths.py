@@ -3,19 +3,26 @@ give what the library gives, only cheaper (bench/fleet/README.md has the counts)
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import time
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
 import pytest
+from fastapi import FastAPI
+from starlette.datastructures import State
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Message, Receive, Scope, Send
 from ulid import ULID
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
+from solarapi.app import AppState
 from solarapi.gateway.query import _pairs
 from solarapi.gateway.request_id import new_request_id
 from solarapi.kit.compression import Compression
+from solarapi.server import OneWrite
 
 
 def test_query_pairs_equal_parse_qsl_on_every_short_string() -> None:
@@ -116,3 +123,142 @@ async def test_compression_sends_what_starlettes_gzip_sends(
     ours = Compression(_app(messages), minimum_size=1000, compresslevel=4)
     theirs = GZipMiddleware(_app(messages), minimum_size=1000, compresslevel=4)
     assert await _sent(ours, accept) == await _sent(theirs, accept)
+
+
+def test_app_state_answers_as_starlettes_state(app: FastAPI) -> None:
+    # The same operations on both: what each answers, and what each refuses, alike.
+    def run(state: State) -> list[Any]:
+        seen: list[Any] = []
+        state.limiter = "memory"
+        state["clock"] = 1.5
+        seen += [state.limiter, state["limiter"], state.clock, hasattr(state, "engine")]
+        state.limiter = "redis"
+        seen.append(state.limiter)
+        del state.limiter
+        del state["clock"]
+        seen += [hasattr(state, "limiter"), getattr(state, "clock", None)]
+        try:
+            state.engine  # noqa: B018
+        except AttributeError as exc:
+            seen.append(str(exc).replace("AppState", "State"))
+        try:
+            state["engine"]
+        except KeyError as exc:
+            seen.append(str(exc))
+        try:
+            del state.engine
+        except (AttributeError, KeyError) as exc:
+            seen.append(type(exc) in (AttributeError, KeyError))
+        return seen
+
+    assert run(AppState()) == run(State())
+    assert isinstance(app.state, AppState)
+    assert vars(app.state)["settings"] is app.state.settings  # a plain attribute
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+class _Flow:
+    write_paused = False
+
+
+def _cycle(method: str, keep_alive: bool, responded: list[int]) -> RequestResponseCycle:
+    scope: Any = {"type": "http", "method": method, "http_version": "1.1"}
+    transport = _Transport()
+    return RequestResponseCycle(
+        scope=scope,
+        transport=cast(Any, transport),
+        flow=cast(Any, _Flow()),
+        logger=logging.getLogger("test"),
+        access_logger=logging.getLogger("test.access"),
+        access_log=False,
+        default_headers=[(b"date", b"Fri, 27 Nov 2026 04:00:00 GMT")],
+        message_event=asyncio.Event(),
+        expect_100_continue=False,
+        keep_alive=keep_alive,
+        on_response=lambda: responded.append(len(transport.writes)),
+    )
+
+
+_JSON = (b"content-type", b"application/json")
+_RESPONSES: list[list[Message]] = [
+    [
+        _start(200, _JSON, (b"content-length", b"5")),
+        {"type": "http.response.body", "body": b"hello"},
+    ],
+    [_start(200, (b"content-length", b"0")), {"type": "http.response.body"}],
+    [
+        _start(200, (b"Content-Length", b"6"), (b"x-ratelimit-limit", b"60")),
+        {"type": "http.response.body", "body": b"abc", "more_body": True},
+        {"type": "http.response.body", "body": b"def", "more_body": False},
+    ],
+    [_start(200, _JSON), _body(5, more=True), _body(0)],  # chunked
+    [_start(200, (b"transfer-encoding", b"chunked")), _body(3), _body(0)],
+    [_start(204), {"type": "http.response.body", "body": b""}],
+    [_start(304, (b"etag", b'"x"')), {"type": "http.response.body"}],
+    [_start(200, (b"content-length", b"4"), (b"connection", b"close")), _body(4)],
+    [_start(200, (b"Connection", b"keep-alive, Close")), _body(2)],
+    [_start(200, (b"content-length", b"3")), _body(5)],  # longer than declared
+    [_start(200, (b"content-length", b"9")), _body(5)],  # shorter than declared
+    [_start(200, (b"x-bad name", b"v"), (b"content-length", b"1")), _body(1)],
+    [_start(200, (b"content-length", b"1"), (b"x-bad", b"a\r\nb")), _body(1)],
+    [_start(200, (b"x", b"a\nb"), (b"y(", b"v")), _body(1)],  # the first refusal wins
+    [_start(200, (b"x", cast(bytes, "text"))), _body(1)],  # not bytes
+    [_start(200, (b"content-length", b"2")), {"type": "http.response.pathsend", "path": "/x"}],
+    [_body(1)],  # a body before the head
+    [_start(200, (b"content-length", b"1")), _body(1), _body(1)],  # after the end
+    [_start(200, (b"content-length", b"1")), _start(200, (b"content-length", b"1"))],
+]
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("keep_alive", [True, False])
+@pytest.mark.parametrize("messages", _RESPONSES)
+async def test_one_write_sends_what_uvicorns_send_sends(
+    messages: list[Message], method: str, keep_alive: bool
+) -> None:
+    async def run(one_write: bool) -> tuple[Any, ...]:
+        # When the server is told the response is done (it arms the keep-alive timer then).
+        responded: list[int] = []
+        cycle = _cycle(method, keep_alive, responded)
+        send: Any = OneWrite(cycle) if one_write else cycle.send
+        error: tuple[type, str] | None = None
+        try:
+            for message in messages:
+                await send({**message, "headers": list(message.get("headers", []))})
+        except (RuntimeError, TypeError, ValueError) as exc:
+            error = (type(exc), str(exc))
+        transport = cast(_Transport, cycle.transport)
+        state = (
+            cycle.response_started,
+            cycle.response_complete,
+            cycle.keep_alive,
+            cycle.chunked_encoding,
+            cycle.expected_content_length,
+            cycle.message_event.is_set(),
+            bool(responded),
+            responded and transport.writes[: responded[0]] == transport.writes,
+        )
+        return b"".join(transport.writes), transport.closed, error, state, len(transport.writes)
+
+    *theirs, their_writes = await run(one_write=False)
+    *ours, our_writes = await run(one_write=True)
+    assert ours == theirs
+    assert our_writes <= their_writes
+    one_message = len(messages) == 2 and messages[1].get("type") == "http.response.body"
+    if theirs[2] is None and one_message and method == "GET":
+        lengths = [v for n, v in messages[0]["headers"] if n.lower() == b"content-length"]
+        assert our_writes == (1 if lengths else their_writes)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -63,6 +67,76 @@ def _fetch_checked_out(engine: Engine, sql: str, params: Sequence[Any]) -> list[
         raise
     finally:
         pooled.close()  # back to the pool (or closed, if invalidated)
+
+
+class _Held:
+    """A pooled connection an engine's version reads keep checked out on one event loop."""
+
+    __slots__ = ("connection", "loop", "pooled", "used")
+
+    def __init__(self, pooled: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.pooled = pooled
+        self.connection = pooled.driver_connection
+        self.loop = loop
+        self.used = time.monotonic()
+
+
+_HELD: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
+# A held connection unused this long goes back to the pool before the next read, which checks
+# one out as `lone_fetch` does (the pool's recycling then applies to it as to any other).
+HELD_IDLE_S = 30.0
+
+
+async def version_fetch(engine: Engine, sql: str) -> list[Any]:
+    """`lone_fetch` for the database version every API request reads (`read_version`), on a
+    connection kept checked out for them between reads: the pool's checkout and return
+    (with its rollback) and the greenlet around them cost as much CPU as the statement
+    itself (~80 µs of ~150 µs per read; bench/fleet/README.md). One statement at a time per
+    engine and loop (`db.version` serves each engine's reads one after another). A failed
+    statement gives the connection back as `lone_fetch` would (invalidated when it may be
+    unusable); one idle for `HELD_IDLE_S` goes back to the pool; `close_readers` returns it."""
+    loop = asyncio.get_running_loop()
+    held = _HELD.get(engine)
+    if held is not None and (held.loop is not loop or time.monotonic() - held.used > HELD_IDLE_S):
+        await _give_back(engine)
+        held = None
+    if held is None:
+        held = _HELD[engine] = _Held(await greenlet_spawn(engine.raw_connection), loop)
+    try:
+        rows: list[Any] = await held.connection.fetch(sql)
+    except BaseException as exc:
+        if _HELD.get(engine) is held:
+            del _HELD[engine]
+        if held.connection.is_closed():
+            # The server closed it, so it closed the pool's other connections of the time too:
+            # each is replaced at its next checkout, as SQLAlchemy does when a statement run
+            # through it finds its connection gone (before, every request's checkout here
+            # met those dead connections in turn and dropped them; this one is not pooled).
+            engine.pool._invalidate(held.pooled, exc, _checkin=False)
+        await greenlet_spawn(_fail_and_return, held.pooled, held.connection, exc)
+        raise
+    held.used = time.monotonic()
+    return rows
+
+
+async def _give_back(engine: Engine) -> None:
+    """The engine's held connection back to its pool (closed, if held on another loop)."""
+    held = _HELD.pop(engine, None)
+    if held is None:
+        return
+    if held.loop is asyncio.get_running_loop():
+        await greenlet_spawn(held.pooled.close)
+        return
+    # Its connection belongs to another (perhaps closed) loop: it cannot be used here.
+    with contextlib.suppress(Exception):  # the other loop may be gone: forgotten either way
+        held.pooled.invalidate()
+
+
+def _fail_and_return(pooled: Any, connection: Any, exc: BaseException) -> None:
+    try:
+        _after_failure(pooled, connection, exc)
+    finally:
+        pooled.close()
 
 
 def _after_failure(pooled: Any, connection: Any, exc: BaseException) -> None:
@@ -140,7 +214,7 @@ class PostgresBackend(Backend):
 
     async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         # The server's snapshot says nothing of which server: told apart by the engine's number.
-        ((snapshot, epoch),) = await lone_fetch(engine, SNAPSHOT_SQL)
+        ((snapshot, epoch),) = await version_fetch(engine, SNAPSHOT_SQL)
         return DatabaseVersions((engine_number, str(snapshot)), (engine_number, int(epoch)))
 
     async def result_type_codes(
@@ -218,7 +292,7 @@ class PostgresBackend(Backend):
         )
 
     async def close_readers(self, engine: AsyncEngine) -> None:
-        pass  # nothing beside the pool
+        await _give_back(engine.sync_engine)  # the version reads' connection
 
 
 _NO_JIT = "SET LOCAL jit = off"
