@@ -15,6 +15,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, overload
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import numpy.typing as npt
@@ -242,11 +243,13 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     joins.append((count - 1, pending))
     # What follows each bucket's maximum power: its count and the frame's text up to the
     # next energy — kept with the frame for a bucket with all its samples, else made here.
+    # (`full` is this page's own list, patched where short: an object array of every
+    # bucket's text cost more than the rest of this step, and most buckets are whole)
     short = np.flatnonzero(samples != np.concatenate(expected))
     if len(short):
-        after = np.array(full, dtype=object)
-        after[short] = _sample_texts(samples[short]) + np.array(plain, dtype=object)[short]
-        full = after.tolist()
+        texts = _sample_texts(samples[short]).tolist()
+        for i, text in zip(short.tolist(), texts, strict=True):
+            full[i] = text + plain[i]
     for at, text in joins:
         full[at] += text
     args: list[bytes] = [_AVERAGE_KEY] * (3 * count)
@@ -408,10 +411,16 @@ def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
     """The totals of a series: its energy (rounded as rendered; None without a sample),
     largest power, samples, and the quarter-hours it should have had."""
     samples = int(series.samples.sum())
-    # fmax skips NaN (an entry without a reported power); NaN only when all are.
-    power_max = float(np.fmax.reduce(series.power_max_w)) if len(series) else math.nan
+    if not len(series):
+        power_max = math.nan
+    else:
+        # fmax skips NaN (an entry without a reported power); NaN only when all are. `max`
+        # is the same where no entry is NaN (and NaN where one is: then `fmax`).
+        power_max = float(series.power_max_w.max())
+        if math.isnan(power_max):
+            power_max = float(np.fmax.reduce(series.power_max_w))
     return Totals(
-        energy_wh=round(float(_nansum(series.energy_wh)), 3) if samples else None,
+        energy_wh=round(_nansum(series.energy_wh), 3) if samples else None,
         power_max_w=None if math.isnan(power_max) else round(power_max, 3),
         samples=samples,
         expected_samples=expected_samples,
@@ -420,8 +429,13 @@ def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
 
 def _nansum(values: FloatArray) -> float:
     """`np.nansum` (the same sum of the same array, NaN as 0) without its Python-level
-    overhead, several times the sum itself on a day of hours."""
-    return float(np.where(np.isnan(values), 0.0, values).sum())
+    overhead, several times the sum itself on a day of hours. Without a NaN the array is
+    summed as it is (the same contiguous array, so the same sum); a NaN sum (a NaN in it, or
+    infinities of both signs) takes the way with NaN as 0."""
+    total = float(values.sum()) if values.flags.c_contiguous else math.nan
+    if math.isnan(total):
+        total = float(np.where(np.isnan(values), 0.0, values).sum())
+    return total
 
 
 def _many_totals(many: ManyBuckets, frames: list[_Frame]) -> ManyTotals:
@@ -473,14 +487,49 @@ def _frame_size(frame: _Frame) -> int:
     return 192 * frame.count + 256  # roughly the bytes it holds
 
 
+def _frame(time_range: TimeRange) -> _Frame:
+    """The frame of a range (see `_Frame`): a range of a fixed interval found by its ends,
+    interval and zone in `_FIXED` (a look-up of a tuple, not of a dataclass: see `_frames`),
+    else made and kept there; any other kept by `_kept_frame`."""
+    step = time_range.interval.fixed_seconds
+    if step is None:
+        return _kept_frame(time_range)
+    key = (time_range.start_s, time_range.end_s, step, time_range.tz)
+    frame = _FIXED.get(key)
+    if frame is None:
+        edges = time_range.edges()
+        frame = _strip_frame(edges, step) if len(edges) > 1 else None
+        if frame is None:
+            return _kept_frame(time_range)
+        global _fixed_bytes  # (a running total, reset with the dict)
+        if _fixed_bytes > _FIXED_BYTES:
+            _FIXED.clear()
+            _fixed_bytes = 0
+        _FIXED[key] = frame
+        _fixed_bytes += _frame_size(frame)
+    return frame
+
+
+# The frames `_strip_frame` made, kept until they hold `_FIXED_BYTES` (then all dropped: a
+# frame is made again in a few µs). A frame is a pure function of its key; the event
+# loop and a thread may make one twice, harmlessly.
+_FIXED: dict[tuple[int, int, int, ZoneInfo], _Frame] = {}
+_FIXED_BYTES = 16 * 2**20
+_fixed_bytes = 0
+
+
 # A range's frame is a pure function of it, so kept without any invalidation; bounded in
 # bytes (a 10,000-bucket range holds ~1.5 MB). Shared by the event loop and any thread
-# that renders, hence the lock. A fleet's uncached reads make a new one per request, so it
-# is written in one pass: one f-string per bucket, encoded once (the labels and counts
-# hold no `%`).
+# that renders, hence the lock. A fleet's uncached reads make a new one per request: a
+# range of equal buckets (`15m`, `30m`, `1h` away from a clock change) is cut from the
+# kept text of its stretch of the grid (`_strip_frame`), any other written in one pass:
+# one f-string per bucket, encoded once (the labels and counts hold no `%`).
 @cached(LRUCache(maxsize=32 * 2**20, getsizeof=_frame_size), lock=threading.Lock())
-def _frame(time_range: TimeRange) -> _Frame:
-    edges = time_range.edges()
+def _kept_frame(time_range: TimeRange) -> _Frame:
+    return _written_frame(time_range.edges())
+
+
+def _written_frame(edges: IntArray) -> _Frame:
     lengths = np.diff(edges)
     expected = (lengths // QUARTER_S).tolist()
     labels = iso_strings(edges)
@@ -499,3 +548,60 @@ def _frame(time_range: TimeRange) -> _Frame:
         first=labels[0],
         last=labels[-1],
     )
+
+
+# Buckets per kept stretch of a fixed grid (`_strip`): 256 hours are ~11 days.
+_STRIP = 256
+# Where a bucket's text holds its labels: `{"start":"` is 10 bytes, the label 20,
+# `","end":"` 9.
+_START_AT = 10
+_END_AT = 39
+_LABEL = 20
+
+
+def _strip_frame(edges: IntArray, step: int) -> _Frame | None:
+    """The frame of equal buckets of `step` seconds, cut from the kept text of the
+    stretches of the grid they lie in — the text `_written_frame` writes for them, every
+    bucket's the same length — or None (buckets of unequal length: a clock change)."""
+    first_s, count = int(edges[0]), len(edges) - 1
+    if int(edges[-1]) - first_s != count * step or (edges[1:] - edges[:-1] != step).any():
+        return None
+    phase = first_s % step
+    q0 = (first_s - phase) // step
+    q1 = q0 + count
+    pieces = []
+    for block in range(q0 // _STRIP, (q1 - 1) // _STRIP + 1):
+        strip, width = _STRIPS.get((step, phase, block)) or _strip(step, phase, block)
+        lo = max(q0, block * _STRIP) - block * _STRIP
+        hi = min(q1, (block + 1) * _STRIP) - block * _STRIP
+        pieces.append(strip[lo * width : hi * width])
+    template = b"".join(pieces)[:-1]  # each bucket's text is followed by `,`
+    last = len(template) - width + 1  # where the last bucket's text starts
+    return _Frame(
+        count=count,
+        template=template,
+        hours=np.full(count, step / 3600.0),
+        expected_samples=count * (step // QUARTER_S),
+        first=template[_START_AT : _START_AT + _LABEL].decode(),
+        last=template[last + _END_AT : last + _END_AT + _LABEL].decode(),
+    )
+
+
+def _strip(step: int, phase: int, block: int) -> tuple[bytes, int]:
+    """The text of `_STRIP` buckets of `step` seconds, from `phase + step · _STRIP · block`
+    on, each followed by `,`, and the length of one such (the same for all: labels of
+    20 characters, one count); kept in `_STRIPS`."""
+    start = phase + step * _STRIP * block
+    edges = np.arange(start, start + step * (_STRIP + 1), step, dtype=np.int64)
+    text = _written_frame(edges).template + b","
+    width = len(text) // _STRIP
+    assert width * _STRIP == len(text)  # every bucket's text the same length
+    if len(_STRIPS) >= _STRIPS_KEPT:
+        _STRIPS.clear()
+    _STRIPS[step, phase, block] = text, width
+    return text, width
+
+
+# Stretches of the grid kept (~40 kB each for `15m`: 10 MB); a pure function of the key.
+_STRIPS: dict[tuple[int, int, int], tuple[bytes, int]] = {}
+_STRIPS_KEPT = 256
