@@ -86,7 +86,8 @@ class ReadingDayChunk(Base):
     empty (its read packs the rows in SQL, `float8send`)."""
 
     __tablename__ = "reading_day_chunks"
-    __table_args__ = (_CLUSTERED,)
+    # A rowid table, not `_CLUSTERED`: a full chunk (1,552 bytes) does not fit in place in an
+    # index b-tree's 4 KiB page and was read through an overflow page (migration 0023).
 
     system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
     chunk: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
