@@ -8,7 +8,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -103,16 +102,19 @@ def server_log(s3_server: S3Server) -> Iterator[None]:
 
 @pytest.fixture
 async def s3_app(
-    settings: Settings, s3_server: S3Server, server_log: None
+    settings: Settings, s3_server: S3Server, server_log: None, tmp_path: Path
 ) -> AsyncIterator[tuple[FastAPI, str]]:
     """The app on this run's database with its reports in a fresh bucket, under a prefix."""
     bucket = f"reports-{uuid.uuid4().hex[:12]}"
     s3_server.client().create_bucket(Bucket=bucket)
+    staging = tmp_path / "s3-staging"
+    staging.mkdir()
     s3_settings = settings.model_copy(
         update={
             "reports_url": f"s3://{bucket}/solar/reports",
             "reports_s3_endpoint_url": s3_server.endpoint,
-            "reports_dir": Path(tempfile.mkdtemp(prefix="s3-staging-")),
+            # Under the test's own directory: pytest removes it (a mkdtemp was left in /tmp).
+            "reports_dir": staging,
         }
     )
     async with running_app(s3_settings) as application:
