@@ -14,6 +14,7 @@ import pytest
 from fastapi import FastAPI
 from starlette.datastructures import State
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 from ulid import ULID
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
@@ -22,6 +23,7 @@ from solarapi.app import AppState
 from solarapi.gateway.query import _pairs
 from solarapi.gateway.request_id import new_request_id
 from solarapi.kit.compression import Compression
+from solarapi.kit.pagination import _kept_prefix, _link_prefix
 from solarapi.server import OneWrite
 
 
@@ -33,6 +35,32 @@ def test_query_pairs_equal_parse_qsl_on_every_short_string() -> None:
         for chars in itertools.product(alphabet, repeat=size):
             text = "".join(chars)
             assert _pairs(text) == parse_qsl(text, keep_blank_values=True), repr(text)
+
+
+def test_link_prefix_of_a_paging_query_equals_starlettes() -> None:
+    # The Link header's prefix written from the path alone (a query of nothing but page and
+    # limit) against the one built through Starlette's URL and QueryParams, over paths with
+    # every character the path's escaping touches, and over queries of up to three fields
+    # (the other parameters, escapes and separators take Starlette's way in both).
+    paths = ["/api/v1/systems", "/api/v1/a?b", "/x#y", "/back\\slash", "/sp ace", "/é", "/%3F", "/"]
+    fields = [
+        "page=2",
+        "limit=5",
+        "page=",
+        "page",
+        "limit=10",
+        "status=active",
+        "page=%32",
+        "a+b=1",
+    ]
+    queries = [""] + [
+        "&".join(chosen) for n in (1, 2, 3) for chosen in itertools.permutations(fields, n)
+    ]
+    for path in paths:
+        for query in queries:
+            scope = {"type": "http", "path": path, "query_string": query.encode(), "headers": []}
+            request = Request(scope)
+            assert _link_prefix(request) == _kept_prefix(request), (path, query)
 
 
 def test_request_id_is_a_ulid_of_now() -> None:

@@ -1,5 +1,5 @@
 """`GET /systems` renders its page straight from the driver's rows (`views.listed_items`) and
-writes the envelope and Link header itself when the query is only paging: every response
+`kit.pagination` writes the Link header from the path when the query is only paging: every response
 here is compared, byte for byte, with what the list answered before — each system through
 the ORM, `SystemView.of(system).render()`, the page sliced from the environment's systems in
 `created_at`, `id` order and `kit.pagination.page_response` around it — for every page of

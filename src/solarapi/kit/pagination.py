@@ -114,12 +114,37 @@ def page_response(
     return response
 
 
-def _link_header(request: Request, params: PageParams, total_pages: int) -> str:
-    # The other parameters are encoded once for the four links; page and limit are digits.
+# What a query of nothing but the page and its size may hold (`_link_prefix`).
+_PAGING_NAMES = (b"page", b"limit")
+
+
+def _link_prefix(request: Request) -> str:
+    """The links' path and the query's other parameters, encoded once for the four links.
+    A query of nothing but `page` and `limit` (a fleet's walk of a list) keeps none: the path
+    alone, escaped as Starlette's `URL.path` writes it, with no `URL` or `QueryParams` built
+    to find that out (tests/systems/test_list_rendering.py)."""
+    query: bytes = request.scope["query_string"]
+    if (
+        b"%" not in query
+        and b"+" not in query
+        and all(field.partition(b"=")[0] in _PAGING_NAMES for field in query.split(b"&") if query)
+    ):
+        path: str = request.scope["path"]
+        return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C") + "?"
+    return _kept_prefix(request)
+
+
+def _kept_prefix(request: Request) -> str:
+    """`_link_prefix` of any query, through Starlette's `URL` and `QueryParams`."""
     kept = urlencode(
         [(k, v) for k, v in request.query_params.multi_items() if k not in ("page", "limit")]
     )
-    prefix = f"{request.url.path}?{kept}&" if kept else f"{request.url.path}?"
+    return f"{request.url.path}?{kept}&" if kept else f"{request.url.path}?"
+
+
+def _link_header(request: Request, params: PageParams, total_pages: int) -> str:
+    # Page and limit are digits.
+    prefix = _link_prefix(request)
 
     def url(page: int) -> str:
         return f"{prefix}page={page}&limit={params.limit}"

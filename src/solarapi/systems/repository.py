@@ -101,7 +101,7 @@ class SystemHead(NamedTuple):
 
 
 # The head's columns, in its order, as SQL (the stores read it straight through the driver).
-HEAD_COLUMNS = "id, account_id, environment, timezone, data_source"
+HEAD_COLUMNS = ", ".join(SystemHead._fields)
 
 
 def record(values: Sequence[Any]) -> SystemRecord:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import get_args
 
-import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -19,7 +18,6 @@ from solarapi.kit.pagination import (
     MAX_LIMIT,
     PAGE_LIMIT,
     PAGE_NUMBER,
-    PageParams,
     page_response,
     parse_page,
 )
@@ -72,53 +70,7 @@ async def list_systems(request: Request) -> Response:
             market_zone=query.get("market_zone"),
             page=page,
         )
-    return _page_response(request, items, total, page)
-
-
-# What a query of nothing but the page and its size may hold (`_page_response`).
-_PAGING_NAMES = (b"page", b"limit")
-
-
-def _page_response(
-    request: Request, items: list[dict[str, object]], total: int, page: PageParams
-) -> Response:
-    """`kit.pagination.page_response`, byte for byte (body, headers and their order), with
-    the Link header made from the path alone when the query holds nothing but `page` and
-    `limit`, as a fleet's walk of the list does: no `URL` and no `QueryParams` built to find
-    that no other parameter is kept. Any other query takes `page_response` itself."""
-    query: bytes = request.scope["query_string"]
-    if b"%" in query or b"+" in query:
-        return page_response(request, items, total, page)
-    if query:
-        for field in query.split(b"&"):
-            if field.partition(b"=")[0] not in _PAGING_NAMES:
-                return page_response(request, items, total, page)
-    limit, number = page.limit, page.page
-    total_pages = (total + limit - 1) // limit if total else 0
-    body = {
-        "data": items,
-        "pagination": {
-            "page": number,
-            "limit": limit,
-            "total": total,
-            "total_pages": total_pages,
-            "has_more": number < total_pages,
-        },
-    }
-    # As Starlette's `URL.path` writes the request's path.
-    path = request.scope["path"].replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
-    last = max(total_pages, 1)
-    link = f'<{path}?page=1&limit={limit}>; rel="first"'
-    if number > 1:
-        link += f', <{path}?page={min(number - 1, last)}&limit={limit}>; rel="prev"'
-    if number < total_pages:
-        link += f', <{path}?page={number + 1}&limit={limit}>; rel="next"'
-    link += f', <{path}?page={last}&limit={limit}>; rel="last"'
-    response = Response(
-        orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS), media_type="application/json"
-    )
-    response.raw_headers.append((b"link", link.encode("latin-1")))
-    return response
+    return page_response(request, items, total, page)
 
 
 @router.post(
