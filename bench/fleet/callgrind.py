@@ -11,7 +11,10 @@ requests must print the same hash).
         .venv/bin/python bench/fleet/callgrind.py <src> <out prefix> poll,daily,month [key]
 
 `<src>`: the `src` directory to serve (this checkout's, or another version's from `git
-archive`); `portfolio` as a kind sends PORTFOLIO_PATH (10 requests) instead of a walk.
+archive`), or `floor` for the benchmark's floor (`floor_app.py`; FLOOR_ACCOUNT names the
+account its list shows, FLEET_API a running project's `…/api/v1` that lists the fleet, and
+`key` that project's key); CALLGRIND_ARGS adds valgrind options (e.g. `--cache-sim=yes
+--branch-sim=yes` to see misses beside instructions); `portfolio` as a kind sends PORTFOLIO_PATH (10 requests) instead of a walk.
 COUNT (default 200), PORT (default 9471). Without `key` a fresh key of the fleet account is
 made through the CLI.
 """
@@ -28,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ["FLEET_DIR"])
 
+import common as fleet_common
 import run as fleet_run  # the benchmark's run.py: its Fleet and walks
 from common import new_key
 
@@ -48,11 +52,19 @@ def main() -> None:
     count = int(os.environ.get("COUNT", "200"))
     env = dict(os.environ, SOLARAPI_RATE_LIMIT_SCALE="100000", SOLARAPI_LOG_LEVEL="WARNING",
                SOLARAPI_JOB_RUNNER="external", PYTHONPATH=src)  # fmt: skip
+    served = ["-m", "solarapi", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if src == "floor":  # the benchmark's floor, on the same walk
+        url = os.environ["SOLARAPI_DATABASE_URL"]
+        env.update(FLOOR_DB=url if url.startswith("sqlite") else fleet_common.pg_dsn(url),
+                   FLOOR_ACCOUNT=os.environ["FLOOR_ACCOUNT"])  # fmt: skip
+        served = ["-m", "uvicorn", "--app-dir", os.environ["FLEET_DIR"], "floor_app:app",
+                  "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                  "--no-access-log"]  # fmt: skip
     with open(f"{out}.log", "wb") as log:  # the server's output (the child keeps its own fd)
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-             f"--callgrind-out-file={out}.%p", str(ROOT / ".venv/bin/python"), "-m", "solarapi",
-             "serve", "--host", "127.0.0.1", "--port", str(port)],
+             *os.environ.get("CALLGRIND_ARGS", "").split(),
+             f"--callgrind-out-file={out}.%p", str(ROOT / ".venv/bin/python"), *served],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
@@ -69,7 +81,8 @@ def main() -> None:
             break
         except OSError:
             time.sleep(0.5)
-    fleet = fleet_run.Fleet(f"http://127.0.0.1:{port}/api/v1", key)
+    # The floor cannot list the fleet as the API does: FLEET_API names a project server to ask.
+    fleet = fleet_run.Fleet(os.environ.get("FLEET_API", f"http://127.0.0.1:{port}/api/v1"), key)
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {"Authorization": f"Bearer {key}"}
 
