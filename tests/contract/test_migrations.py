@@ -14,7 +14,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from fastapi import FastAPI
-from sqlalchemy import inspect, text
+from sqlalchemy import MetaData, inspect, text
 from sqlalchemy.engine import Connection
 
 from solarapi.cli_support import redacted
@@ -23,6 +23,7 @@ from solarapi.db import create_oneshot_engine
 from solarapi.dbfaults import SCHEMA_REVISION
 from solarapi.migrate import alembic_config, downgrade, upgrade
 from solarapi.models import Base
+from solarapi.models.readings import SQLITE_ONLY
 from tests.support import (
     DATABASES,
     TEST_SECRET,
@@ -35,10 +36,21 @@ from tests.support import (
 )
 
 
+def _models(settings: Settings) -> list[MetaData]:
+    """The tables the database's schema must hold: the models of both databases, and on
+    SQLite its own (`models.readings.SQLITE_ONLY`)."""
+    return [Base.metadata, SQLITE_ONLY] if settings.is_sqlite else [Base.metadata]
+
+
+def _model_tables(settings: Settings) -> set[str]:
+    return {name for metadata in _models(settings) for name in metadata.tables}
+
+
 async def test_the_migrated_schema_matches_the_models(app: FastAPI) -> None:
     def compare(connection: Connection) -> list[Any]:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return list(compare_metadata(context, Base.metadata))
+        # (Alembic compares with a list of MetaData as with one.)
+        return list(compare_metadata(context, _models(app.state.settings)))  # type: ignore[arg-type]
 
     async with app.state.engine.connect() as connection:
         diffs = await connection.run_sync(compare)
@@ -136,7 +148,7 @@ def test_every_revision_goes_down_and_up_again(empty_database: Settings) -> None
 
     upgrade(settings)
     head_tables, head_indexes = _schema(settings)
-    assert head_tables == set(Base.metadata.tables)
+    assert head_tables == _model_tables(settings)
 
     # Walk down one revision at a time: each takes away exactly what it created (or changes
     # columns back), the tables of the revisions below it stay.

@@ -8,11 +8,21 @@ SQLite, and goes straight into numpy for bucketing. Names carry the unit (`start
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, Index, Integer, LargeBinary, String
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from solarapi.kit.plans import Environment
-from solarapi.models.base import Base, StrEnumType
+from solarapi.models.base import NAMING_CONVENTION, Base, StrEnumType
 from solarapi.models.systems import System
 
 # No foreign key to `systems` on any table here (a key's check per row cost a bulk upload more
@@ -92,6 +102,28 @@ class ReadingDayChunk(Base):
     system_id: Mapped[str] = mapped_column(String(40), primary_key=True, info=OWNER)
     chunk: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     days: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+
+
+# Tables of SQLite alone: created there by their migration, nothing on PostgreSQL, so not in
+# `Base.metadata` (the schema of both databases); tests/contract/test_migrations.py compares
+# a migrated SQLite database with both.
+SQLITE_ONLY = MetaData(naming_convention=NAMING_CONVENTION)
+
+# SQLite's packed copy of `reading_hours`, as `reading_day_chunks` is of `reading_days`: a
+# system's hourly rollup rows whose `hour_s >> 17` is `chunk` (~36.4 hours; 1,184 bytes
+# full), one blob of the same records (`hour_s` int64, `energy_wh` float64, `samples` int64,
+# `power_max_w` float64, NaN for NULL) in time order, kept exact the same way by triggers
+# on `reading_hours` and the store's rollup upsert (migration 0024, `store_sqlite.Chunks`).
+# A day of hours, the `1h` read, is one or two values from `sqlite3` instead of 24 rows. A
+# rowid table. Its rows go with their system's hours (the delete trigger), so an account's
+# erasure, which deletes the models' rows, leaves none behind.
+READING_HOUR_CHUNKS = Table(
+    "reading_hour_chunks",
+    SQLITE_ONLY,
+    Column("system_id", String(40), primary_key=True, info=OWNER),
+    Column("chunk", BigInteger, primary_key=True, autoincrement=False),
+    Column("hours", LargeBinary, nullable=True),
+)
 
 
 class ChangeBatch(Base):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from solarapi.db import sqlite_fetchall
 from solarapi.kit.grid import EnergySeries, IntArray
 from solarapi.readings.store import (
     DAYS,
+    HOURS,
     NUMPY_TYPES,
     ChangeOwner,
     NewBatch,
@@ -94,49 +96,93 @@ def _columns(rows: list[Any], kinds: list[str]) -> list[npt.NDArray[Any]]:
     return [matrix[:, i].astype(NUMPY_TYPES[kind], copy=False) for i, kind in enumerate(kinds)]
 
 
-# The local-day rollup packed per system and `day_start_s >> CHUNK_SHIFT` (~48.5 days) in
-# `reading_day_chunks` (models.readings.ReadingDayChunk, migration 0022): a month of a
-# system's days is one or two blobs instead of three Python objects per day.
-CHUNK_SHIFT = 22
-DAY_RECORD = np.dtype(
-    [("day_start_s", "<i8"), ("energy_wh", "<f8"), ("samples", "<i8"), ("power_max_w", "<f8")]
-)
-_CHUNKS_OF_ONE = (
-    "SELECT days FROM reading_day_chunks WHERE system_id = ? AND chunk >= ? AND chunk <= ? "
-    "ORDER BY chunk"
-)
-# CROSS JOIN: json_each stays the outer loop, so the chunks come system by system in the
-# array's order, each system's in chunk (= time) order (`in_owner_order` checks it).
-_CHUNKS_OF_MANY = (
-    "SELECT j.key, c.days FROM json_each(?) AS j CROSS JOIN reading_day_chunks AS c "
-    "WHERE c.system_id = j.value AND c.chunk >= ? AND c.chunk <= ?"
-)
-_DAYS_OF_CHUNKS = (
-    "SELECT day_start_s, energy_wh, samples, power_max_w FROM reading_days "
-    "WHERE system_id = ? AND day_start_s >= ? AND day_start_s < ? ORDER BY day_start_s"
-)
-_PACK = "INSERT OR REPLACE INTO reading_day_chunks (system_id, chunk, days) VALUES (?, ?, ?)"
+@dataclass(frozen=True, eq=False)
+class Chunks:
+    """A rollup kept packed on SQLite: `table` (system_id, chunk, `column`) holds each
+    system's rows of `series` whose time key `>> shift` is `chunk`, as one blob of
+    little-endian records (`record`: the series' columns in order, integers int64, floats
+    float64, NaN for NULL) in time order. A range of a system's rows is then one or two
+    values handed over by `sqlite3` instead of three Python objects per row.
+
+    Exact by construction: triggers on the rollup (migrations 0022 and 0024) set `column` to
+    NULL (stale) for every chunk a row is inserted into, updated in or deleted from, by any
+    writer, and drop the chunk's row once it has no rows left; `upsert` packs the chunks it
+    touched again in its transaction; a reader reads a system whose chunk in the range is
+    stale from the rollup itself."""
+
+    series: Series
+    table: str
+    column: str
+    shift: int
+
+    @functools.cached_property
+    def record(self) -> np.dtype[Any]:
+        return np.dtype(
+            [(name, "<f8" if kind == "float8" else "<i8") for name, kind in self.series.columns]
+        )
+
+    @functools.cached_property
+    def floats(self) -> tuple[bool, ...]:
+        """Whether each column is a float (else an integer)."""
+        return tuple(kind == "float8" for _, kind in self.series.columns)
+
+    @functools.cached_property
+    def of_one(self) -> str:
+        return (
+            f"SELECT {self.column} FROM {self.table} "  # noqa: S608 - constants
+            "WHERE system_id = ? AND chunk >= ? AND chunk <= ? ORDER BY chunk"
+        )
+
+    @functools.cached_property
+    def of_many(self) -> str:
+        # CROSS JOIN: json_each stays the outer loop, so the chunks come system by system in
+        # the array's order, each system's in chunk (= time) order (`in_owner_order` checks).
+        return (
+            f"SELECT j.key, c.{self.column} FROM json_each(?) AS j "  # noqa: S608 - constants
+            f"CROSS JOIN {self.table} AS c "
+            "WHERE c.system_id = j.value AND c.chunk >= ? AND c.chunk <= ?"
+        )
+
+    @functools.cached_property
+    def pack(self) -> str:
+        return (
+            f"INSERT OR REPLACE INTO {self.table} "  # noqa: S608 - constants
+            f"(system_id, chunk, {self.column}) VALUES (?, ?, ?)"
+        )
+
+    def span(self, start_s: int, end_s: int) -> tuple[int, int]:
+        """The first and last chunk holding a row in [start_s, end_s) (end_s > start_s)."""
+        return start_s >> self.shift, (end_s - 1) >> self.shift
 
 
-def _chunk_span(start_s: int, end_s: int) -> tuple[int, int]:
-    """The first and last chunk holding a day in [start_s, end_s) (end_s > start_s)."""
-    return start_s >> CHUNK_SHIFT, (end_s - 1) >> CHUNK_SHIFT
+# The local-day rollup per `day_start_s >> 22` (~48.5 days: a month of a system's days is one
+# or two blobs; 1,552 bytes full) in `reading_day_chunks` (models.readings.ReadingDayChunk,
+# migrations 0022 and 0023); the hourly rollup per `hour_s >> 17` (~36.4 hours: a day of a
+# system's hours is one or two blobs; 1,184 bytes full) in `reading_hour_chunks`
+# (models.readings.READING_HOUR_CHUNKS, migration 0024). Rowid tables both: a row of an
+# index b-tree (WITHOUT ROWID) keeps at most ~1,000 bytes in its page (0023).
+DAY_CHUNKS = Chunks(DAYS, "reading_day_chunks", "days", 22)
+HOUR_CHUNKS = Chunks(HOURS, "reading_hour_chunks", "hours", 17)
+CHUNKS = {DAYS: DAY_CHUNKS, HOURS: HOUR_CHUNKS}
+_CHUNKED_TABLES = {chunks.series.name: chunks for chunks in CHUNKS.values()}
 
 
-def _days_within(records: npt.NDArray[Any], start_s: int, end_s: int) -> list[npt.NDArray[Any]]:
-    """`DAYS`'s columns (day_start_s, energy_wh, samples, power_max_w) of the packed
-    `records` whose day starts in [start_s, end_s)."""
-    starts = records["day_start_s"]
-    inside = (starts >= start_s) & (starts < end_s)
-    if not bool(inside.all()):
-        records = records[inside]
-    return _fields(records)
+def _within(blob: bytes, chunks: Chunks, start_s: int, end_s: int) -> list[npt.NDArray[Any]]:
+    """The columns of the packed rows of `blob` (in time order) whose time key lies in
+    [start_s, end_s): one copy of that range, transposed, each row a column (every field
+    is 8 bytes; the float columns read through a float64 view). A handful of numpy calls
+    whatever the columns, not two per column as through the record fields."""
+    matrix = np.frombuffer(blob, np.int64).reshape(-1, len(chunks.floats))
+    lo, hi = matrix[:, 0].searchsorted((start_s, end_s))
+    block = matrix[lo:hi].T.copy()
+    floats = block.view(np.float64)
+    return [floats[i] if is_float else block[i] for i, is_float in enumerate(chunks.floats)]
 
 
-def _fields(records: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+def _fields(records: npt.NDArray[Any], series: Series) -> list[npt.NDArray[Any]]:
     # Contiguous copies: the callers get arrays of their own, as from the rows (a field of
     # the blob's records is a read-only strided view).
-    return [np.ascontiguousarray(records[name]) for name, _ in DAYS.columns]
+    return [np.ascontiguousarray(records[name]) for name, _ in series.columns]
 
 
 _HEAD = f"SELECT {HEAD_COLUMNS} FROM systems WHERE id = ?"  # noqa: S608 - constants
@@ -149,12 +195,13 @@ class SqliteReadingStore:
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> EnergySeries:
-        if series is DAYS and end_s > start_s:
-            lo, hi = _chunk_span(start_s, end_s)
-            chunks = await sqlite_fetchall(session, _CHUNKS_OF_ONE, (system_id, lo, hi))
-            if all(days is not None for (days,) in chunks):
-                records = np.frombuffer(b"".join(days for (days,) in chunks), DAY_RECORD)
-                return series.rows(_days_within(records, start_s, end_s))
+        chunks = CHUNKS.get(series)
+        if chunks is not None and end_s > start_s:
+            lo, hi = chunks.span(start_s, end_s)
+            blobs = await sqlite_fetchall(session, chunks.of_one, (system_id, lo, hi))
+            if all(blob is not None for (blob,) in blobs):
+                joined = blobs[0][0] if len(blobs) == 1 else b"".join(b for (b,) in blobs)
+                return series.rows(_within(joined, chunks, start_s, end_s))
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         return series.rows(_columns(rows, [kind for _, kind in series.columns]))
 
@@ -168,48 +215,55 @@ class SqliteReadingStore:
     ) -> tuple[IntArray, EnergySeries]:
         if len(system_ids) > MAX_OWNERS:
             raise ValueError(f"rows_of_many reads at most {MAX_OWNERS:,} systems at once")
-        if series is DAYS and end_s > start_s:
-            return await self._days_of_many(session, system_ids, start_s, end_s)
+        chunks = CHUNKS.get(series)
+        if chunks is not None and end_s > start_s:
+            return await self._chunks_of_many(session, chunks, system_ids, start_s, end_s)
         return await self._rows_of_many(session, series, system_ids, start_s, end_s)
 
-    async def _days_of_many(
-        self, session: AsyncSession, system_ids: Sequence[str], start_s: int, end_s: int
+    async def _chunks_of_many(
+        self,
+        session: AsyncSession,
+        chunks: Chunks,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
     ) -> tuple[IntArray, EnergySeries]:
-        """`rows_of_many` of `DAYS` from the packed chunks; the systems with a stale chunk
-        in the range read theirs from `reading_days` (each system's days come whole from
+        """`rows_of_many` of a packed rollup from its chunks; the systems with a stale chunk
+        in the range read theirs from the rollup's table (each system's rows come whole from
         one or the other)."""
+        series = chunks.series
         ids = orjson.dumps(list(system_ids)).decode()
-        lo, hi = _chunk_span(start_s, end_s)
-        chunks = await sqlite_fetchall(session, _CHUNKS_OF_MANY, (ids, lo, hi))
-        stale = {key for key, days in chunks if days is None}
+        lo, hi = chunks.span(start_s, end_s)
+        found = await sqlite_fetchall(session, chunks.of_many, (ids, lo, hi))
+        stale = {key for key, blob in found if blob is None}
         if stale:
-            chunks = [(key, days) for key, days in chunks if key not in stale]
-        keys = np.fromiter((key for key, _ in chunks), np.int64, len(chunks))
-        blobs = [days for _, days in chunks]
-        sizes = np.fromiter(map(len, blobs), np.int64, len(blobs)) // DAY_RECORD.itemsize
-        records = np.frombuffer(b"".join(blobs), DAY_RECORD)
+            found = [(key, blob) for key, blob in found if key not in stale]
+        keys = np.fromiter((key for key, _ in found), np.int64, len(found))
+        blobs = [blob for _, blob in found]
+        sizes = np.fromiter(map(len, blobs), np.int64, len(blobs)) // chunks.record.itemsize
+        records = np.frombuffer(b"".join(blobs), chunks.record)
         owner = np.repeat(keys, sizes)
-        starts = records["day_start_s"]
+        starts = records[series.key]
         inside = (starts >= start_s) & (starts < end_s)
         if not bool(inside.all()):
             owner, records = owner[inside], records[inside]
-        arrays = _fields(records)
+        arrays = _fields(records, series)
         if stale:
             ordered = sorted(stale)
-            found, rows = await self._rows_of_many(
-                session, DAYS, [system_ids[k] for k in ordered], start_s, end_s
+            read, rows = await self._rows_of_many(
+                session, series, [system_ids[k] for k in ordered], start_s, end_s
             )
-            owner = np.concatenate([owner, np.asarray(ordered, dtype=np.int64)[found]])
+            owner = np.concatenate([owner, np.asarray(ordered, dtype=np.int64)[read]])
             arrays = [
-                np.concatenate([packed, read])
-                for packed, read in zip(
+                np.concatenate([packed, fresh])
+                for packed, fresh in zip(
                     arrays,
                     [rows.starts, rows.energy_wh, rows.samples, rows.power_max_w],
                     strict=True,
                 )
             ]
         owners, ordered_arrays = in_owner_order(owner, arrays)
-        return owners, DAYS.rows(ordered_arrays)
+        return owners, series.rows(ordered_arrays)
 
     async def _rows_of_many(
         self,
@@ -266,8 +320,9 @@ class SqliteReadingStore:
         # zip builds the row tuples in C; repeat() is endless, so not strict.
         rows = list(zip(itertools.repeat(system_id), *values, strict=False))
         await connection.exec_driver_sql(sql, rows)
-        if upsert.table == DAYS.name:
-            await _pack_chunks(session, system_id, min(values[0]), max(values[0]))
+        chunks = _CHUNKED_TABLES.get(upsert.table)
+        if chunks is not None:
+            await _pack_chunks(session, chunks, system_id, min(values[0]), max(values[0]))
 
     async def store_new(
         self, session: AsyncSession, batch: NewBatch
@@ -294,28 +349,31 @@ class SqliteReadingStore:
         return int(result.scalar_one())
 
 
-async def _pack_chunks(session: AsyncSession, system_id: str, first_s: int, last_s: int) -> None:
-    """Pack the system's chunks of `reading_day_chunks` from `first_s`'s to `last_s`'s again
-    from `reading_days`, in the session's transaction (its triggers marked them stale)."""
-    lo, hi = first_s >> CHUNK_SHIFT, last_s >> CHUNK_SHIFT
+async def _pack_chunks(
+    session: AsyncSession, chunks: Chunks, system_id: str, first_s: int, last_s: int
+) -> None:
+    """Pack the system's chunks from `first_s`'s to `last_s`'s again from the rollup's table,
+    in the session's transaction (its triggers marked them stale)."""
+    series, shift = chunks.series, chunks.shift
+    lo, hi = first_s >> shift, last_s >> shift
     connection = await session.connection()
     result = await connection.exec_driver_sql(
-        _DAYS_OF_CHUNKS, (system_id, lo << CHUNK_SHIFT, (hi + 1) << CHUNK_SHIFT)
+        _range_sql(series), (system_id, lo << shift, (hi + 1) << shift)
     )
     rows = list(result.fetchall())
     if not rows:
         return
-    columns = _columns(rows, [kind for _, kind in DAYS.columns])
-    records = np.empty(len(rows), DAY_RECORD)
-    for (name, _), column in zip(DAYS.columns, columns, strict=True):
+    columns = _columns(rows, [kind for _, kind in series.columns])
+    records = np.empty(len(rows), chunks.record)
+    for (name, _), column in zip(series.columns, columns, strict=True):
         records[name] = column
-    chunk = records["day_start_s"] >> CHUNK_SHIFT
+    chunk = records[series.key] >> shift
     cuts = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
     packed = [
-        (system_id, int(part["day_start_s"][0]) >> CHUNK_SHIFT, part.tobytes())
+        (system_id, int(part[series.key][0]) >> shift, part.tobytes())
         for part in np.split(records, cuts)
     ]
-    await connection.exec_driver_sql(_PACK, packed)
+    await connection.exec_driver_sql(chunks.pack, packed)
 
 
 _OPEN_BATCH = text(
