@@ -122,11 +122,6 @@ class Chunks:
         )
 
     @functools.cached_property
-    def floats(self) -> tuple[bool, ...]:
-        """Whether each column is a float (else an integer)."""
-        return tuple(kind == "float8" for _, kind in self.series.columns)
-
-    @functools.cached_property
     def of_one(self) -> str:
         return (
             f"SELECT {self.column} FROM {self.table} "  # noqa: S608 - constants
@@ -167,16 +162,17 @@ CHUNKS = {DAYS: DAY_CHUNKS, HOURS: HOUR_CHUNKS}
 _CHUNKED_TABLES = {chunks.series.name: chunks for chunks in CHUNKS.values()}
 
 
-def _within(blob: bytes, chunks: Chunks, start_s: int, end_s: int) -> list[npt.NDArray[Any]]:
-    """The columns of the packed rows of `blob` (in time order) whose time key lies in
-    [start_s, end_s): one copy of that range, transposed, each row a column (every field
-    is 8 bytes; the float columns read through a float64 view). A handful of numpy calls
-    whatever the columns, not two per column as through the record fields."""
-    matrix = np.frombuffer(blob, np.int64).reshape(-1, len(chunks.floats))
-    lo, hi = matrix[:, 0].searchsorted((start_s, end_s))
-    block = matrix[lo:hi].T.copy()
-    floats = block.view(np.float64)
-    return [floats[i] if is_float else block[i] for i, is_float in enumerate(chunks.floats)]
+def _within(
+    records: npt.NDArray[Any], series: Series, start_s: int, end_s: int
+) -> list[npt.NDArray[Any]]:
+    """The columns of `series` of the packed `records` (in time order) whose time key lies
+    in [start_s, end_s). (One transposed copy of the range through an int64 view instead
+    of a copy per field: 15k instructions more per `1h` read, measured.)"""
+    starts = records[series.key]
+    lo, hi = starts.searchsorted((start_s, end_s))
+    if lo or hi < len(records):
+        records = records[lo:hi]
+    return _fields(records, series)
 
 
 def _fields(records: npt.NDArray[Any], series: Series) -> list[npt.NDArray[Any]]:
@@ -201,7 +197,8 @@ class SqliteReadingStore:
             blobs = await sqlite_fetchall(session, chunks.of_one, (system_id, lo, hi))
             if all(blob is not None for (blob,) in blobs):
                 joined = blobs[0][0] if len(blobs) == 1 else b"".join(b for (b,) in blobs)
-                return series.rows(_within(joined, chunks, start_s, end_s))
+                records = np.frombuffer(joined, chunks.record)
+                return series.rows(_within(records, series, start_s, end_s))
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         return series.rows(_columns(rows, [kind for _, kind in series.columns]))
 
