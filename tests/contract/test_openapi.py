@@ -335,6 +335,10 @@ def test_docs_render_in_a_browser_without_outside_requests(tmp_path: Path) -> No
         browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
             page = browser.new_page()
+            # Swagger UI lays out the whole document in the browser: seconds on a quiet
+            # machine, over 20 s on a loaded one (it timed out there). A bound on the wait,
+            # not on the speed.
+            page.set_default_timeout(180_000)
             outside: list[str] = []
             page.on(
                 "request",
@@ -343,7 +347,7 @@ def test_docs_render_in_a_browser_without_outside_requests(tmp_path: Path) -> No
                 ),
             )
             page.goto(f"{server.base}/api/v1/docs")
-            page.get_by_text("/api/v1/account", exact=True).first.wait_for(timeout=20_000)
+            page.get_by_text("/api/v1/account", exact=True).first.wait_for()
             text = page.inner_text("body")
         finally:
             browser.close()
