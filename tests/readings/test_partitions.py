@@ -402,6 +402,99 @@ async def test_on_a_fresh_install_history_uploaded_later_gets_months_of_its_own(
         await engine.dispose()
 
 
+async def _waiting_for_a_lock(settings: Settings) -> int:
+    """Backends of the database waiting for a lock (other than the asking one)."""
+    ((waiting,),) = (
+        await _execute(
+            settings,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+        )
+    )[0]
+    return int(str(waiting))
+
+
+@pytest.mark.services
+async def test_an_upload_while_its_month_is_created_waits_and_lands_in_the_new_month(
+    pg: Settings,
+) -> None:
+    """A backfill goes on while the job creates the months it lands in. Without the job's
+    lock on the parents, the upload is routed to the default partition, waits for the
+    default's lock while the month is attached, and then fails its changed constraint (a
+    500, SQLSTATE 23514): the run that found it failed an upload this way. Here the upload is
+    made to wait inside the job's transaction, every time, and must succeed after it."""
+    await _upgrade(pg)
+    engine = create_oneshot_engine(pg)
+    maker = sessionmaker_for(engine, pg)
+    now = datetime.now(UTC)
+    history = month_start(now, -5)
+
+    def quarter_hours(first: datetime, count: int) -> dict[str, object]:
+        return {
+            "readings": [
+                {"timestamp": f"{first + timedelta(minutes=15 * i):%Y-%m-%dT%H:%M:%SZ}",
+                 "energy_wh": 10.0 + i}
+                for i in range(count)
+            ]
+        }  # fmt: skip
+
+    try:
+        await maintain_partitions(maker, now, None)  # a fresh install: the months from now on
+        async with running_app(pg) as app:
+            tenant = await make_tenant(app, Plan.ENTERPRISE)
+            async with client_for(app, tenant.live) as client:
+                created = await client.post(
+                    "/api/v1/systems",
+                    json={
+                        "name": "P",
+                        "capacity_kwp": 10,
+                        "location": {
+                            "latitude": 52, "longitude": 5, "timezone": "Europe/Amsterdam",
+                        },
+                    },
+                )  # fmt: skip
+                system = created.json()["id"]
+                first = await client.post(
+                    f"/api/v1/systems/{system}/readings", json=quarter_hours(history, 4)
+                )
+                assert first.status_code == 200, first.text
+                assert (await _partitions(pg))["outside_every_month"] == 4
+
+                async with maker() as session, session.begin():
+                    done = await reading_partitions(session).maintain(session, now, None)
+                    assert month_table(history) in done.created
+                    assert done.moved_rows == 4
+                    # The month is attached, not yet committed: the next upload of it waits.
+                    upload = asyncio.create_task(
+                        client.post(
+                            f"/api/v1/systems/{system}/readings",
+                            json=quarter_hours(history + timedelta(days=1), 8),
+                        )
+                    )
+                    while not await _waiting_for_a_lock(pg):
+                        assert not upload.done(), upload.result().text
+                second = await upload
+                assert second.status_code == 200, second.text
+                listed = await client.get(
+                    f"/api/v1/systems/{system}/readings",
+                    params={
+                        "from": f"{history:%Y-%m-%dT%H:%M:%SZ}",
+                        "to": f"{history + timedelta(days=2):%Y-%m-%dT%H:%M:%SZ}",
+                        "interval": "1d",
+                    },
+                )
+        parts = await _partitions(pg)
+        assert parts["outside_every_month"] == 0
+        assert parts[month_table(history)] == 12
+        totals = listed.json()["meta"]["totals"]
+        assert totals["samples"] == 12
+        assert totals["energy_wh"] == sum(10.0 + i for i in range(4)) + sum(
+            10.0 + i for i in range(8)
+        )
+    finally:
+        await engine.dispose()
+
+
 @pytest.mark.services
 async def test_the_empty_cut_over_is_not_waited_for_behind_a_long_transaction(
     pg: Settings,

@@ -267,9 +267,23 @@ class MonthlyPartitions:
         created: list[str] = []
         moved = 0
         # Months the default partition holds rows of (a backfill of history) get theirs too.
-        for start in sorted(wanted | await self._stray_months(session, table)):
-            if start in existing or (cut_over is not None and start < cut_over):
-                continue  # the month exists, or the table from before the cut-over holds it
+        missing = [
+            start
+            for start in sorted(wanted | await self._stray_months(session, table))
+            # (a month that exists, or one the table from before the cut-over holds, is kept)
+            if start not in existing and (cut_over is None or start >= cut_over)
+        ]
+        if missing:
+            # Writers wait until the new months are committed. A write routed to the default
+            # partition while a month is attached (ATTACH allows concurrent writes to the
+            # parent) would wait for the default's lock and then fail its changed constraint
+            # (SQLSTATE 23514: the route is not taken again); behind this lock a write opens
+            # the parent after the commit and is routed to the new month. Reads go on.
+            # Taken in the order writers lock (the readings' parent before the log's).
+            await session.execute(
+                text(f"LOCK TABLE public.{table.parent} IN SHARE ROW EXCLUSIVE MODE")
+            )
+        for start in missing:
             moved += await self._create(session, table, start, month_start(start, 1))
             created.append(table.month(start))
             existing.add(start)
