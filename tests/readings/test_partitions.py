@@ -26,7 +26,13 @@ from solarapi.migrate import downgrade, upgrade
 from solarapi.models.readings import Reading
 from solarapi.readings import repository
 from solarapi.readings.jobs import maintain_partitions
-from solarapi.readings.partitions import SCHEMA, month_start, month_table, reading_partitions
+from solarapi.readings.partitions import (
+    SCHEMA,
+    AttachBusy,
+    month_start,
+    month_table,
+    reading_partitions,
+)
 from solarapi.readings.store import RAW
 from solarapi.readings.store_postgres import _packed
 from tests.support import (
@@ -493,6 +499,42 @@ async def test_an_upload_while_its_month_is_created_waits_and_lands_in_the_new_m
         )
     finally:
         await engine.dispose()
+
+
+@pytest.mark.services
+async def test_creating_months_gives_up_behind_a_transaction_on_the_default_partition(
+    pg: Settings,
+) -> None:
+    """A transaction that read the default partition (as an upload replacing readings does
+    before it writes the log) holds it: the job must not wait for it (the two could deadlock,
+    and PostgreSQL might abort the upload), but give up within its lock wait and leave the
+    months for later, having done nothing; once the transaction ends, the months come."""
+    await _upgrade(pg)
+    system_id = await _system_at_head(pg)
+    engine = create_oneshot_engine(pg)
+    maker = sessionmaker_for(engine, pg)
+    holder = create_oneshot_engine(pg)
+    now = datetime.now(UTC)
+    history = month_start(now, -4)
+    try:
+        await maintain_partitions(maker, now, None)
+        await _execute(pg, _quarter_hours(history, 5, system_id))
+        async with holder.begin() as held:
+            await held.execute(text(f"SELECT count(*) FROM {SCHEMA}.outside_every_month"))  # noqa: S608
+            with pytest.raises(AttachBusy):
+                # (bounded: before the lock wait, the job waited here for ever)
+                await asyncio.wait_for(maintain_partitions(maker, now, None, attempts=2), 300)
+            parts = await _partitions(pg)
+            assert month_table(history) not in parts
+            assert parts["outside_every_month"] == 5
+        done = await maintain_partitions(maker, now, None)
+        assert done.created == (month_table(history),)
+        assert done.moved_rows == 5
+        parts = await _partitions(pg)
+        assert (parts["outside_every_month"], parts[month_table(history)]) == (0, 5)
+    finally:
+        await engine.dispose()
+        await holder.dispose()
 
 
 @pytest.mark.services

@@ -59,6 +59,14 @@ def retention_horizon(session: AsyncSession, now: datetime) -> datetime | None:
     return None if months is None else month_start(now, -months)
 
 
+# The longest the job waits for each lock it needs to create months (`_lock_for_attach`).
+LOCK_WAIT_MS = 100
+
+
+class AttachBusy(Exception):
+    """The locks for creating months were not free within `LOCK_WAIT_MS`: nothing was done."""
+
+
 @dataclass(frozen=True, slots=True)
 class Maintenance:
     """What one pass did: partitions created, months dropped, rows moved out of the default
@@ -250,9 +258,67 @@ class MonthlyPartitions:
         if horizon is not None:
             # Before anything is deleted: which systems' data that changes.
             await _forget_changes(session, horizon, delete=False)
+        if any([await self._missing(session, table, wanted) for table in (_LOG, _READINGS)]):
+            await self._lock_for_attach(session)
         readings = await self._maintain(session, _READINGS, wanted, horizon)
         await self._maintain(session, _LOG, wanted, horizon)
         return readings
+
+    async def _lock_for_attach(self, session: AsyncSession) -> None:
+        """Hold what creating months needs before the first is created, or give up at once
+        (`AttachBusy`; the job tries again shortly).
+
+        While a month is attached, a write already routed to the default partition would wait
+        for the default's lock and then fail its changed constraint (a 500, SQLSTATE 23514:
+        PostgreSQL does not route the row again). So writers wait until the months are
+        committed: both parents in `SHARE ROW EXCLUSIVE` mode (reads go on), in the order
+        writers take them (the log's batch row before the readings), and both default
+        partitions, which `ATTACH` locks `ACCESS EXCLUSIVE`, up front. Each lock is waited for
+        at most `LOCK_WAIT_MS`: a writer whose transaction already read the default partition and
+        now waits for the log behind this job would otherwise deadlock with it, and
+        PostgreSQL's deadlock check (after 1 s) might abort the writer; giving up well before
+        that leaves the writer be."""
+        await session.execute(text(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'"))
+        try:
+            await session.execute(
+                text(
+                    "LOCK TABLE ONLY public.change_batches, public.readings"
+                    " IN SHARE ROW EXCLUSIVE MODE"
+                )
+            )
+            await session.execute(
+                text(
+                    f"LOCK TABLE {SCHEMA}.{_LOG.default}, {SCHEMA}.{_READINGS.default}"
+                    " IN ACCESS EXCLUSIVE MODE"
+                )
+            )
+        except DBAPIError as exc:
+            if "lock timeout" in str(exc):
+                raise AttachBusy from exc
+            raise
+        await session.execute(text("SET LOCAL lock_timeout = DEFAULT"))
+
+    async def _missing(
+        self,
+        session: AsyncSession,
+        table: _Partitioned,
+        wanted: set[datetime],
+        existing: set[datetime] | None = None,
+        cut_over: datetime | None = None,
+    ) -> list[datetime]:
+        """The months `table` lacks: the wanted ones and those the default partition holds
+        rows of (a backfill of history), but for a month that exists or that the table from
+        before the cut-over holds."""
+        if existing is None:
+            existing = {
+                start for start in (await self._partitions(session, table)).values() if start
+            }
+            cut_over = await self._cut_over(session, table)
+        return [
+            start
+            for start in sorted(wanted | await self._stray_months(session, table))
+            if start not in existing and (cut_over is None or start >= cut_over)
+        ]
 
     async def _maintain(
         self,
@@ -267,22 +333,7 @@ class MonthlyPartitions:
         created: list[str] = []
         moved = 0
         # Months the default partition holds rows of (a backfill of history) get theirs too.
-        missing = [
-            start
-            for start in sorted(wanted | await self._stray_months(session, table))
-            # (a month that exists, or one the table from before the cut-over holds, is kept)
-            if start not in existing and (cut_over is None or start >= cut_over)
-        ]
-        if missing:
-            # Writers wait until the new months are committed. A write routed to the default
-            # partition while a month is attached (ATTACH allows concurrent writes to the
-            # parent) would wait for the default's lock and then fail its changed constraint
-            # (SQLSTATE 23514: the route is not taken again); behind this lock a write opens
-            # the parent after the commit and is routed to the new month. Reads go on.
-            # Taken in the order writers lock (the readings' parent before the log's).
-            await session.execute(
-                text(f"LOCK TABLE public.{table.parent} IN SHARE ROW EXCLUSIVE MODE")
-            )
+        missing = await self._missing(session, table, wanted, existing, cut_over)
         for start in missing:
             moved += await self._create(session, table, start, month_start(start, 1))
             created.append(table.month(start))
