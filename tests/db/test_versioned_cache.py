@@ -160,6 +160,30 @@ def test_on_sqlite_callers_who_ask_together_share_one_read(
     asyncio.run(check())
 
 
+async def test_on_sqlite_a_failed_read_fails_its_callers_alike_and_the_next_reads_again(
+    tmp_path: Path,
+) -> None:
+    """SQLite's reads are served from a callback of the next turn: a read that fails (here a
+    file that is not a database) fails every caller of its batch with its error, and a
+    caller who asks later is served by a read of its own."""
+    path = tmp_path / "not-a-database.db"
+    path.write_bytes(b"this is not an SQLite database file" * 200)
+    engine = create_oneshot_engine(
+        Settings(database_url=f"sqlite:///{path}", secret_key=TEST_SECRET)
+    )
+    try:
+        together = await asyncio.gather(
+            *(committed_version(engine) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(result, sqlite3.DatabaseError) for result in together)
+        assert together[0] is together[1] is together[2]  # one read, one error
+        with pytest.raises(sqlite3.DatabaseError) as later:
+            await committed_version(engine)
+        assert later.value is not together[0]
+    finally:
+        await dispose_engine(engine)
+
+
 async def test_no_version_for_an_in_memory_database() -> None:
     memory = create_oneshot_engine(
         Settings(database_url="sqlite:///:memory:", secret_key=TEST_SECRET)
