@@ -14,7 +14,10 @@ requests must print the same hash).
 archive`), or `floor` for the benchmark's floor (`floor_app.py`; FLOOR_ACCOUNT names the
 account its list shows, FLEET_API a running project's `…/api/v1` that lists the fleet, and
 `key` that project's key); CALLGRIND_ARGS adds valgrind options (e.g. `--cache-sim=yes
---branch-sim=yes` to see misses beside instructions); `portfolio` as a kind sends PORTFOLIO_PATH (10 requests) instead of a walk.
+--branch-sim=yes` to see misses beside instructions); `portfolio` as a kind sends PORTFOLIO_PATH (10 requests) instead of a walk;
+`kept-<kind>` sends one request of that kind's walk every time (after the warm-up, each is
+answered from what the worker keeps: the constant cost of a request) and `live`
+`/api/v1/health/live`.
 COUNT (default 200), PORT (default 9471). Without `key` a fresh key of the fleet account is
 made through the CLI.
 """
@@ -96,6 +99,11 @@ def main() -> None:
     def paths(kind: str, seed: int, n: int) -> list[str]:
         if kind == "portfolio":
             return [os.environ["PORTFOLIO_PATH"]] * n
+        if kind == "live":
+            return ["/api/v1/health/live"] * n
+        if kind.startswith("kept-"):  # one request of the walk, again and again: kept
+            size, a, b = fleet.walk(kind[5:], 7)
+            return [fleet.path(kind[5:], b % size)] * n
         size, a, b = fleet.walk(kind, seed)
         return [fleet.path(kind, (a * k + b) % size) for k in range(n)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import os
 import time
@@ -19,7 +20,7 @@ from starlette.datastructures import State
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from solarapi.accounts.router import router as account_router
 from solarapi.alerts.router import router as alerts_router
@@ -160,6 +161,28 @@ class SolarApi(FastAPI):
     outermost layer and /health (which it answers) passes through nothing else: with its
     cheaper probe, several times less CPU per /health (measured in bench/foundation/README.md).
     """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """What `FastAPI.__call__` does for an HTTP request with its telemetry off (as
+        `create_app` builds it: `enabled()` is then False whatever is configured globally) —
+        the root path, then `Starlette.__call__` — in one frame instead of two and that
+        check (every request's; pinned in tests/gateway/test_fast_paths.py). Anything else,
+        or telemetry on, is FastAPI's own."""
+        if scope["type"] != "http" or self._telemetry_on:
+            await super().__call__(scope, receive, send)
+            return
+        if self.root_path:
+            scope["root_path"] = self.root_path
+        scope["app"] = self
+        stack = self.middleware_stack
+        if stack is None:
+            stack = self.middleware_stack = self.build_middleware_stack()
+        await stack(scope, receive, send)
+
+    @functools.cached_property
+    def _telemetry_on(self) -> bool:
+        config = self._telemetry
+        return bool(config["tracing"] or config["metrics"] or config["logs"])
 
     def build_middleware_stack(self) -> ASGIApp:
         handlers = {

@@ -25,11 +25,13 @@ from solarapi.config import Settings
 from solarapi.db import (
     REQUEST_SESSION,
     DriverQuery,
+    LazySession,
     create_engine,
     create_oneshot_engine,
     dispose_engine,
     fetch_rows,
     get_session,
+    lazy_session,
     sessionmaker_for,
     sqlite_fetchall,
     untouched,
@@ -385,3 +387,77 @@ async def test_an_endpoint_error_rolls_back_before_it_leaves_the_session_depende
         assert (units[0] is session) is not own
     finally:
         await session.close()
+
+
+async def test_lazy_session_reads_unbuilt_and_builds_what_the_maker_makes(app: FastAPI) -> None:
+    """A request's session is built on first use: the reads of an uncached GET (the
+    database's own connections) leave it unbuilt; anything else builds `maker()`'s."""
+    maker = app.state.sessionmaker
+    lazy = lazy_session(maker)
+    made = maker()
+    try:
+        assert isinstance(lazy, LazySession)
+        assert isinstance(lazy, AsyncSession)
+        assert not lazy.built
+        assert lazy.get_transaction() is None
+        assert not lazy.in_transaction()
+        assert lazy.get_bind() is made.get_bind()
+        assert untouched(lazy)
+        rows = await fetch_rows(lazy, "SELECT 1", ())
+        assert [tuple(row) for row in rows] == [(1,)]
+        assert not lazy.built
+        assert not hasattr(lazy, "__no_such_dunder__")  # looked up, not built for
+        assert not lazy.built
+        await lazy.execute(text("SELECT 1"))  # begins a transaction: built
+        assert lazy.built
+        assert lazy.in_transaction()
+        assert lazy.get_transaction() is not None
+        assert not untouched(lazy)
+        ours, theirs = lazy.sync_session, made.sync_session
+        assert type(ours) is type(theirs)
+        assert ours.bind is theirs.bind
+        assert (ours.expire_on_commit, ours.autoflush) == (
+            theirs.expire_on_commit,
+            theirs.autoflush,
+        )
+        assert lazy.info == made.info
+        assert lazy.get_bind() is made.get_bind()
+        await lazy.commit()
+        assert untouched(lazy)
+        with pytest.raises(AttributeError, match="no_such_attribute"):
+            lazy.no_such_attribute  # noqa: B018
+    finally:
+        await lazy.close()
+        await made.close()
+
+
+async def test_lazy_session_builds_on_every_attribute_async_session_sets(app: FastAPI) -> None:
+    """`LazySession` builds when an attribute `AsyncSession.__init__` sets is missing: each
+    must be missing from the class too (a class default would be found instead, unbuilt),
+    but `sync_session_class`, whose class default is what `__init__` would set."""
+    made = app.state.sessionmaker()
+    try:
+        names = set(vars(made))
+        assert {"sync_session", "_proxied"} <= names
+        for name in names - {"sync_session_class"}:
+            assert not hasattr(AsyncSession, name), name
+        assert made.sync_session_class is AsyncSession.sync_session_class
+        lazy = lazy_session(app.state.sessionmaker)
+        assert lazy.sync_session is not None
+        assert lazy.built
+        assert set(vars(lazy)) == names
+        await lazy.close()
+    finally:
+        await made.close()
+
+
+async def test_lazy_session_only_for_a_plain_maker_of_one_engine(app: FastAPI) -> None:
+    plain = app.state.sessionmaker
+    assert type(lazy_session(plain)) is LazySession
+    other = async_sessionmaker(plain.kw["bind"], class_=_OtherSession)
+    assert type(lazy_session(other)) is _OtherSession
+    assert type(lazy_session(lambda: plain())) is AsyncSession
+
+
+class _OtherSession(AsyncSession):
+    pass

@@ -12,7 +12,9 @@ file (its own engine, reader and caches, exactly as a worker has), and a real
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import random
 import re
 import sqlite3
 import time
@@ -158,6 +160,30 @@ def test_on_sqlite_callers_who_ask_together_share_one_read(
     asyncio.run(check())
 
 
+async def test_on_sqlite_a_failed_read_fails_its_callers_alike_and_the_next_reads_again(
+    tmp_path: Path,
+) -> None:
+    """SQLite's reads are served from a callback of the next turn: a read that fails (here a
+    file that is not a database) fails every caller of its batch with its error, and a
+    caller who asks later is served by a read of its own."""
+    path = tmp_path / "not-a-database.db"
+    path.write_bytes(b"this is not an SQLite database file" * 200)
+    engine = create_oneshot_engine(
+        Settings(database_url=f"sqlite:///{path}", secret_key=TEST_SECRET)
+    )
+    try:
+        together = await asyncio.gather(
+            *(committed_version(engine) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(result, sqlite3.DatabaseError) for result in together)
+        assert together[0] is together[1] is together[2]  # one read, one error
+        with pytest.raises(sqlite3.DatabaseError) as later:
+            await committed_version(engine)
+        assert later.value is not together[0]
+    finally:
+        await dispose_engine(engine)
+
+
 async def test_no_version_for_an_in_memory_database() -> None:
     memory = create_oneshot_engine(
         Settings(database_url="sqlite:///:memory:", secret_key=TEST_SECRET)
@@ -255,6 +281,39 @@ def test_a_value_is_given_back_only_at_its_version() -> None:
     assert cache.get("n", None) is None
     cache.put("big", (1, 7), b"x" * 11)  # larger than the whole cache: not kept
     assert cache.get("big", (1, 7)) is None
+
+
+@pytest.mark.parametrize("sized", [True, False])
+def test_the_cache_keeps_what_cachetools_lru_cache_keeps(sized: bool) -> None:
+    """The same entries, evicted in the same order, as the `cachetools.LRUCache` it replaced
+    (`VersionedCache` kept `(version, value)` in one), over random gets and puts: sizes up
+    to and over the limit, replacements larger and smaller, stale versions."""
+    from cachetools import Cache, LRUCache
+
+    rng = random.Random(34)
+    for _ in range(40):
+        maxsize = rng.randint(1, 30)
+        sizeof = len if sized else None
+        ours = VersionedCache[bytes](maxsize, sizeof)
+        theirs: LRUCache[str, tuple[int, bytes]] = LRUCache(
+            maxsize, (lambda entry: len(entry[1])) if sized else None
+        )
+        for _ in range(300):
+            key, version = rng.choice("abcdefgh"), rng.randint(1, 3)
+            if rng.random() < 0.5:
+                entry = theirs.get(key)
+                expected = entry[1] if entry is not None and entry[0] == version else None
+                assert ours.get(key, version) == expected
+            else:
+                value = b"x" * rng.randint(0, maxsize + 2)
+                ours.put(key, version, value)
+                with contextlib.suppress(ValueError):
+                    theirs[key] = (version, value)
+            # Compared as dicts each step (an order of use that differed would evict
+            # differently), read without using them: `LRUCache.items()` would.
+            kept = {k: Cache.__getitem__(theirs, k) for k in theirs}
+            assert {k: v[:2] for k, v in ours._entries.items()} == kept
+            assert ours._currsize == theirs.currsize
 
 
 class _Maker:

@@ -19,7 +19,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ulid import ULID
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-from solarapi.app import AppState
+from solarapi.app import AppState, SolarApi
 from solarapi.gateway.query import _pairs
 from solarapi.gateway.request_id import new_request_id
 from solarapi.kit.compression import Compression
@@ -249,6 +249,34 @@ _RESPONSES: list[list[Message]] = [
     [_body(1)],  # a body before the head
     [_start(200, (b"content-length", b"1")), _body(1), _body(1)],  # after the end
     [_start(200, (b"content-length", b"1")), _start(200, (b"content-length", b"1"))],
+    # The plain head's shortcut (every name valid and lower case, no Transfer-Encoding or
+    # Connection): the first Content-Length of several is the one, names that only contain
+    # a stateful one are not it, an API response's ~15 headers.
+    [_start(200, (b"content-length", b"2"), (b"content-length", b"9")), _body(2)],
+    [_start(200, (b"x-content-length", b"7"), (b"content-length", b"2")), _body(2)],
+    [_start(200, (b"x-connection-id", b"close"), (b"content-length", b"1")), _body(1)],
+    [_start(200, (b"x-transfer-encoding", b"chunked"), _JSON), _body(1, more=True), _body(0)],
+    [_start(200, (b"content-length", b"x1")), _body(2)],  # not a number
+    [_start(200, (b"X-Upper", b"v"), (b"x", cast(bytes, "text"))), _body(1)],
+    [_start(200, (b"x-up", b"v"), (b"X-bad name", b"v")), _body(1)],
+    [
+        _start(
+            200,
+            (b"content-length", b"4"),
+            _JSON,
+            (b"x-request-id", b"req_01KB0000000000000000000000"),
+            (b"api-version", b"2025-01-01"),
+            (b"x-ratelimit-limit", b"600"),
+            (b"x-ratelimit-remaining", b"599"),
+            (b"x-ratelimit-reset", b"1795000020"),
+            (b"x-ratelimit-limit-minute", b"600"),
+            (b"x-ratelimit-remaining-minute", b"599"),
+            (b"ratelimit-policy", b'"minute";q=600;w=60'),
+            (b"ratelimit", b'"minute";r=599;t=20'),
+            (b"vary", b"Accept-Encoding"),
+        ),
+        _body(4),
+    ],
 ]
 
 
@@ -290,3 +318,14 @@ async def test_one_write_sends_what_uvicorns_send_sends(
     if theirs[2] is None and one_message and method == "GET":
         lengths = [v for n, v in messages[0]["headers"] if n.lower() == b"content-length"]
         assert our_writes == (1 if lengths else their_writes)
+
+
+def test_the_apps_call_is_fastapis_with_its_telemetry_off(app: FastAPI) -> None:
+    """`SolarApi.__call__` skips `FastAPI.__call__`'s telemetry check for an HTTP request:
+    only right while the app's telemetry is off, which `enabled()` then reports whatever is
+    configured globally."""
+    assert isinstance(app, SolarApi)
+    assert app._telemetry_on is False
+    assert app._native_telemetry.enabled() is False
+    on = SolarApi(telemetry={"tracing": True, "metrics": False, "logs": False})
+    assert on._telemetry_on is True

@@ -6,7 +6,6 @@ made-up key offline, without a database lookup.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -17,6 +16,7 @@ from solarapi.kit.plans import Environment
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 KEY_PATTERN = re.compile(r"^pk_(live|test)_([0-9A-Za-z]{32})([0-9A-Za-z]{6})$")
+_ENVIRONMENTS = {environment.value: environment for environment in Environment}
 _RANDOM_LENGTH = 32
 _CHECKSUM_LENGTH = 6
 
@@ -55,7 +55,7 @@ def parse_key(key: str) -> Environment | None:
         return None
     if not hmac.compare_digest(checksum(match.group(2)), match.group(3)):
         return None
-    return Environment(match.group(1))
+    return _ENVIRONMENTS[match.group(1)]  # `Environment(...)`, without the enum's call
 
 
 def display_form(key: str) -> str:
@@ -64,4 +64,6 @@ def display_form(key: str) -> str:
 
 
 def hash_key(key: str, secret: bytes) -> str:
-    return hmac.new(secret, key.encode("ascii"), hashlib.sha256).hexdigest()
+    # `hmac.new(secret, key, sha256).hexdigest()` in one call to OpenSSL, without the
+    # `HMAC` object and its Python frames (every authenticated request's key).
+    return hmac.digest(secret, key.encode("ascii"), "sha256").hex()

@@ -43,9 +43,11 @@ from solarapi.db.schema import is_outage, schema_revision
 from solarapi.db.session import (
     DATA_VERSION,
     REQUEST_SESSION,
+    LazySession,
     RequestSession,
     SessionDep,
     get_session,
+    lazy_session,
     untouched,
 )
 from solarapi.db.sqlite import SQLITE, sqlite_fetchall
@@ -61,6 +63,7 @@ __all__ = [
     "CommittedVersion",
     "DatabaseVersions",
     "DriverQuery",
+    "LazySession",
     "LogPage",
     "RequestSession",
     "SessionDep",
@@ -74,6 +77,7 @@ __all__ = [
     "fetch_rows",
     "get_session",
     "is_outage",
+    "lazy_session",
     "pg_reader",
     "schema_revision",
     "session_backend",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -87,6 +87,10 @@ class Backend(ABC):
     @abstractmethod
     async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         """The database's `committed_version` now (None where it has none)."""
+
+    # `read_version` without an await, where the backend reads it in this process (SQLite):
+    # `committed_version` then serves a batch from a plain callback, not a task. None: not.
+    read_version_now: Callable[[Engine, int], DatabaseVersions | None] | None = None
 
     @abstractmethod
     async def result_type_codes(

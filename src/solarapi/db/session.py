@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio.engine import AsyncEngine
 
 # Where the gateway leaves the session it authenticated an API request in (scope["state"]).
 REQUEST_SESSION = "db_session"
@@ -53,8 +55,7 @@ class RequestSession:
         if isinstance(found, AsyncSession):
             session = found
         else:
-            maker: async_sessionmaker[AsyncSession] = self._request.app.state.sessionmaker
-            session = maker()
+            session = lazy_session(self._request.app.state.sessionmaker)
         self._session = session
         return session
 
@@ -93,8 +94,79 @@ def untouched(session: AsyncSession) -> bool:
     """True when the session holds nothing: no transaction (so no connection), no object.
     Committing or closing it would do nothing but still cost ~50-120 µs of SQLAlchemy's
     machinery — a read-only GET reads without ever touching its session (SQLite on the
-    event loop's reader, PostgreSQL through `pg_reader`)."""
+    event loop's reader, PostgreSQL through `pg_reader`); a `LazySession` never built holds
+    nothing by construction."""
+    if _PENDING in session.__dict__:
+        return True
     return not (session.in_transaction() or session.identity_map or session.new)
+
+
+# Where a `LazySession` not yet built keeps its maker (in the instance's own dict).
+_PENDING = "_solarapi_pending_maker"
+
+
+def lazy_session(maker: Any) -> AsyncSession:
+    """A new session of `maker`: a `LazySession` when `maker` is a plain
+    `async_sessionmaker` of `AsyncSession` bound to one engine, else `maker()` itself."""
+    if (
+        type(maker) is async_sessionmaker
+        and maker.class_ is AsyncSession
+        and isinstance(maker.kw.get("bind"), AsyncEngine)
+        and not maker.kw.get("binds")
+    ):
+        return LazySession(maker)
+    made: AsyncSession = maker()
+    return made
+
+
+class LazySession(AsyncSession):
+    """`maker()`, built on first use: an uncached read never uses the session `get_session`
+    and `RequestSession` give it (SQLite reads on the event loop's reader, PostgreSQL's
+    through `pg_reader`/`lone_fetch`), and building one — its `Session`, SQLAlchemy's proxy
+    registry (two weak references and a `functools.partial`) — and checking it afterwards
+    cost ~12 µs per request (bench/fleet/README.md).
+
+    Until built, it answers what those reads ask of it without building: `get_transaction()`
+    (None: no transaction), `in_transaction()` (False), `get_bind()` (the maker's engine,
+    as `Session.get_bind` answers for a session bound to one engine), and `untouched` (True).
+    Anything else — an attribute `AsyncSession.__init__` sets (`sync_session`, `_proxied`,
+    …), which every other method reaches first — is not found on the instance, so Python
+    calls `__getattr__`, which runs `AsyncSession.__init__` with the maker's arguments (what
+    `maker()` does) and answers from the session it built. Pinned against SQLAlchemy in
+    tests/db/test_db.py (`test_lazy_session_*`)."""
+
+    def __init__(self, maker: async_sessionmaker[AsyncSession]) -> None:  # built later
+        self.__dict__[_PENDING] = maker
+
+    def __getattr__(self, name: str) -> Any:
+        maker = self.__dict__.pop(_PENDING, None)
+        if maker is None or name.startswith("__"):
+            if maker is not None:
+                self.__dict__[_PENDING] = maker
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        AsyncSession.__init__(self, **maker.kw)
+        return getattr(self, name)
+
+    @property
+    def built(self) -> bool:
+        return _PENDING not in self.__dict__
+
+    def get_transaction(self) -> Any:
+        if _PENDING in self.__dict__:
+            return None
+        return super().get_transaction()
+
+    def in_transaction(self) -> bool:
+        if _PENDING in self.__dict__:
+            return False
+        return super().in_transaction()
+
+    def get_bind(self, *args: Any, **kwargs: Any) -> Any:
+        maker = self.__dict__.get(_PENDING)
+        if maker is not None and not args and not kwargs:
+            engine: Engine = maker.kw["bind"].sync_engine
+            return engine
+        return super().get_bind(*args, **kwargs)
 
 
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]

@@ -99,9 +99,18 @@ class _Reader(sqlite3.Connection):
 # Per engine: the read-only sqlite3 connection of each thread that reads on its own (the
 # event loop's; one per loop, used only between its awaits, so never by two tasks at once).
 _READERS: weakref.WeakKeyDictionary[Any, dict[int, _Reader]] = weakref.WeakKeyDictionary()
+# The reader handed out last (its engine, weakly; its thread): a serving process reads one
+# engine on one loop, and finds it here without `_READERS`' look-up, which makes a weak
+# reference of the engine each time (every API request reads the version, an uncached read
+# its rows too). Forgotten by `close_readers`.
+_last_reader: tuple[weakref.ref[Any], int, _Reader] | None = None
 
 
 def loop_reader(engine: Engine) -> _Reader | None:
+    global _last_reader
+    last = _last_reader
+    if last is not None and last[0]() is engine and last[1] == threading.get_ident():
+        return last[2]
     path = engine.url.database
     if not path or path == ":memory:" or path.startswith("file:"):
         return None  # another connection would not see the same database
@@ -117,6 +126,7 @@ def loop_reader(engine: Engine) -> _Reader | None:
         connection.execute("PRAGMA busy_timeout=0")
         connection.execute("PRAGMA query_only=ON")
         readers[threading.get_ident()] = connection
+    _last_reader = (weakref.ref(engine), threading.get_ident(), connection)
     return connection
 
 
@@ -199,6 +209,9 @@ class SQLiteBackend(Backend):
             return list((await connection.exec_driver_sql(sql)).all())
 
     async def read_version(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
+        return self.read_version_now(engine, engine_number)
+
+    def read_version_now(self, engine: Engine, engine_number: int) -> DatabaseVersions | None:
         # `PRAGMA data_version` on the event loop's reader (~4 µs: it compares the WAL index
         # header; a commit of any other connection changes it — the reader itself never
         # writes). The auth epoch's row is read only when that moved, with the data version
@@ -276,6 +289,8 @@ class SQLiteBackend(Backend):
         )
 
     async def close_readers(self, engine: AsyncEngine) -> None:
+        global _last_reader
+        _last_reader = None
         for connection in _READERS.pop(engine.sync_engine, {}).values():
             connection.close()
 

@@ -26,20 +26,45 @@ class _VersionReads:
     serve)."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        self._engine = self.engine = engine
         self._backend = backend_of(engine)
         self.loop = asyncio.get_running_loop()  # its waiters and its task are this loop's
         # PostgreSQL's snapshots say nothing of which server: told apart by this engine's.
         self._number = next(version_sources)
         self._waiting: list[asyncio.Future[DatabaseVersions | None]] = []
-        self._serving: asyncio.Task[None] | None = None
+        # A read in this process (SQLite's) is served from a plain callback of the next
+        # turn: what a task's first step was, without the task (its creation, registration
+        # and coroutine: every API request's).
+        self._read_now = self._backend.read_version_now
+        self._serving: asyncio.Task[None] | asyncio.Handle | None = None
 
     async def read(self) -> DatabaseVersions | None:
         waiter: asyncio.Future[DatabaseVersions | None] = self.loop.create_future()
         self._waiting.append(waiter)
         if self._serving is None:
-            self._serving = asyncio.ensure_future(self._serve())
+            if self._read_now is not None:
+                self._serving = self.loop.call_soon(self._serve_now)
+            else:
+                self._serving = asyncio.ensure_future(self._serve())
         return await waiter  # a caller that goes away cancels only its own waiter
+
+    def _serve_now(self) -> None:
+        """`_serve` for a backend that reads without awaiting: the callers who asked before
+        this turn, answered by one read made now."""
+        batch, self._waiting = self._waiting, []
+        self._serving = None
+        read_now = self._read_now
+        assert read_now is not None
+        try:
+            version = read_now(self._engine, self._number)
+        except Exception as exc:
+            for waiter in batch:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for waiter in batch:
+            if not waiter.done():
+                waiter.set_result(version)
 
     async def _serve(self) -> None:
         try:
@@ -64,6 +89,7 @@ class _VersionReads:
 
 
 _VERSION_READS: weakref.WeakKeyDictionary[Engine, _VersionReads] = weakref.WeakKeyDictionary()
+_last_reads: _VersionReads | None = None
 
 
 async def committed_version(engine: AsyncEngine) -> DatabaseVersions | None:
@@ -95,7 +121,14 @@ async def committed_version(engine: AsyncEngine) -> DatabaseVersions | None:
     (docs/foundation.md) — the epoch's row is bumped only by the rare writers of keys and
     accounts."""
     sync_engine = engine.sync_engine
-    reads = _VERSION_READS.get(sync_engine)
-    if reads is None or reads.loop is not asyncio.get_running_loop():
-        reads = _VERSION_READS[sync_engine] = _VersionReads(sync_engine)
+    global _last_reads
+    reads = _last_reads
+    loop = asyncio.get_running_loop()
+    if reads is None or reads.engine is not sync_engine or reads.loop is not loop:
+        # Not the last engine and loop asked for (a serving process has one of each): found
+        # by the weak dictionary's look-up, which makes a weak reference of the engine.
+        reads = _VERSION_READS.get(sync_engine)
+        if reads is None or reads.loop is not loop:
+            reads = _VERSION_READS[sync_engine] = _VersionReads(sync_engine)
+        _last_reads = reads
     return await reads.read()

@@ -12,7 +12,7 @@ from starlette.types import Message, Receive, Scope
 from solarapi.errors import ApiError, PayloadTooLarge, UnsupportedMediaType, ValidationFailed
 from solarapi.kit.text import NUL_MESSAGE, JsonNulScanner, excerpt
 
-_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _BOM = b"\xef\xbb\xbf"
 # Bodies up to this size are checked for duplicate keys here, by a second decoding (a
 # fraction of a millisecond at this size); larger ones only go to endpoints that decode them
@@ -60,7 +60,7 @@ def check_body(
     endpoint reads the body through, which refuses it while it streams (413, 400: raised as
     the `ApiError`s they are, which reach the app's handlers through FastAPI's body reading
     because `ApiError` is an HTTPException)."""
-    if scope["method"] not in _BODY_METHODS:
+    if scope["method"] not in BODY_METHODS:
         return None, receive
     length_header = headers.get("content-length")
     # Any Transfer-Encoding means a body ("gzip, chunked" too, not only "chunked").

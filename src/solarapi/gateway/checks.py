@@ -19,7 +19,7 @@ from solarapi.errors import (
 )
 from solarapi.gateway import ingest, plan, ratelimits
 from solarapi.gateway.authentication import authenticate_request
-from solarapi.gateway.body import check_body
+from solarapi.gateway.body import BODY_METHODS, check_body
 from solarapi.gateway.direct import DIRECT
 from solarapi.gateway.exchange import Exchange
 from solarapi.gateway.health import HEALTH, LIVE, health_answer, live_answer
@@ -83,7 +83,7 @@ class Checks:
         query, problem = parse_query(scope.get("query_string", b""), found.query)
         if error is None and problem is not None:
             error = ValidationFailed(problem)
-        if error is None:
+        if error is None and scope["method"] in BODY_METHODS:  # else `check_body` has none
             limit = state.settings.max_body_bytes
             if found.body_limit is not None:
                 limit = min(limit, found.body_limit)

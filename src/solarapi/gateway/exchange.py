@@ -26,7 +26,6 @@ class Exchange:
     state: Any  # the app's State
     downstream: Send
     method: str  # as the client sent it: a HEAD runs the app as GET
-    headers: Headers
     request_id: str
     client_ip: str
     started: float
@@ -38,6 +37,16 @@ class Exchange:
     route: str = "-"
     status: int = 500
     response_started: bool = False
+    # The request's headers as `Headers`, made when first asked for (`headers`): only a
+    # request with a body needs them (a GET's checks read the raw list once, in `begin`).
+    _headers: Headers | None = None
+
+    @property
+    def headers(self) -> Headers:
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers(scope=self.scope)
+        return headers
 
     @classmethod
     def begin(cls, scope: Scope, send: Send) -> Exchange:
@@ -58,7 +67,6 @@ class Exchange:
             state=state,
             downstream=send,
             method=scope["method"],
-            headers=Headers(scope=scope),
             request_id=rid,
             client_ip=clientip.client_ip(scope, state.settings.trusted_networks),
             started=started,

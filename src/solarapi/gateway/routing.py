@@ -36,11 +36,13 @@ def _served_paths(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, set[str], 
             yield route.path, set(route.methods or ()), None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class RouteMatch:
     """`template` is set when the path exists; `allowed` is False when the method does not.
     `endpoint` is set for a GET (or HEAD) or POST of a `@direct` endpoint, with its path
-    parameters in `params`. `query` names the query parameters the route's method takes."""
+    parameters in `params`. `query` names the query parameters the route's method takes.
+    Not frozen (nothing changes one): a frozen dataclass sets each of its seven fields
+    through `object.__setattr__`, and every API request makes one."""
 
     template: str | None
     allowed: bool
