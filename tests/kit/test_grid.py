@@ -530,3 +530,64 @@ def test_rows_for_every_bucket_are_placed_bit_for_bit_as_summed() -> None:
         for column in (got.energy_wh, got.samples, got.power_max_w):
             assert not any(np.shares_memory(column, c) for c in (energy, samples, power))
     assert 1_000 < placed < 2_900  # both ways were taken
+
+
+_ZONES = [
+    "UTC",
+    "Europe/Amsterdam",
+    "Asia/Kolkata",
+    "Pacific/Chatham",
+    "Pacific/Apia",
+    "America/Sao_Paulo",
+    "Australia/Lord_Howe",
+    "Africa/Monrovia",
+    "Asia/Kathmandu",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(_ZONES),
+    st.sampled_from([Interval.DAY, Interval.WEEK, Interval.MONTH]),
+    st.integers(min_value=0, max_value=int(datetime(2150, 1, 1, tzinfo=UTC).timestamp())),
+    st.integers(min_value=0, max_value=400 * 86400),
+    st.integers(min_value=-3, max_value=3),
+)
+def test_calendar_edges_as_unique_and_masked(
+    zone: str, interval: Interval, first: int, span: int, nudge: int
+) -> None:
+    """`_calendar_edges` (its midnights sorted, deduplicated and cut in Python) against the
+    way it was written: `np.unique` of the periods' local midnights, masked to [first,
+    last] — ends on and off the edges, Apia's missing day, off-grid and half-hour zones."""
+    tz = ZoneInfo(zone)
+    first = grid.floor_to_grid(first, interval, tz) + nudge * QUARTER_S
+    last = first + span
+    got = grid._calendar_edges.__wrapped__(first, last, interval, tz)
+    day = grid._period_start(grid.local_date(first, tz), interval)
+    count = grid._periods_between(
+        day, grid._period_start(grid.local_date(last, tz), interval), interval
+    )
+    midnights = [
+        grid.local_midnight(grid._add_periods(day, i, interval), tz) for i in range(count + 2)
+    ]
+    want = np.unique(np.array(midnights, dtype=np.int64))
+    want = want[(want >= first) & (want <= last)]
+    assert got.dtype == want.dtype
+    assert got.tolist() == want.tolist()
+    assert not got.flags.writeable
+
+
+def test_calendar_edges_over_apia_skip_one_day() -> None:
+    """28 December 2011 to 2 January 2012 in Apia: five edges, not six — the 30th did not
+    exist (the 29th's bucket ends where the 31st starts: 24 hours, UTC−10 to UTC+14)."""
+    tz = ZoneInfo("Pacific/Apia")
+    first = grid.local_midnight(date(2011, 12, 28), tz)
+    last = grid.local_midnight(date(2012, 1, 2), tz)
+    edges = grid._calendar_edges.__wrapped__(first, last, Interval.DAY, tz)
+    assert iso_strings(edges) == [
+        "2011-12-28T10:00:00Z",  # the 28th, UTC−10
+        "2011-12-29T10:00:00Z",  # the 29th
+        "2011-12-30T10:00:00Z",  # the 31st, UTC+14
+        "2011-12-31T10:00:00Z",  # 1 January
+        "2012-01-01T10:00:00Z",  # 2 January
+    ]
