@@ -18,10 +18,13 @@ the `from`/`to` defaults, widening to the grid and the 10,000-bucket cap.
 
 from __future__ import annotations
 
+import bisect
+import calendar
 import enum
 import functools
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import cast
 from zoneinfo import ZoneInfo
@@ -71,6 +74,7 @@ class Interval(enum.StrEnum):
 
 _FIXED: dict[Interval, int] = {Interval.MIN15: 900, Interval.MIN30: 1800, Interval.HOUR: 3600}
 ALL_INTERVALS: tuple[Interval, ...] = tuple(Interval)
+_BY_TEXT: dict[str, Interval] = {interval.value: interval for interval in Interval}
 INTERVAL_LABELS: dict[str, str] = {
     "15m": "15 minutes",
     "30m": "30 minutes",
@@ -89,9 +93,11 @@ def parse_interval(
     """The `interval` query parameter; anything outside `allowed` → 400 naming them."""
     if text is None or text == "":
         return default
-    for interval in allowed:
-        if text == interval.value:
-            return interval
+    # By a look-up of the text (an enum member's `.value` is a Python property, several
+    # calls per request when walked).
+    interval = _BY_TEXT.get(text)
+    if interval is not None and interval in allowed:
+        return interval
     names = ", ".join(interval.value for interval in allowed)
     raise ValidationFailed(f"interval must be one of {names}; got '{excerpt(text)}'")
 
@@ -199,8 +205,13 @@ _MEAN_YEAR_S = 31_556_952
 def _on_utc_grid(lo: int, hi: int, tz: ZoneInfo) -> bool:
     """`_year_on_utc_hours` for every UTC year that [lo, hi] touches (a year either side, as
     the year is estimated without building a datetime)."""
-    first = 1970 + lo // _MEAN_YEAR_S - 1
-    last = 1970 + hi // _MEAN_YEAR_S + 1
+    return _years_on_utc_hours(tz, 1970 + lo // _MEAN_YEAR_S - 1, 1970 + hi // _MEAN_YEAR_S + 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _years_on_utc_hours(tz: ZoneInfo, first: int, last: int) -> bool:
+    """`_year_on_utc_hours` for every year of [first, last]: one look-up where a request asks
+    several times (widening, its source, its edges), not one per year."""
     return all(_year_on_utc_hours(tz, year) for year in range(first, last + 1))
 
 
@@ -349,12 +360,41 @@ def _calendar_edges(first: int, last: int, interval: Interval, tz: ZoneInfo) -> 
     # ask for the same ranges again and again. The array is shared, so read-only.
     day = _period_start(local_date(first, tz), interval)
     count = _periods_between(day, _period_start(local_date(last, tz), interval), interval)
-    midnights = [local_midnight(_add_periods(day, i, interval), tz) for i in range(count + 2)]
-    # A day that does not exist starts where the next one does: one edge, no bucket.
-    edges = np.unique(np.array(midnights, dtype=np.int64))
-    edges = edges[(edges >= first) & (edges <= last)]
+    if interval is Interval.DAY:
+        midnights = _day_midnights(day, count + 2, tz)
+    else:
+        midnights = [local_midnight(_add_periods(day, i, interval), tz) for i in range(count + 2)]
+    # A day that does not exist starts where the next one does: one edge, no bucket. (Sorted
+    # and cut in Python, as `np.unique` and a mask would: a few dozen ints, where each numpy
+    # call costs more in dispatch than the work.)
+    unique = sorted(set(midnights))
+    kept = unique[bisect.bisect_left(unique, first) : bisect.bisect_right(unique, last)]
+    edges = np.array(kept, dtype=np.int64)
     edges.flags.writeable = False
     return edges
+
+
+def _day_midnights(day: date, count: int, tz: ZoneInfo) -> list[int]:
+    """`local_midnight` of `count` consecutive days from `day` on, taken from the kept
+    midnights of their years (a range of days is new to `_calendar_edges` on most of a
+    fleet's requests; its month of midnights cost ~30 calls into the zone's rules)."""
+    at = day.timetuple().tm_yday - 1
+    year = day.year
+    midnights: list[int] = []
+    while len(midnights) < count:
+        kept = _year_midnights(year, tz)
+        midnights += kept[at : at + count - len(midnights)]
+        year, at = year + 1, 0
+    return midnights
+
+
+@functools.lru_cache(maxsize=1024)
+def _year_midnights(year: int, tz: ZoneInfo) -> tuple[int, ...]:
+    """`local_midnight` of every day of the calendar year `year`, in order (kept: ~3 kB;
+    shared, so a tuple)."""
+    first = date(year, 1, 1)
+    days = 366 if calendar.isleap(year) else 365
+    return tuple(local_midnight(first + timedelta(days=i), tz) for i in range(days))
 
 
 def hour_aligned(edges: IntArray) -> bool:
@@ -385,14 +425,26 @@ class TimeRange:
     end_s: int
     interval: Interval
     tz: ZoneInfo
+    # `edges()`, once asked (a request asks twice: to sum its rows, to write its frame);
+    # no part of the range's value.
+    _edges: IntArray | None = field(default=None, init=False, repr=False, compare=False)
 
     def edges(self) -> IntArray:
+        """The range's bucket edges, e0 = start_s < … < en = end_s (`bucket_edges`): made
+        once per range and kept with it, so shared and read-only."""
+        edges = self._edges
+        if edges is not None:
+            return edges
         if self.interval.is_calendar:
             # Both ends are edges already (every TimeRange is made by `widen_range`), so the
             # calendar's edges between them, without `bucket_edges` finding the ends again
             # (a floor and a ceiling of local dates, ~4 µs of a month of days).
-            return _calendar_edges(self.start_s, self.end_s, self.interval, self.tz)
-        return bucket_edges(self.start_s, self.end_s, self.interval, self.tz)
+            edges = _calendar_edges(self.start_s, self.end_s, self.interval, self.tz)
+        else:
+            edges = bucket_edges(self.start_s, self.end_s, self.interval, self.tz)
+            edges.flags.writeable = False
+        object.__setattr__(self, "_edges", edges)  # frozen: kept as a cache, not a change
+        return edges
 
 
 def _parse_param(name: str, text: str) -> datetime:
@@ -570,26 +622,51 @@ def _one_each(
     benchmark) — by placing each row in its bucket: the results `_sum_into` gives (a
     bucket's energy is 0.0 + its row's, as `bincount` adds it; its samples the row's, as an
     integer; its largest power the row's, NaN where none was reported; energy NaN where the
-    samples are 0), in half the numpy calls, without `np.fmax.at`. None otherwise."""
-    if len(starts) == 0 or len(starts) > count or starts[0] < edges[0] or starts[-1] >= edges[-1]:
+    samples are 0), without `np.fmax.at`. None otherwise.
+
+    On a day's few dozen rows each numpy call costs far more than its work (its dispatch,
+    several kB of code through the instruction cache), so the checks are the cheapest
+    calls that decide them: a row for every bucket (the usual case) is told by comparing
+    the rows' starts with the edges as bytes, with no search and no placing; a gap by one
+    dot product (NaN exactly where a value is NaN: a square is never negative, so
+    infinities never cancel); a row without samples, a bool count (no reduction)."""
+    rows = len(starts)
+    if rows == 0 or rows > count:
         return None
-    index = np.searchsorted(edges, starts)
-    # (Within the range, so every index is below `count`.) Each start an edge, each edge
-    # at most once (strictly increasing), no gap.
-    if (
-        not (edges[index] == starts).all()
-        or not (index[1:] > index[:-1]).all()
-        or np.isnan(energy_wh).any()
-    ):
-        return None
-    energy = np.full(count, np.nan)
-    energy[index] = energy_wh + 0.0
-    sample_count = np.zeros(count, dtype=np.int64)
-    sample_count[index] = samples
-    if not samples.all():
+    if rows == count:
+        # Every bucket has a row iff the starts are the edges but the last (the same type
+        # and values, so the same bytes).
+        if starts.dtype != edges.dtype or starts.tobytes() != edges[:-1].tobytes():
+            return None
+        index = None
+    else:
+        if starts[0] < edges[0] or starts[-1] >= edges[-1]:
+            return None
+        index = edges.searchsorted(starts)
+        # (Within the range, so every index is below `count`.) Each start an edge, each
+        # edge at most once (strictly increasing).
+        if (
+            np.count_nonzero(edges[index] == starts) != rows
+            or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
+        ):
+            return None
+    if math.isnan(energy_wh.dot(energy_wh)):
+        return None  # a gap
+    if index is None:
+        energy = (energy_wh + 0.0).astype(np.float64, copy=False)
+        sample_count = samples.astype(np.int64)  # (copies: the buckets own their arrays)
+        power_max = power_max_w.astype(np.float64)
+    else:
+        energy = np.empty(count)
+        energy.fill(np.nan)
+        energy[index] = energy_wh + 0.0
+        sample_count = np.zeros(count, dtype=np.int64)
+        sample_count[index] = samples
+        power_max = np.empty(count)
+        power_max.fill(np.nan)
+        power_max[index] = power_max_w
+    if np.count_nonzero(samples) != rows:
         energy[sample_count == 0] = np.nan
-    power_max = np.full(count, np.nan)
-    power_max[index] = power_max_w
     return EnergySeries(edges[:-1], energy, sample_count, power_max)
 
 

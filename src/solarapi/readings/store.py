@@ -236,7 +236,8 @@ def in_time_order(arrays: list[npt.NDArray[Any]]) -> list[npt.NDArray[Any]]:
     ordered subquery keeps that order in practice, but SQL does not promise it (a parallel
     plan could interleave): check, which is cheap, and sort only when it did not hold."""
     starts = arrays[0]
-    if len(starts) > 1 and not bool(np.all(starts[1:] > starts[:-1])):
+    # (A bool count, not `np.all`: a reduction's dispatch costs more than the check itself.)
+    if len(starts) > 1 and np.count_nonzero(starts[1:] > starts[:-1]) != len(starts) - 1:
         order = np.argsort(starts, kind="stable")
         return [array[order] for array in arrays]
     return arrays
