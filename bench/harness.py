@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -70,11 +71,13 @@ def fresh_database(name: str, backend: str, *, keep: bool = False) -> Iterator[B
     finally:
         if keep:
             print(f"kept: {' '.join(f'{k}={v}' for k, v in env.items())}")
-        elif db_name:
-            subprocess.run(
-                ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
-                check=False,
-            )
+        else:
+            shutil.rmtree(data_dir, ignore_errors=True)  # (it was left in /tmp, one per run)
+            if db_name:
+                subprocess.run(
+                    ["psql", PG_ADMIN, "-qc", f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'],
+                    check=False,
+                )
 
 
 def wait_for(base: str, timeout: float = 60) -> None:

@@ -116,8 +116,11 @@ def _systems(client: httpx.Client, count: int) -> list[tuple[str, str]]:
 
 
 def small(backend: str, seconds: int, rounds: int, connections: int) -> None:
-    work = Path(tempfile.mkdtemp(prefix="bench-upload-cpu-"))
-    with fresh_database("upload_cpu", backend) as db:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-upload-cpu-") as scratch,
+        fresh_database("upload_cpu", backend) as db,
+    ):
+        work = Path(scratch)
         import asyncio
 
         _, keys = asyncio.run(make_account(db.settings, 1))
