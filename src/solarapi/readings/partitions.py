@@ -258,10 +258,15 @@ class MonthlyPartitions:
         if horizon is not None:
             # Before anything is deleted: which systems' data that changes.
             await _forget_changes(session, horizon, delete=False)
-        if any([await self._missing(session, table, wanted) for table in (_LOG, _READINGS)]):
+        # Found once, before the locks: a month a backfill starts after this waits for the
+        # next run (it is never created without them).
+        missing = {
+            table: await self._missing(session, table, wanted) for table in (_LOG, _READINGS)
+        }
+        if any(missing.values()):
             await self._lock_for_attach(session)
-        readings = await self._maintain(session, _READINGS, wanted, horizon)
-        await self._maintain(session, _LOG, wanted, horizon)
+        readings = await self._maintain(session, _READINGS, missing[_READINGS], horizon)
+        await self._maintain(session, _LOG, missing[_LOG], horizon)
         return readings
 
     async def _lock_for_attach(self, session: AsyncSession) -> None:
@@ -299,21 +304,13 @@ class MonthlyPartitions:
         await session.execute(text("SET LOCAL lock_timeout = DEFAULT"))
 
     async def _missing(
-        self,
-        session: AsyncSession,
-        table: _Partitioned,
-        wanted: set[datetime],
-        existing: set[datetime] | None = None,
-        cut_over: datetime | None = None,
+        self, session: AsyncSession, table: _Partitioned, wanted: set[datetime]
     ) -> list[datetime]:
         """The months `table` lacks: the wanted ones and those the default partition holds
         rows of (a backfill of history), but for a month that exists or that the table from
         before the cut-over holds."""
-        if existing is None:
-            existing = {
-                start for start in (await self._partitions(session, table)).values() if start
-            }
-            cut_over = await self._cut_over(session, table)
+        existing = {start for start in (await self._partitions(session, table)).values() if start}
+        cut_over = await self._cut_over(session, table)
         return [
             start
             for start in sorted(wanted | await self._stray_months(session, table))
@@ -324,7 +321,7 @@ class MonthlyPartitions:
         self,
         session: AsyncSession,
         table: _Partitioned,
-        wanted: set[datetime],
+        missing: list[datetime],
         horizon: datetime | None,
     ) -> Maintenance:
         partitions = await self._partitions(session, table)
@@ -332,9 +329,7 @@ class MonthlyPartitions:
         cut_over = await self._cut_over(session, table)
         created: list[str] = []
         moved = 0
-        # Months the default partition holds rows of (a backfill of history) get theirs too.
-        missing = await self._missing(session, table, wanted, existing, cut_over)
-        for start in missing:
+        for start in missing:  # (`_missing`: wanted ones and those a backfill needs)
             moved += await self._create(session, table, start, month_start(start, 1))
             created.append(table.month(start))
             existing.add(start)
