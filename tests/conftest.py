@@ -6,6 +6,7 @@ creates its own accounts and keys (and so its own rate-limit windows), from its 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
@@ -29,10 +30,12 @@ from tests.support import (
     TestClock,
     add_probe_routes,
     blank_settings,
+    drop_stale_databases,
     log_marks,
     logs_since,
     make_tenant,
     migrated_settings,
+    postgres_available,
     running_app,
     server_logs,
     settings_like,
@@ -156,6 +159,12 @@ def log_lines() -> Iterator[LogCapture]:
     finally:
         root.removeHandler(handler)
         root.setLevel(previous)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Drop the PostgreSQL databases an earlier, killed test run left (`drop_stale_databases`)."""
+    if postgres_available():
+        asyncio.run(drop_stale_databases())
 
 
 _LOG_MARKS = pytest.StashKey[dict[str, int]]()

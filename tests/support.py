@@ -151,6 +151,46 @@ async def admin(sql: str, database: str | None = None) -> None:
         await conn.close()
 
 
+# Test databases are named `solarapi_<what>_p<pid>_<random>`: the pid of the test process that
+# made it. A run that is killed (SIGKILL, a CI timeout) cannot drop its databases; the next run
+# drops those whose process is gone (`drop_stale_databases`, at the start of every session).
+_DATABASE_NAME = re.compile(r"^solarapi_[a-z0-9]+_p(\d+)_[0-9a-f]+(?:_moved)?$")
+
+
+def new_database_name(what: str) -> str:
+    """A new name for a PostgreSQL database of this test process (see `_DATABASE_NAME`)."""
+    return f"solarapi_{what}_p{os.getpid()}_{uuid.uuid4().hex[:10]}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+async def drop_stale_databases() -> list[str]:
+    """Drop the test databases whose test process no longer runs (a killed run's); returns
+    their names. Databases of running test processes (other xdist workers, another run) and
+    every database not named by `new_database_name` are left alone."""
+    conn = await admin_connection()
+    try:
+        names = [row[0] for row in await conn.fetch("SELECT datname FROM pg_database")]
+        stale = [
+            name
+            for name in names
+            if (match := _DATABASE_NAME.match(name)) and not _process_alive(int(match[1]))
+        ]
+        for name in stale:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        return stale
+    finally:
+        await conn.close()
+
+
 def database_url(name: str) -> str:
     """The URL of database `name` on the test PostgreSQL server."""
     return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
@@ -161,7 +201,7 @@ async def scratch_database() -> AsyncIterator[str]:
     """A new, empty PostgreSQL database (unmigrated) of a test's own, to drop, rename or break
     without touching anyone else's; yields its name. Dropped afterwards under either of the
     names a test may have given it."""
-    name = f"solarapi_fault_{uuid.uuid4().hex[:10]}"
+    name = new_database_name("fault")
     await admin(f'CREATE DATABASE "{name}"')
     try:
         yield name
@@ -204,7 +244,7 @@ def migrated_settings(database: str, data_dir: Path, prefix: str = "test") -> It
         yield settings
         return
     need_service("PostgreSQL", postgres_available())
-    name = f"solarapi_{prefix}_{uuid.uuid4().hex[:10]}"
+    name = new_database_name(prefix)
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     try:
         settings = Settings(

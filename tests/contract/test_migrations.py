@@ -4,7 +4,6 @@ SQLite and PostgreSQL. One test for the whole chain, so a new slot cannot go unt
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from tests.support import (
     admin,
     database_url,
     need_service,
+    new_database_name,
     postgres_available,
     run_cli,
     settings_env,
@@ -128,7 +128,7 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
         yield Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
         return
     need_service("PostgreSQL", postgres_available())
-    name = f"solarapi_mig_{uuid.uuid4().hex[:10]}"
+    name = new_database_name("mig")
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     try:
         yield Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.support import (
     database_url,
     make_tenant,
     need_service,
+    new_database_name,
     postgres_available,
     running_app,
 )
@@ -41,7 +41,7 @@ def databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
         yield f"sqlite:///{tmp_path}/solar.db", f"sqlite:///{tmp_path}/restored/solar.db"
         return
     need_service("PostgreSQL", postgres_available())
-    names = [f"solarapi_backup_{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    names = [new_database_name("backup") for _ in range(2)]
     for name in names:
         asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     try:

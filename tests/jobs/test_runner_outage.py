@@ -23,6 +23,7 @@ from tests.support import (
     admin,
     database_url,
     need_service,
+    new_database_name,
     postgres_available,
 )
 
@@ -40,7 +41,7 @@ async def unusable(kind: str, tmp_path: Path) -> AsyncIterator[tuple[Settings, C
         yield settings, lambda: upgrade(settings)
         return
     need_service("PostgreSQL", postgres_available())
-    name = f"solarapi_outage_{tmp_path.name[-8:].lower()}_{int(time.time() * 1000) % 10**6}"
+    name = new_database_name("outage")
     settings = Settings(data_dir=tmp_path, database_url=database_url(name), secret_key=TEST_SECRET)
 
     def create() -> None:
