@@ -5,10 +5,12 @@ powers, empty series."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from solarapi.kit.grid import EnergySeries, ManyBuckets
-from solarapi.readings.rendering import _Frame, _many_totals, _nansum, _totals
+from solarapi.readings.rendering import _Frame, _many_totals, _nansum, _totals, round_3
 
 
 def _frame(count: int) -> _Frame:
@@ -53,3 +55,41 @@ def test_many_totals_equal_one_series_totals() -> None:
     sums = np.add.reduceat(np.insert(known, starts, 0.0), starts + np.arange(len(starts)))
     nonempty = [e for e, _, _ in series if len(e)]
     assert [float(x) for x in sums] == [_nansum(e) for e in nonempty]
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or (
+        a == b and math.copysign(1, a) == math.copysign(1, b)
+    )
+
+
+def test_round_3_is_pythons_round() -> None:
+    """`round_3` (the totals' rounding of a fleet at once) gives Python's `round(v, 3)`
+    bit for bit: random magnitudes, exact halves of a thousandth and their neighbours (where
+    the scaled product's rounding could tip the other way), values beyond 2**52 / 1000,
+    signed zeros, infinities, NaN, subnormals and random bit patterns."""
+    rng = np.random.default_rng(3)
+    halves = (rng.integers(-(10**12), 10**12, 50_000) + 0.5) / 1000.0
+    values = np.concatenate(
+        [
+            rng.uniform(-1e6, 1e6, 50_000),
+            np.exp(rng.uniform(-40, 40, 50_000)),
+            (np.arange(-50_000, 50_000) + 0.5) / 1000.0,
+            halves,
+            np.nextafter(halves, np.inf),
+            np.nextafter(halves, -np.inf),
+            rng.integers(0, 2**63, 50_000, dtype=np.int64).view(np.float64),
+            np.array(
+                [0.0, -0.0, np.nan, np.inf, -np.inf, 1e300, -1e-300, 5e-324, 2.0**52 / 1000,
+                 4.5e12 + 0.25, 0.0005, -0.0005, 0.0015, 1.0005, 2.675, -2.675]
+            ),
+        ]
+    )  # fmt: skip
+    found = round_3(values)
+    assert len(found) == len(values)
+    wrong = [
+        (float(v), f)
+        for v, f in zip(values.tolist(), found, strict=True)
+        if not _same(f, round(v, 3))
+    ]
+    assert wrong == []
