@@ -389,6 +389,32 @@ async def test_a_waiter_that_goes_away_does_not_stop_the_others() -> None:
     assert maker.calls == 1
 
 
+async def test_a_maker_that_goes_away_leaves_each_waiter_to_make_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A maker alone makes no future (it asks nothing of the loop: `get_running_loop` is a
+    `getpid()` per call); one that goes away (cancelled) lets its waiters make their own."""
+    cache = VersionedCache[bytes](maxsize=10)
+    asked: list[object] = []
+    real = asyncio.get_running_loop
+    monkeypatch.setattr(asyncio, "get_running_loop", lambda: asked.append(1) or real())
+    alone = _Maker(b"alone")
+    alone.release.set()
+    assert await cache.get_or_make("a", (1, 1), alone) == b"alone"
+    assert asked == []
+    maker = _Maker(b"body")
+    making = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    waiting = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    await _started(maker, 1)
+    await asyncio.sleep(0)
+    making.cancel()
+    await asyncio.sleep(0)
+    maker.release.set()
+    assert await waiting == b"body"
+    assert making.cancelled()
+    assert maker.calls == 2  # the waiter made its own
+
+
 async def test_a_revoked_key_fails_at_once_in_the_other_worker(
     fresh: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
