@@ -155,10 +155,9 @@ def test_on_sqlite_each_caller_reads_at_once_without_leaving_the_loop(
             assert together[0] is not None
             assert together == [together[0]] * 5
             assert reads.count == 5
-            step = committed_version(engine).send(None)  # type: ignore[func-returns-value]
-            raise AssertionError(f"suspended on {step!r}")
-        except StopIteration as done:
-            assert done.value == together[0]
+            with pytest.raises(StopIteration) as done:  # finished at its first step
+                committed_version(engine).send(None)
+            assert done.value.value == together[0]
             other = sqlite3.connect(tmp_path / "solar.db", isolation_level=None)
             other.execute("INSERT INTO alembic_version VALUES ('x')")
             other.close()
