@@ -47,7 +47,8 @@ class _VersionReads:
         waiter: asyncio.Future[DatabaseVersions | None] = self.loop.create_future()
         self._waiting.append(waiter)
         if self._serving is None:
-            self._serving = asyncio.ensure_future(self._serve())
+            # On its loop, without `ensure_future` asking for the running loop (a `getpid()`).
+            self._serving = self.loop.create_task(self._serve())
         return await waiter  # a caller that goes away cancels only its own waiter
 
     async def _serve(self) -> None:
