@@ -140,9 +140,12 @@ def test_the_version_changes_with_every_commit_of_any_connection(
     asyncio.run(check())
 
 
-def test_on_sqlite_callers_who_ask_together_share_one_read(
-    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
+def test_on_sqlite_each_caller_reads_at_once_without_leaving_the_loop(
+    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """SQLite's version is read in this process: each caller by a read of its own, made when
+    it asks, and the request does not suspend for it (its coroutine finishes at its first
+    step); a commit made just before a caller asks is in its version."""
     reads = _Calls(monkeypatch, db_sqlite, "loop_reader")
 
     async def check() -> None:
@@ -151,35 +154,36 @@ def test_on_sqlite_callers_who_ask_together_share_one_read(
             together = await asyncio.gather(*(committed_version(engine) for _ in range(5)))
             assert together[0] is not None
             assert together == [together[0]] * 5
-            assert reads.count == 1
-            assert await committed_version(engine) == together[0]  # asked later: read again
-            assert reads.count == 2
+            assert reads.count == 5
+            with pytest.raises(StopIteration) as done:  # finished at its first step
+                committed_version(engine).send(None)
+            assert done.value.value == together[0]
+            other = sqlite3.connect(tmp_path / "solar.db", isolation_level=None)
+            other.execute("INSERT INTO alembic_version VALUES ('x')")
+            other.close()
+            assert await committed_version(engine) != together[0]
         finally:
             await dispose_engine(engine)
 
     asyncio.run(check())
 
 
-async def test_on_sqlite_a_failed_read_fails_its_callers_alike_and_the_next_reads_again(
+async def test_on_sqlite_a_failed_read_fails_its_caller_and_the_next_reads_again(
     tmp_path: Path,
 ) -> None:
-    """SQLite's reads are served from a callback of the next turn: a read that fails (here a
-    file that is not a database) fails every caller of its batch with its error, and a
-    caller who asks later is served by a read of its own."""
+    """A read that fails (here a file that is not a database) fails its caller with its
+    error, and a caller who asks later is served by a read of its own."""
     path = tmp_path / "not-a-database.db"
     path.write_bytes(b"this is not an SQLite database file" * 200)
     engine = create_oneshot_engine(
         Settings(database_url=f"sqlite:///{path}", secret_key=TEST_SECRET)
     )
     try:
-        together = await asyncio.gather(
-            *(committed_version(engine) for _ in range(3)), return_exceptions=True
-        )
-        assert all(isinstance(result, sqlite3.DatabaseError) for result in together)
-        assert together[0] is together[1] is together[2]  # one read, one error
+        with pytest.raises(sqlite3.DatabaseError) as first:
+            await committed_version(engine)
         with pytest.raises(sqlite3.DatabaseError) as later:
             await committed_version(engine)
-        assert later.value is not together[0]
+        assert later.value is not first.value
     finally:
         await dispose_engine(engine)
 
@@ -382,6 +386,32 @@ async def test_a_waiter_that_goes_away_does_not_stop_the_others() -> None:
     assert (await making, await staying) == (b"body", b"body")
     assert leaving.cancelled()
     assert maker.calls == 1
+
+
+async def test_a_maker_that_goes_away_leaves_each_waiter_to_make_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A maker alone makes no future (it asks nothing of the loop: `get_running_loop` is a
+    `getpid()` per call); one that goes away (cancelled) lets its waiters make their own."""
+    cache = VersionedCache[bytes](maxsize=10)
+    asked: list[object] = []
+    real = asyncio.get_running_loop
+    monkeypatch.setattr(asyncio, "get_running_loop", lambda: asked.append(1) or real())
+    alone = _Maker(b"alone")
+    alone.release.set()
+    assert await cache.get_or_make("a", (1, 1), alone) == b"alone"
+    assert asked == []
+    maker = _Maker(b"body")
+    making = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    waiting = asyncio.ensure_future(cache.get_or_make("k", (1, 1), maker))
+    await _started(maker, 1)
+    await asyncio.sleep(0)
+    making.cancel()
+    await asyncio.sleep(0)
+    maker.release.set()
+    assert await waiting == b"body"
+    assert making.cancelled()
+    assert maker.calls == 2  # the waiter made its own
 
 
 async def test_a_revoked_key_fails_at_once_in_the_other_worker(

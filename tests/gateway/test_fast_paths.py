@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import random
+import subprocess
+import sys
 import time
 from typing import Any, cast
 from urllib.parse import parse_qsl
@@ -73,6 +77,45 @@ def test_request_id_is_a_ulid_of_now() -> None:
         ulid = ULID.from_str(rid.removeprefix("req_"))  # refuses a malformed one
         assert str(ulid) == rid.removeprefix("req_")
         assert before <= ulid.milliseconds <= after
+
+
+def test_request_ids_differ_between_processes_and_ignore_the_random_modules_seed() -> None:
+    """The ids' random bits come from a generator of the process's own, seeded again in a
+    forked child: a parent and its child (a forked worker) never draw the same bits, and
+    `random.seed` elsewhere in the process changes nothing of them."""
+    state = random.getstate()
+    try:
+        random.seed(7)
+        seeded = new_request_id()
+        random.seed(7)
+        assert new_request_id()[14:] != seeded[14:]  # the random part (after the time)
+    finally:
+        random.setstate(state)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            os.write(write, "".join(new_request_id()[14:] for _ in range(100)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        theirs = pipe.read()
+    os.waitpid(child, 0)
+    mine = "".join(new_request_id()[14:] for _ in range(100))
+    assert len(theirs) == len(mine) == 1_600
+    assert {theirs[k : k + 16] for k in range(0, 1_600, 16)}.isdisjoint(
+        mine[k : k + 16] for k in range(0, 1_600, 16)
+    )
+    spawned = subprocess.run(
+        [sys.executable, "-c", "from solarapi.gateway.request_id import new_request_id as n; "
+         "print(''.join(n()[14:] for _ in range(100)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert len(spawned) == 1_600
+    assert {spawned[k : k + 16] for k in range(0, 1_600, 16)}.isdisjoint(
+        mine[k : k + 16] for k in range(0, 1_600, 16)
+    )
 
 
 def _app(messages: list[Message]) -> Any:

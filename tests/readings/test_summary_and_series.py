@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from solarapi.kit.grid import Interval
 from solarapi.models.systems import System
@@ -262,6 +263,32 @@ async def test_range_reads_are_exact_and_in_time_order(app: FastAPI, enterprise:
         assert getattr(together, name).dtype == getattr(hours, name).dtype
     assert missing is None
     assert len(nothing.starts) == 0
+    # Each series, a range without rows (the head alone), and on SQLite a stale chunk (its
+    # rows then from the rollup's table): what `system_head` and `rows` give.
+    start_s, end_s = int(start.timestamp()), int(end.timestamp())
+    later = end_s + 400 * 86_400
+    cases = [(HOURS, start_s + 3_600, end_s - 3_600), (DAYS, start_s, end_s),
+             (RAW, start_s + 900, end_s), (HOURS, later, later + 86_400),
+             (DAYS, later, later + 86_400)]  # fmt: skip
+    for stale in (False, True):
+        async with app.state.sessionmaker() as session:
+            if stale:
+                if session.get_bind().dialect.name != "sqlite":
+                    break
+                await session.execute(text("UPDATE reading_hour_chunks SET hours = NULL"))
+                await session.execute(text("UPDATE reading_day_chunks SET days = NULL"))
+                await session.commit()
+            store = reading_store(session)
+            for series, lo, hi in cases:
+                found, together = await store.system_and_rows(session, series, system_id, lo, hi)
+                alone = await store.rows(session, series, system_id, lo, hi)
+                assert found == head, (series.name, lo, hi, stale)
+                assert (lo < later) == (len(alone.starts) > 0)
+                for name in ("starts", "energy_wh", "samples", "power_max_w"):
+                    assert np.array_equal(
+                        getattr(together, name), getattr(alone, name), equal_nan=True
+                    ), (series.name, lo, hi, stale, name)
+                    assert getattr(together, name).dtype == getattr(alone, name).dtype
 
 
 def test_columns_out_of_order_are_sorted_by_time() -> None:

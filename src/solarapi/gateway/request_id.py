@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import time
 
@@ -12,6 +13,16 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]
 _SHIFTS = range(120, -1, -10)
+
+# The ids' random bits: a generator of this process's own, seeded from the system's entropy
+# when this module is imported and again in every child forked from the process, so no two
+# processes (workers, forked or spawned) draw the same bits. Not `os.urandom`: that is a
+# `getrandom` system call per request. Not the `random` module's shared generator: a
+# `random.seed(n)` anywhere in the process would make every process draw the same ids. A
+# request id is only ever a name for a request in logs and error messages, never a secret.
+_RANDOM = random.Random()
+os.register_at_fork(after_in_child=_RANDOM.seed)
+_random_bits = _RANDOM.getrandbits
 
 
 def request_id(incoming: str | None) -> str:
@@ -25,6 +36,6 @@ def new_request_id() -> str:
     monotonic policy within a millisecond, 26 lookups) cost ~48,000 instructions per
     request (callgrind, bench/fleet/README.md). Ids made in the same millisecond are not
     ordered among themselves (a request id is only ever compared for equality)."""
-    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
+    value = (time.time_ns() // 1_000_000) << 80 | _random_bits(80)
     pairs = _PAIRS
     return "req_" + "".join([pairs[(value >> shift) & 1023] for shift in _SHIFTS])

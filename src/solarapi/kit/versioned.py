@@ -36,8 +36,10 @@ class VersionedCache(Generic[V]):
         self._currsize = 0
         # key -> (version, value, size), least recently used first.
         self._entries: OrderedDict[Hashable, tuple[Hashable, V, int]] = OrderedDict()
-        # (key, version) -> the value one caller is making, for the others who ask meanwhile.
-        self._making: dict[tuple[Hashable, Hashable], asyncio.Future[V | None]] = {}
+        # (key, version) -> the waiters for the value one caller is making: the others who
+        # asked meanwhile (a maker without waiters makes no future: no `get_running_loop`,
+        # which is a `getpid()`, on every uncached read).
+        self._making: dict[tuple[Hashable, Hashable], list[asyncio.Future[V | None]]] = {}
 
     async def get_or_make(
         self,
@@ -56,11 +58,13 @@ class VersionedCache(Generic[V]):
         if kept is not None:
             return kept
         flight = (key, version)
-        if (pending := self._making.get(flight)) is not None:
-            # Shielded: a waiter that goes away does not cancel the maker's answer.
-            shared = await asyncio.shield(pending)
+        if (waiting := self._making.get(flight)) is not None:
+            # A future of its own: a waiter that goes away cancels only its own.
+            pending: asyncio.Future[V | None] = asyncio.get_running_loop().create_future()
+            waiting.append(pending)
+            shared = await pending
             return shared if shared is not None else (await make())[0]
-        pending = self._making[flight] = asyncio.get_running_loop().create_future()
+        waiting = self._making[flight] = []
         shared = None
         try:
             value, keep = await make()
@@ -70,7 +74,9 @@ class VersionedCache(Generic[V]):
             return value
         finally:
             del self._making[flight]
-            pending.set_result(shared)
+            for pending in waiting:
+                if not pending.done():
+                    pending.set_result(shared)
 
     def get(self, key: Hashable, version: Hashable | None) -> V | None:
         """The value kept for `key` at `version`; None when there is none (or no version)."""

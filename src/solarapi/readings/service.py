@@ -52,7 +52,7 @@ from solarapi.models.systems import ReadableSystem
 from solarapi.readings import repository
 from solarapi.readings.rendering import ManyReadings, Readings, Totals, totals_of
 from solarapi.readings.repository import reading_store
-from solarapi.readings.store import DAYS, HOURS, RAW, ReadingStore, Series
+from solarapi.readings.store import DAYS, HOURS, RAW, Series
 from solarapi.systems.access import owned
 from solarapi.systems.repository import FleetMember, SystemHead, get_record
 from solarapi.systems.span import simulated_since
@@ -225,18 +225,16 @@ async def read_readings(
     30m and 1h before the 404 (the range as the UTC grid widens it), for calendar intervals
     after it (the range as the system's calendar widens it).
 
-    The grid depends on the system's zone, which comes with the system. On PostgreSQL (a
-    round trip per read) the system and the rows of a guessed range come in one statement,
-    and the rows of the range widened to its zone are taken from them, bucketed by the same
-    `_bucketed` as `aggregate` (what reports, declarations and the dashboard call). For 15m,
-    30m and 1h the guess is the UTC grid's range, the system's own in whole-hour zones; for
-    calendar intervals the local days around the range as asked that any zone's calendar
-    could widen it to. A zone whose grid falls outside the guess (1h off the UTC hour) reads
-    again. On SQLite (reads cost microseconds) the system is read first, and the range
-    widened once, to its zone."""
+    The grid depends on the system's zone, which comes with the system. The system and the
+    rows of a guessed range come together (`ReadingStore.system_and_rows`: one statement, so
+    one round trip on PostgreSQL and, for the packed rollups, one read transaction on
+    SQLite: the system and its rows of one snapshot), and the rows of the range widened to its zone are taken from them,
+    bucketed by the same `_bucketed` as `aggregate` (what reports, declarations and the
+    dashboard call). For 15m, 30m and 1h the guess is the UTC grid's range, the system's own
+    in whole-hour zones; for calendar intervals the local days around the range as asked
+    that any zone's calendar could widen it to. A zone whose grid falls outside the guess
+    (1h off the UTC hour) reads again."""
     store = reading_store(session)
-    if not store.reads_round_trip:
-        return await _read_in_process(store, session, principal, system_id, query, now)
     if query.interval.is_calendar:
         # Widened for the zone only once it is known (after the 404 check, as the endpoint
         # always answered); the rollup of local days serves every calendar interval.
@@ -269,38 +267,6 @@ async def read_readings(
         rows = await store.rows(session, source, system_id, start_s, end_s)
     elif (start_s, end_s) != (guess_start, guess_end):
         rows = _within(rows, start_s, end_s)
-    return _bucketed(system, time_range, rows)
-
-
-async def _read_in_process(
-    store: ReadingStore,
-    session: AsyncSession,
-    principal: Principal,
-    system_id: str,
-    query: SeriesQuery,
-    now: datetime,
-) -> Readings:
-    """`read_readings` where a read costs no round trip: the system, then its rows of the
-    range widened once, to its zone."""
-    head = await store.system_head(session, system_id)
-    calendar = query.interval.is_calendar
-    try:
-        system = owned(head, principal, system_id)
-    except NotFound:
-        if not calendar:
-            query.widen(_UTC)  # 400 before 404, as `read_readings` answers
-        raise
-    tz = ZoneInfo(system.timezone)
-    if not calendar and not same_as_utc_grid(query.start, query.end, query.interval, tz):
-        # The range's 400 as the UTC grid gives it first, as `read_readings` answers (in a
-        # whole-hour zone the zone's grid is the UTC grid: the same range, the same 400).
-        query.widen(_UTC)
-    time_range = query.widen(tz)
-    if system.data_source == "simulated":
-        return await _simulated_readings(session, system, time_range, now)
-    rows = await store.rows(
-        session, _source(time_range), system_id, time_range.start_s, time_range.end_s
-    )
     return _bucketed(system, time_range, rows)
 
 

@@ -152,11 +152,6 @@ class ReadingStore(Protocol):
 
     # Whether `store_new` can ever write (else the caller need not prepare a `NewBatch`).
     stores_new_batches: bool
-    # Whether a read is a round trip to a server (PostgreSQL): then the system and its rows
-    # come in one statement (`system_and_rows`, the rows of a guessed range); else (SQLite,
-    # a library in this process: a read costs microseconds) the system is read first
-    # (`system_head`) and the range widened once, to its zone.
-    reads_round_trip: bool
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
@@ -169,7 +164,9 @@ class ReadingStore(Protocol):
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> tuple[SystemHead | None, EnergySeries]:
         """The system's head (None when there is none) and its rows as `rows` gives them, in
-        as few round trips as the database allows."""
+        as few round trips as the database allows, read together where it can (one
+        statement: one snapshot) — on SQLite the packed rollups' chunks; raw quarter-hours
+        after the head (a join would repeat the head's strings on every row)."""
         ...
 
     async def system_head(self, session: AsyncSession, system_id: str) -> SystemHead | None:

@@ -143,7 +143,6 @@ _HEAD = DriverQuery(select(*_HEAD_COLUMNS).where(System.__table__.c.id == bindpa
 
 class PostgresReadingStore:
     stores_new_batches = True
-    reads_round_trip = True
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int

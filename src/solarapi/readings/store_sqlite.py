@@ -129,6 +129,19 @@ class Chunks:
         )
 
     @functools.cached_property
+    def with_head(self) -> str:
+        # The system's head on every row (one to three: its chunks of the range, in order;
+        # one with no chunk when it has none there). Its primary key's equality leaves one
+        # system, so the chunks come in the key's order without a sort.
+        head = ", ".join(f"s.{name}" for name in SystemHead._fields)
+        return (
+            f"SELECT {head}, c.chunk, c.{self.column} FROM systems AS s "  # noqa: S608
+            f"LEFT JOIN {self.table} AS c "
+            "ON c.system_id = s.id AND c.chunk >= ? AND c.chunk <= ? "
+            "WHERE s.id = ? ORDER BY c.chunk"
+        )
+
+    @functools.cached_property
     def of_many(self) -> str:
         # CROSS JOIN: json_each stays the outer loop, so the chunks come system by system in
         # the array's order, each system's in chunk (= time) order (`in_owner_order` checks).
@@ -175,6 +188,23 @@ def _within(
     return _fields(records, series)
 
 
+def _unpacked(
+    chunks: Chunks, blobs: list[bytes | None], start_s: int, end_s: int
+) -> EnergySeries | None:
+    """The rows in [start_s, end_s) of a system's chunks of the range (in chunk order), or
+    None when one of them is stale."""
+    if len(blobs) == 1:
+        joined = blobs[0]
+        if joined is None:
+            return None
+    elif any(blob is None for blob in blobs):
+        return None
+    else:
+        joined = b"".join(blobs)  # type: ignore[arg-type]
+    records = np.frombuffer(joined, chunks.record)
+    return chunks.series.rows(_within(records, chunks.series, start_s, end_s))
+
+
 def _fields(records: npt.NDArray[Any], series: Series) -> list[npt.NDArray[Any]]:
     # Contiguous copies: the callers get arrays of their own, as from the rows (a field of
     # the blob's records is a read-only strided view).
@@ -186,7 +216,6 @@ _HEAD = f"SELECT {HEAD_COLUMNS} FROM systems WHERE id = ?"  # noqa: S608 - const
 
 class SqliteReadingStore:
     stores_new_batches = False
-    reads_round_trip = False
 
     async def rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
@@ -195,10 +224,15 @@ class SqliteReadingStore:
         if chunks is not None and end_s > start_s:
             lo, hi = chunks.span(start_s, end_s)
             blobs = await sqlite_fetchall(session, chunks.of_one, (system_id, lo, hi))
-            if all(blob is not None for (blob,) in blobs):
-                joined = blobs[0][0] if len(blobs) == 1 else b"".join(b for (b,) in blobs)
-                records = np.frombuffer(joined, chunks.record)
-                return series.rows(_within(records, series, start_s, end_s))
+            found = _unpacked(chunks, [blob for (blob,) in blobs], start_s, end_s)
+            if found is not None:
+                return found
+        return await self._rows(session, series, system_id, start_s, end_s)
+
+    async def _rows(
+        self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
+    ) -> EnergySeries:
+        """`rows` from the series' own table."""
         rows = await sqlite_fetchall(session, _range_sql(series), (system_id, start_s, end_s))
         return series.rows(_columns(rows, [kind for _, kind in series.columns]))
 
@@ -294,12 +328,27 @@ class SqliteReadingStore:
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
     ) -> tuple[SystemHead | None, EnergySeries]:
-        # Two reads on the event loop's connection: a join would repeat the system's columns
-        # on every row, and a read here costs microseconds, not a round trip.
-        system = await self.system_head(session, system_id)
-        if system is None:
+        chunks = CHUNKS.get(series)
+        if chunks is None or end_s <= start_s:
+            # Two reads: a join would repeat the system's columns on each of the rows (five
+            # Python strings a row), where a packed rollup's are one to three.
+            system = await self.system_head(session, system_id)
+            if system is None:
+                return None, series.empty()
+            return system, await self.rows(session, series, system_id, start_s, end_s)
+        # One statement, so one read transaction (one snapshot, half the locking of two):
+        # the system and its chunks of the range.
+        lo, hi = chunks.span(start_s, end_s)
+        found = await sqlite_fetchall(session, chunks.with_head, (lo, hi, system_id))
+        if not found:
             return None, series.empty()
-        return system, await self.rows(session, series, system_id, start_s, end_s)
+        first = found[0]
+        system = SystemHead(first[0], first[1], first[2], first[3], first[4])
+        blobs = [row[6] for row in found] if first[5] is not None else []
+        rows = _unpacked(chunks, blobs, start_s, end_s)
+        if rows is None:  # a stale chunk: from the rollup's table
+            rows = await self._rows(session, series, system_id, start_s, end_s)
+        return system, rows
 
     async def system_head(self, session: AsyncSession, system_id: str) -> SystemHead | None:
         rows = await sqlite_fetchall(session, _HEAD, (system_id,))
