@@ -140,12 +140,9 @@ def test_the_version_changes_with_every_commit_of_any_connection(
     asyncio.run(check())
 
 
-def test_on_sqlite_each_caller_reads_at_once_without_leaving_the_loop(
-    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_on_sqlite_callers_who_ask_together_share_one_read(
+    sqlite_file: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite's version is read in this process: each caller by a read of its own, made when
-    it asks, and the request does not suspend for it (its coroutine finishes at its first
-    step); a commit made just before a caller asks is in its version."""
     reads = _Calls(monkeypatch, db_sqlite, "loop_reader")
 
     async def check() -> None:
@@ -154,36 +151,35 @@ def test_on_sqlite_each_caller_reads_at_once_without_leaving_the_loop(
             together = await asyncio.gather(*(committed_version(engine) for _ in range(5)))
             assert together[0] is not None
             assert together == [together[0]] * 5
-            assert reads.count == 5
-            with pytest.raises(StopIteration) as done:  # finished at its first step
-                committed_version(engine).send(None)
-            assert done.value.value == together[0]
-            other = sqlite3.connect(tmp_path / "solar.db", isolation_level=None)
-            other.execute("INSERT INTO alembic_version VALUES ('x')")
-            other.close()
-            assert await committed_version(engine) != together[0]
+            assert reads.count == 1
+            assert await committed_version(engine) == together[0]  # asked later: read again
+            assert reads.count == 2
         finally:
             await dispose_engine(engine)
 
     asyncio.run(check())
 
 
-async def test_on_sqlite_a_failed_read_fails_its_caller_and_the_next_reads_again(
+async def test_on_sqlite_a_failed_read_fails_its_callers_alike_and_the_next_reads_again(
     tmp_path: Path,
 ) -> None:
-    """A read that fails (here a file that is not a database) fails its caller with its
-    error, and a caller who asks later is served by a read of its own."""
+    """SQLite's reads are served from a callback of the next turn: a read that fails (here a
+    file that is not a database) fails every caller of its batch with its error, and a
+    caller who asks later is served by a read of its own."""
     path = tmp_path / "not-a-database.db"
     path.write_bytes(b"this is not an SQLite database file" * 200)
     engine = create_oneshot_engine(
         Settings(database_url=f"sqlite:///{path}", secret_key=TEST_SECRET)
     )
     try:
-        with pytest.raises(sqlite3.DatabaseError) as first:
-            await committed_version(engine)
+        together = await asyncio.gather(
+            *(committed_version(engine) for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(result, sqlite3.DatabaseError) for result in together)
+        assert together[0] is together[1] is together[2]  # one read, one error
         with pytest.raises(sqlite3.DatabaseError) as later:
             await committed_version(engine)
-        assert later.value is not first.value
+        assert later.value is not together[0]
     finally:
         await dispose_engine(engine)
 

@@ -89,8 +89,7 @@ class Backend(ABC):
         """The database's `committed_version` now (None where it has none)."""
 
     # `read_version` without an await, where the backend reads it in this process (SQLite):
-    # `committed_version` then reads it at once for each caller, without leaving the loop.
-    # None: not.
+    # `committed_version` then serves a batch from a plain callback, not a task. None: not.
     read_version_now: Callable[[Engine, int], DatabaseVersions | None] | None = None
 
     @abstractmethod

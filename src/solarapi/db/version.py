@@ -17,13 +17,11 @@ from solarapi.db.engine import backend_of
 class _VersionReads:
     """The database's version (`committed_version`) for the callers of one engine on one
     event loop. Each caller is answered by a read *made after it asked* — so no commit that
-    ended before it asked can be missing from it. On PostgreSQL callers who ask while a
-    read is out, or in the same turn of the loop, share the next one: one round trip serves
-    every request that arrived during the last instead of one each. A backend that reads
-    in this process without awaiting (SQLite: `read_now`) answers each caller by a read of
-    its own, made at once: the request does not leave the loop for it (sharing a read made
-    the requests of a turn wait two turns of the loop, every frame of each suspended and
-    resumed, for a read of a few microseconds; measured in bench/fleet/README.md).
+    ended before it asked can be missing from it — and callers who ask while a read is out,
+    or in the same turn of the loop, share the next one: on PostgreSQL one round trip
+    serves every request that arrived during the last instead of one each; on SQLite the
+    requests that arrived together wait one turn of the loop and are then served together
+    (measured in `bench/readings/README.md`).
     A failed read fails its callers alike (the gateway answers 503 when the database cannot
     serve)."""
 
@@ -34,22 +32,40 @@ class _VersionReads:
         # PostgreSQL's snapshots say nothing of which server: told apart by this engine's.
         self._number = next(version_sources)
         self._waiting: list[asyncio.Future[DatabaseVersions | None]] = []
-        self.read_now = self._backend.read_version_now
-        self._serving: asyncio.Task[None] | None = None
-
-    def read_at_once(self) -> DatabaseVersions | None:
-        """The version read now, by a backend that reads without awaiting (`read_now`)."""
-        read_now = self.read_now
-        assert read_now is not None
-        return read_now(self._engine, self._number)
+        # A read in this process (SQLite's) is served from a plain callback of the next
+        # turn: what a task's first step was, without the task (its creation, registration
+        # and coroutine: every API request's).
+        self._read_now = self._backend.read_version_now
+        self._serving: asyncio.Task[None] | asyncio.Handle | None = None
 
     async def read(self) -> DatabaseVersions | None:
         waiter: asyncio.Future[DatabaseVersions | None] = self.loop.create_future()
         self._waiting.append(waiter)
         if self._serving is None:
-            # On its loop, without `ensure_future` asking for the running loop (a `getpid()`).
-            self._serving = self.loop.create_task(self._serve())
+            if self._read_now is not None:
+                self._serving = self.loop.call_soon(self._serve_now)
+            else:
+                # On its loop, without `ensure_future` asking for the running loop (a `getpid()`).
+                self._serving = self.loop.create_task(self._serve())
         return await waiter  # a caller that goes away cancels only its own waiter
+
+    def _serve_now(self) -> None:
+        """`_serve` for a backend that reads without awaiting: the callers who asked before
+        this turn, answered by one read made now."""
+        batch, self._waiting = self._waiting, []
+        self._serving = None
+        read_now = self._read_now
+        assert read_now is not None
+        try:
+            version = read_now(self._engine, self._number)
+        except Exception as exc:
+            for waiter in batch:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for waiter in batch:
+            if not waiter.done():
+                waiter.set_result(version)
 
     async def _serve(self) -> None:
         try:
@@ -108,10 +124,6 @@ async def committed_version(engine: AsyncEngine) -> DatabaseVersions | None:
     sync_engine = engine.sync_engine
     global _last_reads
     reads = _last_reads
-    if reads is not None and reads.engine is sync_engine and reads.read_now is not None:
-        # The last engine asked for (a serving process has one), read in this process: on
-        # any loop, without a look-up of the loop (`get_running_loop` is a `getpid()`).
-        return reads.read_at_once()
     loop = asyncio.get_running_loop()
     if reads is None or reads.engine is not sync_engine or reads.loop is not loop:
         # Not the last engine and loop asked for (a serving process has one of each): found
@@ -120,6 +132,4 @@ async def committed_version(engine: AsyncEngine) -> DatabaseVersions | None:
         if reads is None or reads.loop is not loop:
             reads = _VERSION_READS[sync_engine] = _VersionReads(sync_engine)
         _last_reads = reads
-    if reads.read_now is not None:
-        return reads.read_at_once()
     return await reads.read()
