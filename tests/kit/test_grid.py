@@ -343,6 +343,23 @@ def _summed(
     return grid._sum_into(count, index[keep], keep, energy, samples, power)
 
 
+def _aggregated_as_summed(
+    edges: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    energy: npt.NDArray[Any],
+    samples: npt.NDArray[Any],
+    power: npt.NDArray[Any],
+) -> grid.EnergySeries:
+    """`aggregate_into`'s buckets, checked byte for byte (and dtype) against `_summed`."""
+    got = grid.aggregate_into(edges, starts, energy, samples, power)
+    assert np.array_equal(got.starts, edges[:-1])
+    want = _summed(edges, starts, energy, samples, power)
+    for mine, theirs in zip((got.energy_wh, got.samples, got.power_max_w), want, strict=True):
+        assert mine.dtype == theirs.dtype
+        assert mine.tobytes() == theirs.tobytes()
+    return got
+
+
 def test_rows_one_per_bucket_are_placed_bit_for_bit_as_summed() -> None:
     """`aggregate_into` places rows that tile the buckets one to one (`_one_each`) with
     exactly the general way's results, byte for byte (NaN, the sign of zero, the samples'
@@ -385,12 +402,7 @@ def test_rows_one_per_bucket_are_placed_bit_for_bit_as_summed() -> None:
         power = np.array([value() for _ in range(m)], dtype=np.float64)
         if grid._one_each(edges, k, starts, energy, samples, power) is not None:
             placed += 1
-        got = grid.aggregate_into(edges, starts, energy, samples, power)
-        assert np.array_equal(got.starts, edges[:-1])
-        want = _summed(edges, starts, energy, samples, power)
-        for mine, theirs in zip((got.energy_wh, got.samples, got.power_max_w), want, strict=True):
-            assert mine.dtype == theirs.dtype
-            assert mine.tobytes() == theirs.tobytes()
+        _aggregated_as_summed(edges, starts, energy, samples, power)
     assert 1_000 < placed < 4_000  # both ways were taken
 
 
@@ -520,12 +532,7 @@ def test_rows_for_every_bucket_are_placed_bit_for_bit_as_summed() -> None:
             energy, power = energy.astype(np.float32), power.astype(np.float32)
         if grid._one_each(edges, k, starts, energy, samples, power) is not None:
             placed += 1
-        got = grid.aggregate_into(edges, starts, energy, samples, power)
-        assert np.array_equal(got.starts, edges[:-1])
-        want = _summed(edges, starts, energy, samples, power)
-        for mine, theirs in zip((got.energy_wh, got.samples, got.power_max_w), want, strict=True):
-            assert mine.dtype == theirs.dtype
-            assert mine.tobytes() == theirs.tobytes()
+        got = _aggregated_as_summed(edges, starts, energy, samples, power)
         # The buckets own their arrays: none is a row column.
         for column in (got.energy_wh, got.samples, got.power_max_w):
             assert not any(np.shares_memory(column, c) for c in (energy, samples, power))

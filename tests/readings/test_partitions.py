@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from httpx import AsyncClient
 from sqlalchemy import Select, bindparam, select, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -49,6 +48,7 @@ from tests.support import (
     scratch_database,
     settings_env,
 )
+from tests.systems.factories import create_system
 
 PARTITIONING = "0016_readings_partitions"
 
@@ -107,27 +107,13 @@ _SYSTEM_0008 = (
 )
 
 
-async def _new_system(client: AsyncClient) -> str:
-    """A system made through the API by `client`'s tenant; returns its id."""
-    response = await client.post(
-        "/api/v1/systems",
-        json={
-            "name": "P",
-            "capacity_kwp": 10,
-            "location": {"latitude": 52, "longitude": 5, "timezone": "Europe/Amsterdam"},
-        },
-    )
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
 async def _system_at_head(settings: Settings) -> str:
     """A system made through the API, on the database migrated to head (whatever columns
     systems have by now); returns its id."""
     async with running_app(settings) as app:
         tenant = await make_tenant(app, Plan.ENTERPRISE)
         async with client_for(app, tenant.live) as client:
-            return await _new_system(client)
+            return str((await create_system(client))["id"])
 
 
 def _quarter_hours(first: datetime, count: int, system_id: str = "sys_p") -> str:
@@ -455,7 +441,7 @@ async def test_an_upload_while_its_month_is_created_waits_and_lands_in_the_new_m
         async with running_app(pg) as app:
             tenant = await make_tenant(app, Plan.ENTERPRISE)
             async with client_for(app, tenant.live) as client:
-                system = await _new_system(client)
+                system = str((await create_system(client))["id"])
                 first = await client.post(
                     f"/api/v1/systems/{system}/readings", json=quarter_hours(history, 4)
                 )
