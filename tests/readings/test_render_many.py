@@ -78,7 +78,11 @@ def _fleet(
         energy[offsets[k] : offsets[k + 1]] = np.nan
         samples[offsets[k] : offsets[k + 1]] = 0
         power[offsets[k] : offsets[k + 1]] = np.nan
-    ids = tuple(f"sys_{k:04d}" for k in range(systems))
+    # Ids as orjson writes them, quotes, commas and backslashes escaped among them.
+    odd = ['a","b', "x\\", '"', ",", '\\","', "é€\n"]
+    ids = tuple(
+        odd[k // 2] if k % 2 and k // 2 < len(odd) else f"sys_{k:04d}" for k in range(systems)
+    )
     zones = tuple(ZONES[k % len(ZONES)] for k in range(systems))
     many = ManyReadings(
         ids, zones, tuple(ranges), ManyBuckets(tuple(edges), offsets, energy, samples, power)
@@ -141,6 +145,9 @@ def test_render_many_writes_each_system_as_render(
     for lo, hi in [(0, systems), (0, 1), (1, 4), (systems - 2, systems), (3, 3)]:
         body = b"".join(render_many(many, totals, lo, hi))
         assert body == b",".join(_item(single) for single in singles[lo:hi]), (lo, hi)
+        # The text around the items (the envelope) written with them.
+        around = b"".join(render_many(many, totals, lo, hi, (b'{"data":[', b"]}")))
+        assert around == b'{"data":[' + body + b"]}", (lo, hi)
     # The page's JSON as the endpoint wraps it parses, with the per-system numbers.
     parsed = orjson.loads(b"[" + b"".join(render_many(many, totals, 0, systems)) + b"]")
     assert [item["system_id"] for item in parsed] == list(many.system_ids)

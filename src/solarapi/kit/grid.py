@@ -728,13 +728,19 @@ def aggregate_many(
     len(edges)), sorted by (owner, start), summed into that series' buckets `edges[owner]`
     — one vectorised pass instead of one per series (a fleet of systems, each on its own
     local grid). Rows outside their series' edges, and gaps, are dropped as there."""
-    # Series share their edges arrays (systems of one zone): laid out per distinct array.
-    shared: dict[int, tuple[IntArray, list[int]]] = {}
-    for k, e in enumerate(edges):
-        shared.setdefault(id(e), (e, []))[1].append(k)
-    counts = np.empty(len(edges), dtype=np.int64)
-    for e, members in shared.values():
-        counts[members] = len(e) - 1
+    # Series share their edges arrays (systems of one zone): laid out per distinct array,
+    # found by identity (`group_of[k]`: series k's array in `groups`).
+    places: dict[int, int] = {}
+    groups: list[IntArray] = []
+    found: list[int] = []
+    for e in edges:
+        g = places.get(id(e))
+        if g is None:
+            g = places[id(e)] = len(groups)
+            groups.append(e)
+        found.append(g)
+    group_of = np.array(found, dtype=np.int64)
+    counts = np.array([len(e) - 1 for e in groups], dtype=np.int64)[group_of]
     offsets = np.zeros(len(edges) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
@@ -747,16 +753,12 @@ def aggregate_many(
     # laid end to end (a search of 31,000 rows in 32,000 edges cost ~5.6 M instructions of
     # a portfolio month, callgrind). Before the first edge → -1, at or after the last →
     # the series' bucket count: both dropped, as are gaps.
-    groups = list(shared.values())
     if len(groups) == 1:
-        local = np.searchsorted(groups[0][0], starts, side="right") - 1
+        local = np.searchsorted(groups[0], starts, side="right") - 1
     else:
-        group_of = np.empty(len(edges), dtype=np.int64)
-        for g, (_, members) in enumerate(groups):
-            group_of[members] = g
         row_group = group_of[owners]
         local = np.empty(len(starts), dtype=np.int64)
-        for g, (e, _) in enumerate(groups):
+        for g, e in enumerate(groups):
             rows = row_group == g
             local[rows] = np.searchsorted(e, starts[rows], side="right") - 1
     keep = (local >= 0) & (local < counts[owners]) & ~np.isnan(energy_wh)

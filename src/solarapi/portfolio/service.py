@@ -21,7 +21,6 @@ from solarapi.kit.grid import (
     Interval,
     SeriesQuery,
     TimeRange,
-    bucket_count,
 )
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import ReadableSystem, SystemRecord
@@ -87,9 +86,10 @@ async def fleet_readings(
     for system in fleet.systems:
         if system.timezone not in by_zone:
             by_zone[system.timezone] = readings.time_range_of(system, start, end, interval)
-    counts = {
-        zone: bucket_count(r.start_s, r.end_s, r.interval, r.tz) for zone, r in by_zone.items()
-    }
+    # (The edges are needed for the sums anyway, and kept with the range: counted from them
+    # rather than by `bucket_count`, which makes a calendar's edges once more; `widen_range`
+    # has refused a range over the cap, where the two would differ.)
+    counts = {zone: len(r.edges()) - 1 for zone, r in by_zone.items()}
     check_page_size(
         [counts[system.timezone] for system in fleet.on_page], query.page.limit, interval.value
     )
@@ -111,7 +111,7 @@ async def fleet_readings(
             sum(totals.samples),
             sum(totals.expected_samples),
             len(fleet.systems),
-            sum(1 for samples in totals.samples if samples > 0),
+            len(totals.samples) - totals.samples.count(0),  # (counts: none below 0)
         ),
         fleet,
     )

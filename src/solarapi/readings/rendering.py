@@ -10,6 +10,7 @@ serialising those cost more than the rest of the request on a year of days.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Sequence
@@ -173,23 +174,34 @@ class ManyTotals(Sequence[Totals]):
         )
 
 
-def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) -> list[bytes]:
+def render_many(
+    readings: ManyReadings,
+    totals: ManyTotals,
+    lo: int,
+    hi: int,
+    around: tuple[bytes, bytes] = (b"", b""),
+) -> list[bytes]:
     """Systems lo to hi of a `ManyReadings` as the items of `GET /portfolio/readings`'s
-    `data`, comma-separated, in pieces to be joined once with the envelope (a body of
-    megabytes is copied once, not per concatenation): per system its id, zone and widened
-    range, and the buckets and totals `render` writes for it — the same frame text, each
-    number written by orjson from the same `_rounded` values, NaN as `null`.
+    `data`, comma-separated, with the text `around` them (the envelope) written in the same
+    pass (a body of megabytes is made once, not copied per concatenation or join): per
+    system its id, zone and widened range, and the buckets and totals `render` writes for
+    it — the same frame text, each number written by orjson from the same `_rounded`
+    values, NaN as `null`.
 
     The page's numbers are not cut into a piece each: their orjson text is the format. All
     the buckets' floats (energy, average and maximum power, bucket after bucket) are written
-    by one orjson call, its commas become `%s`, and one `%`-format puts there the text
-    between the numbers — pieces that exist already: the two keys between a bucket's floats,
-    and what follows its maximum power up to the next bucket's energy (its count and the
-    frame's text, kept per range for a bucket with all its samples: `_Cuts`), with the
-    systems' totals and heads joined onto their last bucket's. No object is made per number
-    (a piece per number cost more than the rest of the writing)."""
+    by one orjson call, as a flat array per system (`[[e,a,p,e,…],[…]]`); the commas become
+    `%s`, and the brackets, found only between two systems, the text there with `%s`/`%d`
+    where it differs (`]`: the first one's last bucket's end, totals and end, `_LAST`; `[`:
+    the next one's id and the rest of its opening). One `%`-format then puts in the text
+    between the numbers — pieces that exist already: the two keys between a bucket's floats
+    (two shared objects) and what follows its maximum power up to the next bucket's energy
+    (its count and the frame's text, kept per range for a bucket with all its samples;
+    a system's arguments in a row are kept there too: `_Cuts`), each system's totals, id
+    and opening. No object is made per number (a piece per number cost more than the rest
+    of the writing), and no system's text is built by concatenation."""
     if hi <= lo:
-        return []
+        return list(around)
     many = readings.buckets
     frames = _frames(readings.time_ranges[lo:hi])
     b0, b1 = int(many.offsets[lo]), int(many.offsets[hi])
@@ -197,70 +209,58 @@ def render_many(readings: ManyReadings, totals: ManyTotals, lo: int, hi: int) ->
     # Each system's totals as `_totals_body` writes them: the floats (None as null) by one
     # orjson call, the counts by `%d` (as orjson writes an int).
     floats = _split_list(totals.energy_wh[lo:hi] + totals.power_max_w[lo:hi])
-    found: dict[int, _Cuts] = {}  # per range object, as `_frames`
-    prefix = b""  # the page's text before its first number
-    full: list[bytes] = []  # per bucket, `_Cuts.full` of its frame
-    plain: list[bytes] = []  # per bucket, `_Cuts.plain` of its frame
-    expected: list[IntArray] = []  # per system with buckets, `_Cuts.expected` of its frame
-    joins: list[tuple[int, bytes]] = []  # text to join onto a bucket's, in order
-    pending = b""  # text of systems without buckets, after the last bucket so far
+    systems = hi - lo
     ranges = readings.time_ranges[lo:hi]
-    # A system's head as orjson writes its dict (`system_id`, `timezone`, `from`, `to`):
-    # the id written per system, the rest once per range object and zone.
-    heads: dict[tuple[int, str], bytes] = {}
-    opening_text = _FIRST_OPENING
-    for k, frame, time_range in zip(range(lo, hi), frames, ranges, strict=True):
-        timezone = readings.timezones[k]
-        head = heads.get((id(time_range), timezone))
-        if head is None:
-            head = heads[id(time_range), timezone] = orjson.dumps(
-                {"timezone": timezone, "from": frame.first, "to": frame.last}
-            )[1:-1]
-        opening = opening_text % (orjson.dumps(readings.system_ids[k]), head)
-        opening_text = _OPENING
-        closing = _TOTALS % (
-            floats[k - lo],
-            floats[hi - lo + k - lo],
-            totals.samples[k],
-            totals.expected_samples[k],
-        )
-        if not frame.count:
-            pending += opening + closing
-            continue
-        cuts = found.get(id(time_range))
-        if cuts is None:
-            cuts = found[id(time_range)] = _cuts(time_range)
-        start_text = pending + opening + cuts.first
-        if full:
-            joins.append((len(full) - 1, start_text))  # after the last system's last bucket
-        else:
-            prefix = start_text
-        pending = b""
-        full += cuts.full
-        plain += cuts.plain
-        expected.append(cuts.expected)
-        joins.append((len(full) - 1, closing))
-    count = len(energy)
-    if not count:
-        return [pending]
-    joins.append((count - 1, pending))
-    # What follows each bucket's maximum power: its count and the frame's text up to the
-    # next energy — kept with the frame for a bucket with all its samples, else made here.
-    # (`full` is this page's own list, patched where short: an object array of every
-    # bucket's text cost more than the rest of this step, and most buckets are whole)
-    short = np.flatnonzero(samples != np.concatenate(expected))
-    if len(short):
-        texts = _sample_texts(samples[short]).tolist()
-        for i, text in zip(short.tolist(), texts, strict=True):
-            full[i] = text + plain[i]
-    for at, text in joins:
-        full[at] += text
-    args: list[bytes] = [_AVERAGE_KEY] * (3 * count)
-    args[1::3] = [_MAXIMUM_KEY] * count
-    args[2::3] = full
-    numbers = orjson.dumps(_rounded(energy, _hours(frames), power_max).ravel(), option=_NUMPY)
+    samples_of, expected_of = totals.samples[lo:hi], totals.expected_samples[lo:hi]
+    # Per range object and zone: the system's arguments for its buckets (`_Cuts.arguments`)
+    # and what follows its id up to its first energy — its head as orjson writes its dict
+    # (`timezone`, `from`, `to`) and the frame's text before the first number.
+    kept: dict[tuple[int, str], tuple[_Cuts, bytes]] = {}
+    used: list[_Cuts] = []  # per system
+    args: list[Any] = [around[0]]
+    # The ids as orjson writes them, without their quotes: one dump cut at `","` (in a
+    # JSON string `"` is escaped, so `","` occurs only between two of them).
+    ids = orjson.dumps(readings.system_ids[lo:hi])[2:-2].split(b'","')
+    for k, frame, time_range, timezone in zip(
+        range(systems), frames, ranges, readings.timezones[lo:hi], strict=True
+    ):
+        found = kept.get((id(time_range), timezone))
+        if found is None:
+            head = orjson.dumps({"timezone": timezone, "from": frame.first, "to": frame.last})
+            cuts = _cuts(time_range) if frame.count else _NO_CUTS
+            found = kept[id(time_range), timezone] = (
+                cuts,
+                b'",' + head[1:-1] + b',"data":[' + cuts.first,
+            )
+        cuts, opening = found
+        used.append(cuts)
+        args += (_NEXT, ids[k], opening)
+        args += cuts.arguments
+        args += (floats[k], floats[systems + k], samples_of[k], expected_of[k])
+    if len(energy):
+        # A bucket short of samples: what follows its maximum power (its count and the
+        # frame's text up to the next energy) made here, in place of `_Cuts.full`'s. Its
+        # place among the arguments: per system 3 for its opening, 3 per bucket (1 without
+        # any), 4 for its totals.
+        short = np.flatnonzero(samples != np.concatenate([cuts.expected for cuts in used]))
+        if len(short):
+            counts = np.diff(many.offsets[lo : hi + 1])
+            sizes = np.maximum(3 * counts, 1) + 4
+            starts = np.cumsum(sizes) - sizes + 3 * np.arange(1, systems + 1)
+            system = np.repeat(np.arange(systems), counts)[short]
+            bucket = short - (many.offsets[lo:hi][system] - b0)
+            places = (starts[system] + 3 * bucket + 3).tolist()
+            texts = _sample_texts(samples[short]).tolist()
+            for i, s, j, text in zip(places, system.tolist(), bucket.tolist(), texts, strict=True):
+                args[i] = text + used[s].plain[j]
+    rounded = _rounded(energy, _hours(frames), power_max).ravel()
+    edges = (3 * (many.offsets[lo : hi + 1] - b0)).tolist()
+    numbers = orjson.dumps([rounded[a:b] for a, b in itertools.pairwise(edges)], option=_NUMPY)
     # (no `%` in orjson's numbers: digits, `.`, `-`, `e`, `+`, `null`)
-    return [prefix, (numbers[1:-1].replace(b",", b"%s") + b"%s") % tuple(args)]
+    text = numbers[2:-2].replace(b",", b"%s").replace(b"]", _LAST).replace(b"[", b"%s%s")
+    args[1] = _FIRST  # (the page's first system: no comma before it)
+    args.append(around[1])
+    return [b"".join([b"%s%s%s%s", text, _LAST, b"%s"]) % tuple(args)]
 
 
 def _hours(frames: list[_Frame]) -> FloatArray:
@@ -296,6 +296,7 @@ class _Cuts:
     plain: list[bytes]
     full: list[bytes]
     expected: IntArray
+    arguments: list[bytes]  # per bucket the two keys and `full[j]` (`[b""]` without any)
 
 
 def _cuts_size(cuts: _Cuts) -> int:
@@ -310,17 +311,22 @@ def _cuts(time_range: TimeRange) -> _Cuts:
     plain = pieces[4::4]
     expected = np.diff(time_range.edges()) // QUARTER_S
     full = [_SAMPLE_COUNT % (n, text) for n, text in zip(expected.tolist(), plain, strict=True)]
-    return _Cuts(pieces[0], plain, full, expected)
+    arguments = [_AVERAGE_KEY, _MAXIMUM_KEY, b""] * len(full)
+    arguments[2::3] = full
+    return _Cuts(pieces[0], plain, full, expected, arguments)
 
 
 _SAMPLE_COUNT = b',"samples":%d%s'
+# A system without buckets: nothing before its `]`, one (empty) argument where a system's
+# last bucket ends.
+_NO_CUTS = _Cuts(b"", [], [], np.zeros(0, dtype=np.int64), [b""])
 
-
-# A system's opening (the page's first, and any other): its id and the rest of its head.
-_FIRST_OPENING = b'{"system_id":%s,%s,"data":['
-_OPENING = b',{"system_id":%s,%s,"data":['
-# A system's totals after its data, as `_totals_body` is written by orjson, and its end.
-_TOTALS = b'],"totals":{"energy_wh":%s,"power_max_w":%s,"samples":%d,"expected_samples":%d}}'
+# After a system's last maximum power: its last bucket's end (`%s`), its totals as
+# `_totals_body` is written by orjson, and its end; between two systems then `_NEXT`, the
+# next one's id and the rest of its opening up to its first energy (`render_many`).
+_LAST = b'%s],"totals":{"energy_wh":%s,"power_max_w":%s,"samples":%d,"expected_samples":%d}}'
+_NEXT = b',{"system_id":"'
+_FIRST = _NEXT[1:]
 
 
 def _split_list(values: list[float | None]) -> list[bytes]:

@@ -319,27 +319,32 @@ async def readings_of_many(
     `aggregate` of system k over `time_ranges[k]`: the same rows, in the same order, summed by
     the same function."""
     store = reading_store(session)
-    # By identity (the sources are the module's constants; systems of one zone share a range
-    # object): a dataclass's hash is Python code, ~1 µs a system.
-    by_source: dict[int, tuple[Series, list[int]]] = {}
-    sources: dict[int, Series] = {}
+    # The metered systems per source, in their order; each range object's source looked up
+    # once (systems of one zone share theirs): by identity, as a dataclass's hash is Python
+    # code (~1 µs a system).
+    by_source: dict[int, tuple[Series, list[int], list[TimeRange]]] = {}
+    of_range: dict[int, list[int]] = {}  # per range object, its source's systems
     simulated: list[int] = []
     for k, (system, time_range) in enumerate(zip(systems, time_ranges, strict=True)):
         if system.data_source == "simulated":
             simulated.append(k)
             continue
-        series = sources.get(id(time_range))
-        if series is None:
-            series = sources[id(time_range)] = _source(time_range)
-        by_source.setdefault(id(series), (series, []))[1].append(k)
+        members = of_range.get(id(time_range))
+        if members is None:
+            series = _source(time_range)
+            entry = by_source.get(id(series))
+            if entry is None:
+                entry = by_source[id(series)] = (series, [], [])
+            entry[2].append(time_range)
+            members = of_range[id(time_range)] = entry[1]
+        members.append(k)
+    ids = [system.id for system in systems]
     owners: list[IntArray] = []
     parts: list[EnergySeries] = []
-    for series, members in by_source.values():
-        lo = min(time_ranges[k].start_s for k in members)
-        hi = max(time_ranges[k].end_s for k in members)
-        found, rows = await store.rows_of_many(
-            session, series, [systems[k].id for k in members], lo, hi
-        )
+    for series, members, ranges in by_source.values():
+        lo = min(time_range.start_s for time_range in ranges)
+        hi = max(time_range.end_s for time_range in ranges)
+        found, rows = await store.rows_of_many(session, series, [ids[k] for k in members], lo, hi)
         owners.append(np.asarray(members, dtype=np.int64)[found])
         parts.append(rows)
     for k in simulated:
@@ -375,10 +380,7 @@ async def readings_of_many(
         power,
     )
     return ManyReadings(
-        tuple(system.id for system in systems),
-        tuple(system.timezone for system in systems),
-        tuple(time_ranges),
-        buckets,
+        tuple(ids), tuple([system.timezone for system in systems]), tuple(time_ranges), buckets
     )
 
 

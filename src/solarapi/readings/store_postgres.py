@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 import numpy.typing as npt
+import orjson
 from sqlalchemy import (
     ColumnElement,
     FromClause,
@@ -97,9 +98,11 @@ class _Packed:
 
     @functools.cached_property
     def many_sql(self) -> str:
-        """The rows of many systems (`$1`, a text[]) in [`$2`, `$3`), each prefixed with its
-        system's place in `$1` (from 0), as one `bytea`: a lateral index scan per system, in
-        the array's order and each system's time order (`unpack_many` checks it)."""
+        """The rows of many systems (`$1`, their ids as a JSON array) in [`$2`, `$3`), each
+        prefixed with its system's place in `$1` (from 0), as one `bytea`: a lateral index
+        scan per system, in the array's order and each system's time order (`unpack_many`
+        checks it). The ids go as one JSON text, not a `text[]`: asyncpg encodes an array
+        element by element (~4,400 instructions an id, 3 % of a portfolio request)."""
         fields = ["int4send((s.n - 1)::int4)"]
         for name, kind in self.series.columns:
             value = f"coalesce(r.{name}, 'NaN'::float8)" if kind == "float8" else f"r.{name}"
@@ -108,7 +111,8 @@ class _Packed:
         key = self.series.key
         return (
             f"SELECT string_agg({' || '.join(fields)}, ''::bytea) "  # noqa: S608 - constants
-            "FROM unnest($1::text[]) WITH ORDINALITY AS s(id, n) CROSS JOIN LATERAL "
+            "FROM json_array_elements_text($1::text::json) WITH ORDINALITY AS s(id, n) "
+            "CROSS JOIN LATERAL "
             f"(SELECT {names} FROM {self.series.name} WHERE system_id = s.id "
             f"AND {key} >= $2 AND {key} < $3 ORDER BY {key}) AS r"
         )
@@ -180,7 +184,8 @@ class PostgresReadingStore:
         end_s: int,
     ) -> tuple[IntArray, EnergySeries]:
         packed = _packed(series)
-        rows = await fetch_rows(session, packed.many_sql, [list(system_ids), start_s, end_s])
+        ids = orjson.dumps(list(system_ids)).decode()
+        rows = await fetch_rows(session, packed.many_sql, [ids, start_s, end_s])
         return packed.unpack_many(rows[0][0])
 
     async def upsert(
