@@ -85,7 +85,11 @@ def main() -> None:
         except OSError:
             time.sleep(0.5)
     # The floor cannot list the fleet as the API does: FLEET_API names a project server to ask.
-    fleet = fleet_run.Fleet(os.environ.get("FLEET_API", f"http://127.0.0.1:{port}/api/v1"), key)
+    # Only the walks need the fleet's systems: `portfolio` and `live` run on any database (a
+    # bench/portfolio fleet is not the fleet benchmark's and has no walk).
+    walked = [k for k in kinds if k not in ("portfolio", "live")]
+    api = os.environ.get("FLEET_API", f"http://127.0.0.1:{port}/api/v1")
+    fleet = fleet_run.Fleet(api, key) if walked else None
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {"Authorization": f"Bearer {key}"}
 
@@ -101,6 +105,7 @@ def main() -> None:
             return [os.environ["PORTFOLIO_PATH"]] * n
         if kind == "live":
             return ["/api/v1/health/live"] * n
+        assert fleet is not None
         if kind.startswith("kept-"):  # one request of the walk, again and again: kept
             size, a, b = fleet.walk(kind[5:], 7)
             return [fleet.path(kind[5:], b % size)] * n
