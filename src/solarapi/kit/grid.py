@@ -405,10 +405,12 @@ def hour_aligned(edges: IntArray) -> bool:
 def range_hour_aligned(time_range: TimeRange) -> bool:
     """`hour_aligned` of the range's edges; without building them for 1h on the UTC grid
     (whole-hour zones), whose edges are UTC hours by construction."""
-    if (
-        time_range.interval is Interval.HOUR
-        and time_range.start_s % 3600 == 0
-        and _on_utc_grid(time_range.start_s - 3600, time_range.end_s + 3600, time_range.tz)
+    if time_range.interval is Interval.HOUR and (
+        time_range.utc_grid
+        or (
+            time_range.start_s % 3600 == 0
+            and _on_utc_grid(time_range.start_s - 3600, time_range.end_s + 3600, time_range.tz)
+        )
     ):
         return True
     return hour_aligned(time_range.edges())
@@ -425,6 +427,12 @@ class TimeRange:
     end_s: int
     interval: Interval
     tz: ZoneInfo
+    # True when `widen_range` found the zone's grid to be the UTC grid around the range (a
+    # sub-daily interval in a whole-hour zone, the usual case): its edges are then every
+    # `fixed_seconds` from `start_s` to `end_s`, so they are made, and a frame of their
+    # text cut, without asking the zone again or comparing them (`uniform_step`). What
+    # it says follows from the other fields: no part of the range's value.
+    utc_grid: bool = field(default=False, compare=False, repr=False)
     # `edges()`, once asked (a request asks twice: to sum its rows, to write its frame);
     # no part of the range's value.
     _edges: IntArray | None = field(default=None, init=False, repr=False, compare=False)
@@ -435,7 +443,11 @@ class TimeRange:
         edges = self._edges
         if edges is not None:
             return edges
-        if self.interval.is_calendar:
+        step = self.uniform_step
+        if step is not None:
+            edges = np.arange(self.start_s, self.end_s + 1, step)
+            edges.flags.writeable = False
+        elif self.interval.is_calendar:
             # Both ends are edges already (every TimeRange is made by `widen_range`), so the
             # calendar's edges between them, without `bucket_edges` finding the ends again
             # (a floor and a ceiling of local dates, ~4 µs of a month of days).
@@ -445,6 +457,12 @@ class TimeRange:
             edges.flags.writeable = False
         object.__setattr__(self, "_edges", edges)  # frozen: kept as a cache, not a change
         return edges
+
+    @property
+    def uniform_step(self) -> int | None:
+        """The length of every bucket when the range is known to be on the UTC grid
+        (`utc_grid`), else None (its buckets may differ: a clock change, a calendar)."""
+        return _FIXED.get(self.interval) if self.utc_grid else None
 
 
 def _parse_param(name: str, text: str) -> datetime:
@@ -522,6 +540,8 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
         # only for a span that may be within the cap: a longer one is refused below.)
         start_s, end_s = lo - lo % step, hi + (-hi) % step
         count = (end_s - start_s) // step
+        if count <= MAX_BUCKETS:
+            return TimeRange(start_s, end_s, interval, tz, utc_grid=True)
     elif step is not None and hi - lo <= (MAX_BUCKETS + 1) * step:
         edges = _covering_clock_edges(lo, hi, step, tz)
         start_s, end_s, count = int(edges[0]), int(edges[-1]), len(edges) - 1

@@ -10,6 +10,7 @@ serialising those cost more than the rest of the request on a year of days.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -534,8 +535,11 @@ def _frame(time_range: TimeRange) -> _Frame:
     key = (time_range.start_s, time_range.end_s, step, time_range.tz)
     frame = _FIXED.get(key)
     if frame is None:
-        edges = time_range.edges()
-        frame = _strip_frame(edges, step) if len(edges) > 1 else None
+        if time_range.utc_grid:  # equal buckets by construction: nothing to compare
+            first_s = time_range.start_s
+            frame = _strip_frame(first_s, (time_range.end_s - first_s) // step, step)
+        else:
+            frame = _equal_strip_frame(time_range.edges(), step)
         if frame is None:
             return _kept_frame(time_range)
         global _fixed_bytes  # (a running total, reset with the dict)
@@ -596,13 +600,23 @@ _END_AT = 39
 _LABEL = 20
 
 
-def _strip_frame(edges: IntArray, step: int) -> _Frame | None:
-    """The frame of equal buckets of `step` seconds, cut from the kept text of the
-    stretches of the grid they lie in — the text `_written_frame` writes for them, every
-    bucket's the same length — or None (buckets of unequal length: a clock change)."""
+def _equal_strip_frame(edges: IntArray, step: int) -> _Frame | None:
+    """`_strip_frame` of the buckets between `edges` if they are all `step` seconds long,
+    else None (buckets of unequal length: a clock change; or no bucket)."""
     first_s, count = int(edges[0]), len(edges) - 1
-    if int(edges[-1]) - first_s != count * step or (edges[1:] - edges[:-1] != step).any():
+    if (
+        count < 1
+        or int(edges[-1]) - first_s != count * step
+        or (edges[1:] - edges[:-1] != step).any()
+    ):
         return None
+    return _strip_frame(first_s, count, step)
+
+
+def _strip_frame(first_s: int, count: int, step: int) -> _Frame:
+    """The frame of `count` (≥ 1) buckets of `step` seconds from `first_s` on, cut from the
+    kept text of the stretches of the grid they lie in — the text `_written_frame` writes
+    for them, every bucket's the same length."""
     phase = first_s % step
     q0 = (first_s - phase) // step
     q1 = q0 + count
@@ -617,11 +631,20 @@ def _strip_frame(edges: IntArray, step: int) -> _Frame | None:
     return _Frame(
         count=count,
         template=template,
-        hours=np.full(count, step / 3600.0),
+        hours=_equal_hours(count, step),
         expected_samples=count * (step // QUARTER_S),
         first=template[_START_AT : _START_AT + _LABEL].decode(),
         last=template[last + _END_AT : last + _END_AT + _LABEL].decode(),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _equal_hours(count: int, step: int) -> FloatArray:
+    """`count` buckets' lengths in hours, each `step` seconds: kept (a fleet's frames are of
+    a few lengths), so shared and read-only."""
+    hours = np.full(count, step / 3600.0)
+    hours.flags.writeable = False
+    return hours
 
 
 def _strip(step: int, phase: int, block: int) -> tuple[bytes, int]:
