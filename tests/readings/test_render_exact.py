@@ -119,8 +119,7 @@ def _series(rng: np.random.Generator, edges: np.ndarray) -> EnergySeries:
 
 
 def _forget() -> None:
-    rendering._kept_frame.cache_clear()
-    rendering._FIXED.clear()
+    rendering._FRAMES.clear()
     rendering._STRIPS.clear()
     grid._LABELS.clear()
 
@@ -200,8 +199,8 @@ def test_a_range_on_the_utc_grid_has_the_edges_and_frame_of_the_general_way() ->
         )
         if found.utc_grid:
             marked += 1
-            rendering._FIXED.clear()
+            rendering._FRAMES.clear()
             ours = rendering._frame(found)
-            rendering._FIXED.clear()
+            rendering._FRAMES.clear()
             assert rendering._frame(plain) == ours
     assert marked > 100

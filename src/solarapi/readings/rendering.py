@@ -28,6 +28,7 @@ from solarapi.kit.grid import (
     EnergySeries,
     FloatArray,
     IntArray,
+    Interval,
     ManyBuckets,
     TimeRange,
     iso_strings,
@@ -526,52 +527,49 @@ def _frame_size(frame: _Frame) -> int:
 
 
 def _frame(time_range: TimeRange) -> _Frame:
-    """The frame of a range (see `_Frame`): a range of a fixed interval found by its ends,
-    interval and zone in `_FIXED` (a look-up of a tuple, not of a dataclass: see `_frames`),
-    else made and kept there; any other kept by `_kept_frame`."""
-    step = time_range.interval.fixed_seconds
-    if step is None:
-        return _kept_frame(time_range)
-    key = (time_range.start_s, time_range.end_s, step, time_range.tz)
-    frame = _FIXED.get(key)
-    if frame is None:
-        if time_range.utc_grid:  # equal buckets by construction: nothing to compare
-            first_s = time_range.start_s
-            frame = _strip_frame(first_s, (time_range.end_s - first_s) // step, step)
-        else:
-            frame = _equal_strip_frame(time_range.edges(), step)
-        if frame is None:
-            return _kept_frame(time_range)
-        global _fixed_bytes  # (a running total, reset with the dict)
-        if _fixed_bytes > _FIXED_BYTES:
-            _FIXED.clear()
-            _fixed_bytes = 0
-        _FIXED[key] = frame
-        _fixed_bytes += _frame_size(frame)
+    """The frame of a range (see `_Frame`), found by its ends, interval and zone in
+    `_FRAMES` (a look-up of a tuple, not of a dataclass: see `_frames`), else made and kept
+    there: a range of equal buckets (`15m`, `30m`, `1h` away from a clock change) cut from
+    the kept text of its stretch of the grid (`_strip_frame`), any other written in one
+    pass (`_written_frame`)."""
+    key = (time_range.start_s, time_range.end_s, time_range.interval, time_range.tz)
+    frame = _FRAMES.get(key)
+    if frame is not None:
+        return frame
+    step = time_range.uniform_step
+    if step is not None:  # equal buckets by construction: nothing to compare
+        frame = _strip_frame(
+            time_range.start_s, (time_range.end_s - time_range.start_s) // step, step
+        )
+    else:
+        edges = time_range.edges()
+        step = time_range.interval.fixed_seconds
+        equal = None if step is None else _equal_strip_frame(edges, step)
+        frame = _written_frame(edges) if equal is None else equal
+    global _frames_bytes  # (a running total, reset with the dict)
+    if _frames_bytes > _FRAMES_BYTES:
+        _FRAMES.clear()
+        _frames_bytes = 0
+    _FRAMES[key] = frame
+    _frames_bytes += _frame_size(frame)
     return frame
 
 
-# The frames `_strip_frame` made, kept until they hold `_FIXED_BYTES` (then all dropped: a
-# frame is made again in a few µs). A frame is a pure function of its key; the event
-# loop and a thread may make one twice, harmlessly.
-_FIXED: dict[tuple[int, int, int, ZoneInfo], _Frame] = {}
-_FIXED_BYTES = 16 * 2**20
-_fixed_bytes = 0
-
-
-# A range's frame is a pure function of it, so kept without any invalidation; bounded in
-# bytes (a 10,000-bucket range holds ~1.5 MB). Shared by the event loop and any thread
-# that renders, hence the lock. A fleet's uncached reads make a new one per request: a
-# range of equal buckets (`15m`, `30m`, `1h` away from a clock change) is cut from the
-# kept text of its stretch of the grid (`_strip_frame`), any other written in one pass:
-# one f-string per bucket, encoded once (the labels and counts hold no `%`).
-@cached(LRUCache(maxsize=32 * 2**20, getsizeof=_frame_size), lock=threading.Lock())
-def _kept_frame(time_range: TimeRange) -> _Frame:
-    return _written_frame(time_range.edges())
+# A range's frame is a pure function of it, so kept without any invalidation until the
+# frames hold `_FRAMES_BYTES` (a 10,000-bucket range's ~1.9 MB; then all are dropped: a
+# frame is made again in a few µs). A fleet's uncached reads make a new one per request. A
+# plain dict (no LRU and no lock: its hits were a dataclass's hash, a lock and a `cached`
+# wrapper, its misses an exception too); the event loop and a thread that renders may make
+# one twice, harmlessly.
+_FRAMES: dict[tuple[int, int, Interval, ZoneInfo], _Frame] = {}
+_FRAMES_BYTES = 48 * 2**20
+_frames_bytes = 0
 
 
 def _written_frame(edges: IntArray) -> _Frame:
-    lengths = np.diff(edges)
+    """The frame of the buckets between `edges`: one f-string per bucket, encoded once (the
+    labels and counts hold no `%`)."""
+    lengths = edges[1:] - edges[:-1]  # `np.diff` without its Python wrapper
     expected = (lengths // QUARTER_S).tolist()
     labels = iso_strings(edges)
     template = ",".join(
