@@ -419,7 +419,13 @@ def range_hour_aligned(time_range: TimeRange) -> bool:
 # --- the request rules ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# The values a readings request makes and passes down (`SeriesQuery`, `TimeRange`,
+# `EnergySeries`, and `readings.rendering`'s `Readings`, `Totals` and `_Frame`) are plain
+# slotted dataclasses, compared and hashed as frozen ones are (`unsafe_hash`) but not
+# frozen: nothing changes one, and a frozen dataclass's `__init__` sets each field through
+# `object.__setattr__`, ~1,300 instructions a field against ~20 (callgrind: 7,600 against
+# 2,500 for four fields), ~45 k instructions of an uncached readings request.
+@dataclass(slots=True, unsafe_hash=True)
 class TimeRange:
     """A request's range, widened to the grid: [start_s, end_s), both bucket edges."""
 
@@ -455,7 +461,7 @@ class TimeRange:
         else:
             edges = bucket_edges(self.start_s, self.end_s, self.interval, self.tz)
             edges.flags.writeable = False
-        object.__setattr__(self, "_edges", edges)  # frozen: kept as a cache, not a change
+        self._edges = edges  # kept as a cache, not a change
         return edges
 
     @property
@@ -478,7 +484,7 @@ def _parse_param(name: str, text: str) -> datetime:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `TimeRange`
 class SeriesQuery:
     """A time-series request's `interval` and its range as asked, [start, end): parsed once,
     by the router (`parse_series_query`); the service widens it to the grid of the zone it
@@ -587,7 +593,7 @@ def _utc(instant_s: int) -> datetime:
 # --- aggregation into buckets ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `TimeRange`
 class EnergySeries:
     """The one shape of a series of energy, as columns in time order: entry i covers the
     quarter-hours from `starts[i]` on, one quarter-hour (raw readings, the sandbox model's,

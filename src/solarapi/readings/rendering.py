@@ -37,7 +37,7 @@ from solarapi.kit.grid import (
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class Totals:
     """The one totals type of a series of energy: a readings body's `meta.totals`, each
     system's in a portfolio, a period's (`readings.service.period_totals`)."""
@@ -48,7 +48,7 @@ class Totals:
     expected_samples: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class Readings:
     """Energy of a system in the buckets of `time_range` (the request's range widened to the
     grid): what `GET /systems/{id}/readings` answers."""
@@ -507,7 +507,7 @@ def round_3(values: FloatArray) -> list[float]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class _Frame:
     """The data-independent text of a range's buckets: `template` holds, per bucket, its
     `start`, `end` and `expected_samples` written out and `%s` where its numbers go —
