@@ -659,10 +659,11 @@ def _one_each(
     rows = len(starts)
     if rows == 0 or rows > count:
         return None
+    bucket_starts = edges[:-1]
     if rows == count:
         # Every bucket has a row iff the starts are the edges but the last (the same type
         # and values, so the same bytes).
-        if starts.dtype != edges.dtype or starts.tobytes() != edges[:-1].tobytes():
+        if starts.dtype != edges.dtype or starts.tobytes() != bucket_starts.tobytes():
             return None
         index = None
     else:
@@ -679,7 +680,9 @@ def _one_each(
     if math.isnan(energy_wh.dot(energy_wh)):
         return None  # a gap
     if index is None:
-        energy = (energy_wh + 0.0).astype(np.float64, copy=False)
+        # (Each value converted to float64 and 0.0 added: what `(energy_wh + 0.0)` converted
+        # to float64 is, for any dtype, in one call.)
+        energy = np.add(energy_wh, 0.0, dtype=np.float64)
         sample_count = samples.astype(np.int64)  # (copies: the buckets own their arrays)
         power_max = power_max_w.astype(np.float64)
     else:
@@ -693,7 +696,7 @@ def _one_each(
         power_max[index] = power_max_w
     if np.count_nonzero(samples) != rows:
         energy[sample_count == 0] = np.nan
-    return EnergySeries(edges[:-1], energy, sample_count, power_max)
+    return EnergySeries(bucket_starts, energy, sample_count, power_max)
 
 
 def _sum_into(

@@ -123,7 +123,7 @@ def render(readings: Readings) -> bytes:
     meta = orjson.dumps(
         {
             "system_id": readings.system_id,
-            "interval": readings.time_range.interval.value,
+            "interval": readings.time_range.interval,  # (a str: written as its value)
             "timezone": readings.timezone,
             "from": frame.first,
             "to": frame.last,
@@ -421,7 +421,7 @@ def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
     # `ndarray.sum` is this reduction behind a Python-level wrapper.
     samples = int(np.add.reduce(series.samples))
     powers = series.power_max_w
-    if not len(series):
+    if not len(series.starts):
         power_max = math.nan
     else:
         # The largest power found by its place (`argmax` is a plain loop; a ufunc's
@@ -448,8 +448,8 @@ def _nansum(values: FloatArray) -> float:
     summed as it is (the same contiguous array, so the same sum); a NaN sum (a NaN in it, or
     infinities of both signs) takes the way with NaN as 0."""
     total = float(np.add.reduce(values)) if values.flags.c_contiguous else math.nan
-    if math.isnan(total):
-        total = float(np.where(np.isnan(values), 0.0, values).sum())
+    if math.isnan(total):  # (`np.add.reduce` is `sum` without its Python wrapper)
+        total = float(np.add.reduce(np.where(np.isnan(values), 0.0, values)))
     return total
 
 
