@@ -532,11 +532,14 @@ def _frame(time_range: TimeRange) -> _Frame:
     there: a range of equal buckets (`15m`, `30m`, `1h` away from a clock change) cut from
     the kept text of its stretch of the grid (`_strip_frame`), any other written in one
     pass (`_written_frame`)."""
-    key = (time_range.start_s, time_range.end_s, time_range.interval, time_range.tz)
+    # A range on the UTC grid has the same frame in every zone (UTC labels, equal buckets):
+    # kept once for all of them (`None` for its zone).
+    step = time_range.uniform_step
+    tz = None if step is not None else time_range.tz
+    key = (time_range.start_s, time_range.end_s, time_range.interval, tz)
     frame = _FRAMES.get(key)
     if frame is not None:
         return frame
-    step = time_range.uniform_step
     if step is not None:  # equal buckets by construction: nothing to compare
         frame = _strip_frame(
             time_range.start_s, (time_range.end_s - time_range.start_s) // step, step
@@ -561,7 +564,7 @@ def _frame(time_range: TimeRange) -> _Frame:
 # plain dict (no LRU and no lock: its hits were a dataclass's hash, a lock and a `cached`
 # wrapper, its misses an exception too); the event loop and a thread that renders may make
 # one twice, harmlessly.
-_FRAMES: dict[tuple[int, int, Interval, ZoneInfo], _Frame] = {}
+_FRAMES: dict[tuple[int, int, Interval, ZoneInfo | None], _Frame] = {}
 _FRAMES_BYTES = 48 * 2**20
 _frames_bytes = 0
 
