@@ -261,11 +261,25 @@ class OneWrite:
 _NAME_NOT_PLAIN = re.compile(HEADER_RE.pattern + b"|[A-Z]")
 
 
+def passed_bytes(pattern: re.Pattern[bytes]) -> bytes:
+    """Every byte a pattern of one character (a class, or classes joined by `|`) does not
+    match: `text.translate(None, passed_bytes(pattern))` is empty exactly when
+    `pattern.search(text)` finds nothing. A table look-up per byte in one C loop, where the
+    search ran the expression engine at every position (~35 k instructions per response,
+    ~6 % of a kept readings request: callgrind, bench/fleet/README.md)."""
+    return bytes(b for b in range(256) if pattern.fullmatch(bytes((b,))) is None)
+
+
+_PLAIN_NAME_BYTES = passed_bytes(_NAME_NOT_PLAIN)
+_VALUE_BYTES = passed_bytes(HEADER_VALUE_RE)
+
+
 def _values_valid(headers: list[tuple[bytes, bytes]]) -> bool:
     try:
-        return not HEADER_VALUE_RE.search(b"".join([value for _, value in headers]))
+        values = b"".join([value for _, value in headers])
     except TypeError:  # not bytes: the search header by header raises what uvicorn's raises
         return False
+    return not values.translate(None, _VALUE_BYTES)  # `not HEADER_VALUE_RE.search(values)`
 
 
 def _head_of(cycle: RequestResponseCycle, message: Message) -> bytes:
@@ -284,7 +298,11 @@ def _head_of(cycle: RequestResponseCycle, message: Message) -> bytes:
         names: bytes | None = b"".join([name for name, _ in headers])
     except TypeError:  # not bytes: the search below raises what uvicorn's raises
         names = None
-    plain = names is not None and not _NAME_NOT_PLAIN.search(names) and _values_valid(headers)
+    plain = (
+        names is not None
+        and not names.translate(None, _PLAIN_NAME_BYTES)  # `not _NAME_NOT_PLAIN.search(names)`
+        and _values_valid(headers)
+    )
     if (
         plain
         and names is not None

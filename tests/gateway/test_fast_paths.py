@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -21,14 +22,18 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 from ulid import ULID
-from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    RequestResponseCycle,
+)
 
 from solarapi.app import AppState, SolarApi
 from solarapi.gateway.query import _pairs
 from solarapi.gateway.request_id import new_request_id
 from solarapi.kit.compression import Compression
 from solarapi.kit.pagination import _kept_prefix, _link_prefix
-from solarapi.server import OneWrite
+from solarapi.server import _NAME_NOT_PLAIN, OneWrite, passed_bytes
 
 
 def test_query_pairs_equal_parse_qsl_on_every_short_string() -> None:
@@ -361,6 +366,22 @@ async def test_one_write_sends_what_uvicorns_send_sends(
     if theirs[2] is None and one_message and method == "GET":
         lengths = [v for n, v in messages[0]["headers"] if n.lower() == b"content-length"]
         assert our_writes == (1 if lengths else their_writes)
+
+
+@pytest.mark.parametrize("pattern", [_NAME_NOT_PLAIN, HEADER_RE, HEADER_VALUE_RE])
+def test_passed_bytes_tell_what_the_search_tells(pattern: re.Pattern[bytes]) -> None:
+    # Every byte alone, and random texts of headers' bytes with a rare byte of any value.
+    passed = passed_bytes(pattern)
+    texts = [bytes((b,)) for b in range(256)] + [b""]
+    rng = random.Random(34)
+    common = b'abcxyz-019 :;"/=,;ABZ\t'
+    for _ in range(5000):
+        text = bytearray(rng.choice(common) for _ in range(rng.randrange(0, 60)))
+        if text and rng.random() < 0.3:
+            text[rng.randrange(len(text))] = rng.randrange(256)
+        texts.append(bytes(text))
+    for text in texts:
+        assert (not text.translate(None, passed)) == (pattern.search(text) is None), text
 
 
 def test_the_apps_call_is_fastapis_with_its_telemetry_off(app: FastAPI) -> None:

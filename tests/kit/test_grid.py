@@ -406,6 +406,34 @@ def test_rows_one_per_bucket_are_placed_bit_for_bit_as_summed() -> None:
     assert 1_000 < placed < 4_000  # both ways were taken
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64, np.int32])
+def test_rows_one_per_bucket_convert_energy_as_adding_zero_did(dtype: Any) -> None:
+    """`_one_each` writes each bucket's energy as `np.add(energy, 0.0, dtype=float64)`: the
+    bytes `(energy + 0.0).astype(float64)` gave (its way until now), for any dtype of the
+    rows' energy, on random values with ±0.0 and extremes."""
+    rng = np.random.default_rng(34)
+    for _ in range(300):
+        k = int(rng.integers(1, 40))
+        edges = np.arange(0, 3600 * (k + 1), 3600, dtype=np.int64)
+        if np.issubdtype(dtype, np.floating):
+            info = np.finfo(dtype)
+            pool = np.array([0.0, -0.0, float(info.max), -float(info.max), float(info.tiny)])
+            values = rng.normal(0, 1e3, k)
+            pick = rng.random(k) < 0.3
+            values[pick] = rng.choice(pool, int(pick.sum()))
+            energy = values.astype(dtype)
+        else:
+            info_i = np.iinfo(dtype)
+            energy = rng.integers(info_i.min, info_i.max, k, dtype=dtype, endpoint=True)
+        ones = np.ones(k, dtype=np.int64)
+        with np.errstate(over="ignore"):  # (the gap check's dot product of extremes)
+            placed = grid._one_each(edges, k, edges[:-1].copy(), energy, ones, np.zeros(k))
+        assert placed is not None
+        want = (energy + 0.0).astype(np.float64, copy=False)
+        assert placed.energy_wh.dtype == np.float64
+        assert placed.energy_wh.tobytes() == want.tobytes()
+
+
 def test_many_series_are_summed_as_each_alone() -> None:
     """`aggregate_many` against `aggregate_into` of each series alone, byte for byte, on
     500 random fleets: series sharing an edges array (a zone's) and series with their own,

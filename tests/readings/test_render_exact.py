@@ -119,8 +119,7 @@ def _series(rng: np.random.Generator, edges: np.ndarray) -> EnergySeries:
 
 
 def _forget() -> None:
-    rendering._kept_frame.cache_clear()
-    rendering._FIXED.clear()
+    rendering._FRAMES.clear()
     rendering._STRIPS.clear()
     grid._LABELS.clear()
 
@@ -176,3 +175,32 @@ def test_labels_are_kept_and_forgotten() -> None:
         assert grid.iso_strings(instants[::-1]) == texts[::-1]
     finally:
         grid._LABELS_KEPT = kept
+
+
+def test_a_range_on_the_utc_grid_has_the_edges_and_frame_of_the_general_way() -> None:
+    # `widen_range` marks a sub-daily range of a zone whose grid is the UTC grid around it
+    # (`utc_grid`): its edges are then made, and its frame cut, without asking the zone or
+    # comparing the edges. The same edges and frame as a range of the same ends unmarked.
+    rng = np.random.default_rng(34)
+    marked = 0
+    for _ in range(400):
+        zone = ZoneInfo(ZONES[int(rng.integers(len(ZONES)))])
+        interval = [Interval.MIN15, Interval.MIN30, Interval.HOUR][int(rng.integers(3))]
+        start = ANCHORS[int(rng.integers(len(ANCHORS)))] + timedelta(
+            seconds=int(rng.integers(-3 * 86_400, 3 * 86_400))
+        )
+        end = start + timedelta(seconds=int(rng.integers(1, 3 * 86_400)))
+        found = widen_range(start, end, interval, zone)
+        plain = grid.TimeRange(found.start_s, found.end_s, interval, zone)
+        assert found == plain
+        assert (
+            found.edges().tolist()
+            == grid.bucket_edges(found.start_s, found.end_s, interval, zone).tolist()
+        )
+        if found.utc_grid:
+            marked += 1
+            rendering._FRAMES.clear()
+            ours = rendering._frame(found)
+            rendering._FRAMES.clear()
+            assert rendering._frame(plain) == ours
+    assert marked > 100

@@ -10,6 +10,7 @@ serialising those cost more than the rest of the request on a year of days.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -28,6 +29,7 @@ from solarapi.kit.grid import (
     EnergySeries,
     FloatArray,
     IntArray,
+    Interval,
     ManyBuckets,
     TimeRange,
     iso_strings,
@@ -36,7 +38,7 @@ from solarapi.kit.grid import (
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class Totals:
     """The one totals type of a series of energy: a readings body's `meta.totals`, each
     system's in a portfolio, a period's (`readings.service.period_totals`)."""
@@ -47,7 +49,7 @@ class Totals:
     expected_samples: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class Readings:
     """Energy of a system in the buckets of `time_range` (the request's range widened to the
     grid): what `GET /systems/{id}/readings` answers."""
@@ -122,7 +124,7 @@ def render(readings: Readings) -> bytes:
     meta = orjson.dumps(
         {
             "system_id": readings.system_id,
-            "interval": readings.time_range.interval.value,
+            "interval": readings.time_range.interval,  # (a str: written as its value)
             "timezone": readings.timezone,
             "from": frame.first,
             "to": frame.last,
@@ -425,7 +427,7 @@ def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
     # `ndarray.sum` is this reduction behind a Python-level wrapper.
     samples = int(np.add.reduce(series.samples))
     powers = series.power_max_w
-    if not len(series):
+    if not len(series.starts):
         power_max = math.nan
     else:
         # The largest power found by its place (`argmax` is a plain loop; a ufunc's
@@ -452,8 +454,8 @@ def _nansum(values: FloatArray) -> float:
     summed as it is (the same contiguous array, so the same sum); a NaN sum (a NaN in it, or
     infinities of both signs) takes the way with NaN as 0."""
     total = float(np.add.reduce(values)) if values.flags.c_contiguous else math.nan
-    if math.isnan(total):
-        total = float(np.where(np.isnan(values), 0.0, values).sum())
+    if math.isnan(total):  # (`np.add.reduce` is `sum` without its Python wrapper)
+        total = float(np.add.reduce(np.where(np.isnan(values), 0.0, values)))
     return total
 
 
@@ -511,7 +513,7 @@ def round_3(values: FloatArray) -> list[float]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see `kit.grid.TimeRange`
 class _Frame:
     """The data-independent text of a range's buckets: `template` holds, per bucket, its
     `start`, `end` and `expected_samples` written out and `%s` where its numbers go —
@@ -531,49 +533,52 @@ def _frame_size(frame: _Frame) -> int:
 
 
 def _frame(time_range: TimeRange) -> _Frame:
-    """The frame of a range (see `_Frame`): a range of a fixed interval found by its ends,
-    interval and zone in `_FIXED` (a look-up of a tuple, not of a dataclass: see `_frames`),
-    else made and kept there; any other kept by `_kept_frame`."""
-    step = time_range.interval.fixed_seconds
-    if step is None:
-        return _kept_frame(time_range)
-    key = (time_range.start_s, time_range.end_s, step, time_range.tz)
-    frame = _FIXED.get(key)
-    if frame is None:
+    """The frame of a range (see `_Frame`), found by its ends, interval and zone in
+    `_FRAMES` (a look-up of a tuple, not of a dataclass: see `_frames`), else made and kept
+    there: a range of equal buckets (`15m`, `30m`, `1h` away from a clock change) cut from
+    the kept text of its stretch of the grid (`_strip_frame`), any other written in one
+    pass (`_written_frame`)."""
+    # A range on the UTC grid has the same frame in every zone (UTC labels, equal buckets):
+    # kept once for all of them (`None` for its zone).
+    step = time_range.uniform_step
+    tz = None if step is not None else time_range.tz
+    key = (time_range.start_s, time_range.end_s, time_range.interval, tz)
+    frame = _FRAMES.get(key)
+    if frame is not None:
+        return frame
+    if step is not None:  # equal buckets by construction: nothing to compare
+        frame = _strip_frame(
+            time_range.start_s, (time_range.end_s - time_range.start_s) // step, step
+        )
+    else:
         edges = time_range.edges()
-        frame = _strip_frame(edges, step) if len(edges) > 1 else None
-        if frame is None:
-            return _kept_frame(time_range)
-        global _fixed_bytes  # (a running total, reset with the dict)
-        if _fixed_bytes > _FIXED_BYTES:
-            _FIXED.clear()
-            _fixed_bytes = 0
-        _FIXED[key] = frame
-        _fixed_bytes += _frame_size(frame)
+        step = time_range.interval.fixed_seconds
+        equal = None if step is None else _equal_strip_frame(edges, step)
+        frame = _written_frame(edges) if equal is None else equal
+    global _frames_bytes  # (a running total, reset with the dict)
+    if _frames_bytes > _FRAMES_BYTES:
+        _FRAMES.clear()
+        _frames_bytes = 0
+    _FRAMES[key] = frame
+    _frames_bytes += _frame_size(frame)
     return frame
 
 
-# The frames `_strip_frame` made, kept until they hold `_FIXED_BYTES` (then all dropped: a
-# frame is made again in a few µs). A frame is a pure function of its key; the event
-# loop and a thread may make one twice, harmlessly.
-_FIXED: dict[tuple[int, int, int, ZoneInfo], _Frame] = {}
-_FIXED_BYTES = 16 * 2**20
-_fixed_bytes = 0
-
-
-# A range's frame is a pure function of it, so kept without any invalidation; bounded in
-# bytes (a 10,000-bucket range holds ~1.5 MB). Shared by the event loop and any thread
-# that renders, hence the lock. A fleet's uncached reads make a new one per request: a
-# range of equal buckets (`15m`, `30m`, `1h` away from a clock change) is cut from the
-# kept text of its stretch of the grid (`_strip_frame`), any other written in one pass:
-# one f-string per bucket, encoded once (the labels and counts hold no `%`).
-@cached(LRUCache(maxsize=32 * 2**20, getsizeof=_frame_size), lock=threading.Lock())
-def _kept_frame(time_range: TimeRange) -> _Frame:
-    return _written_frame(time_range.edges())
+# A range's frame is a pure function of it, so kept without any invalidation until the
+# frames hold `_FRAMES_BYTES` (a 10,000-bucket range's ~1.9 MB; then all are dropped: a
+# frame is made again in a few µs). A fleet's uncached reads make a new one per request. A
+# plain dict (no LRU and no lock: its hits were a dataclass's hash, a lock and a `cached`
+# wrapper, its misses an exception too); the event loop and a thread that renders may make
+# one twice, harmlessly.
+_FRAMES: dict[tuple[int, int, Interval, ZoneInfo | None], _Frame] = {}
+_FRAMES_BYTES = 48 * 2**20
+_frames_bytes = 0
 
 
 def _written_frame(edges: IntArray) -> _Frame:
-    lengths = np.diff(edges)
+    """The frame of the buckets between `edges`: one f-string per bucket, encoded once (the
+    labels and counts hold no `%`)."""
+    lengths = edges[1:] - edges[:-1]  # `np.diff` without its Python wrapper
     expected = (lengths // QUARTER_S).tolist()
     labels = iso_strings(edges)
     template = ",".join(
@@ -602,13 +607,23 @@ _END_AT = 39
 _LABEL = 20
 
 
-def _strip_frame(edges: IntArray, step: int) -> _Frame | None:
-    """The frame of equal buckets of `step` seconds, cut from the kept text of the
-    stretches of the grid they lie in — the text `_written_frame` writes for them, every
-    bucket's the same length — or None (buckets of unequal length: a clock change)."""
+def _equal_strip_frame(edges: IntArray, step: int) -> _Frame | None:
+    """`_strip_frame` of the buckets between `edges` if they are all `step` seconds long,
+    else None (buckets of unequal length: a clock change; or no bucket)."""
     first_s, count = int(edges[0]), len(edges) - 1
-    if int(edges[-1]) - first_s != count * step or (edges[1:] - edges[:-1] != step).any():
+    if (
+        count < 1
+        or int(edges[-1]) - first_s != count * step
+        or (edges[1:] - edges[:-1] != step).any()
+    ):
         return None
+    return _strip_frame(first_s, count, step)
+
+
+def _strip_frame(first_s: int, count: int, step: int) -> _Frame:
+    """The frame of `count` (≥ 1) buckets of `step` seconds from `first_s` on, cut from the
+    kept text of the stretches of the grid they lie in — the text `_written_frame` writes
+    for them, every bucket's the same length."""
     phase = first_s % step
     q0 = (first_s - phase) // step
     q1 = q0 + count
@@ -623,11 +638,20 @@ def _strip_frame(edges: IntArray, step: int) -> _Frame | None:
     return _Frame(
         count=count,
         template=template,
-        hours=np.full(count, step / 3600.0),
+        hours=_equal_hours(count, step),
         expected_samples=count * (step // QUARTER_S),
         first=template[_START_AT : _START_AT + _LABEL].decode(),
         last=template[last + _END_AT : last + _END_AT + _LABEL].decode(),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _equal_hours(count: int, step: int) -> FloatArray:
+    """`count` buckets' lengths in hours, each `step` seconds: kept (a fleet's frames are of
+    a few lengths), so shared and read-only."""
+    hours = np.full(count, step / 3600.0)
+    hours.flags.writeable = False
+    return hours
 
 
 def _strip(step: int, phase: int, block: int) -> tuple[bytes, int]:

@@ -66,11 +66,12 @@ async def get_readings(system_id: str, request: Request) -> Response:
     # Of plain strings and datetimes, not the enums (objects the garbage collector tracks):
     # the collector then stops tracking each key at its first collection, so a fleet's ~15k
     # kept bodies add nothing to what every full collection walks while requests wait.
+    # (`_value_`, the enums' own attribute: `.value` is a property, two Python calls each.)
     key = (
         principal.account_id,
-        principal.environment.value,
+        principal.environment._value_,
         system_id,
-        query.interval.value,
+        query.interval._value_,
         query.start,
         query.end,
     )

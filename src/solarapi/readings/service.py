@@ -255,7 +255,7 @@ async def read_readings(
         query.start, query.end, query.interval, tz
     ):
         # A whole-hour zone: its grid is the UTC grid, widened already.
-        time_range = TimeRange(guess.start_s, guess.end_s, guess.interval, tz)
+        time_range = TimeRange(guess.start_s, guess.end_s, guess.interval, tz, guess.utc_grid)
         source = guess_source
     else:
         time_range = query.widen(tz)
