@@ -62,6 +62,28 @@ async def record(_maker: async_sessionmaker[AsyncSession], payload: dict[str, An
     _append(payload["path"], f"done {job.id} {job.attempt} {os.getpid()}")
 
 
+@job_handler("test.rendezvous")
+async def rendezvous(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
+    """Writes its start like `test.record`, then holds its worker's slot until jobs have
+    started in `payload["processes"]` different processes (`payload["path"]`'s start lines),
+    or `payload["timeout"]` seconds have passed (then it fails: the test sees it)."""
+    job = current_job()
+    assert job is not None
+    path = payload["path"]
+    _append(path, f"start {job.id} {job.attempt} {os.getpid()}")
+    deadline = asyncio.get_running_loop().time() + float(payload["timeout"])
+    while len(_started_pids(path)) < int(payload["processes"]):
+        if asyncio.get_running_loop().time() > deadline:
+            raise PermanentJobError(f"only {_started_pids(path)} started a job")
+        await asyncio.sleep(0.02)
+    _append(path, f"done {job.id} {job.attempt} {os.getpid()}")
+
+
+def _started_pids(path: str) -> set[str]:
+    with open(path) as log:
+        return {line.split()[3] for line in log if line.startswith("start ")}
+
+
 @job_handler("test.fail")
 async def fail(_maker: async_sessionmaker[AsyncSession], payload: dict[str, Any]) -> None:
     raise RuntimeError(f"boom: {payload['why']}")

@@ -85,10 +85,20 @@ async def test_killed_worker_job_is_taken_up_again_and_completes_once(
 async def test_two_workers_never_run_the_same_job(app: FastAPI, tmp_path: Path) -> None:
     # The scale-out setup is PostgreSQL (SKIP LOCKED); on SQLite the same test proves the
     # atomic claim holds between processes too.
+    # Both take part whatever the machine's load: each worker has 4 slots and the queue
+    # starts with 5 jobs that hold their slot until jobs have started in two processes, so
+    # the first worker up cannot take them all (nor the 120 after them) before the second
+    # is up: one of the five waits for it.
     settings: Settings = app.state.settings
     log = tmp_path / "log"
     async with app.state.sessionmaker() as session, session.begin():
         ids = [
+            await enqueue(
+                session, "test.rendezvous", {"path": str(log), "processes": 2, "timeout": 120}
+            )
+            for _ in range(5)
+        ]
+        ids += [
             await enqueue(session, "test.record", {"path": str(log), "sleep": 0.02})
             for _ in range(120)
         ]
@@ -99,10 +109,11 @@ async def test_two_workers_never_run_the_same_job(app: FastAPI, tmp_path: Path) 
         return all(job is not None and job.status == "succeeded" for job in jobs)
 
     with (
-        worker(settings, "--concurrency", "4") as one,
-        worker(settings, "--concurrency", "4") as two,
+        # (a long lease: a heartbeat late on a busy machine must not hand a job to the other)
+        worker(settings, "--concurrency", "4", "--lease", "120") as one,
+        worker(settings, "--concurrency", "4", "--lease", "120") as two,
     ):
-        await wait_for(all_done, timeout=120)
+        await wait_for(all_done, timeout=180)
         pids = {str(one.pid), str(two.pid)}
     starts = [line.split() for line in log.read_text().splitlines() if line.startswith("start")]
     per_job = Counter(parts[1] for parts in starts)
