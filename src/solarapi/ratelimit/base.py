@@ -50,14 +50,7 @@ class Decision(NamedTuple):
     def binding(self) -> WindowState:
         """The window with the fewest requests left; a tie goes to the one resetting later
         (of equals, the first). A loop: every answer's headers name it."""
-        windows = self.windows
-        best = windows[0]
-        best_key = (best.remaining, -best.reset)
-        for window in windows[1:]:
-            key = (window.remaining, -window.reset)
-            if key < best_key:
-                best, best_key = window, key
-        return best
+        return binding_of(self.windows)
 
     @property
     def waited_for(self) -> WindowState:
@@ -77,6 +70,18 @@ class Decision(NamedTuple):
             if window.name == name:
                 return window
         return None
+
+
+def binding_of(windows: Sequence[WindowState]) -> WindowState:
+    """`Decision.binding` of these windows (`remaining` computed in place: a property read
+    is a Python call, and every answer's headers ask for it)."""
+    best = windows[0]
+    best_key = (max(best[1] - best[3], 0), -best[4])
+    for window in windows[1:]:
+        key = (max(window[1] - window[3], 0), -window[4])
+        if key < best_key:
+            best, best_key = window, key
+    return best
 
 
 def decide(
