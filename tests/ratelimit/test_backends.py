@@ -220,3 +220,28 @@ def test_headers_read_the_windows_as_their_properties_do() -> None:
         for w in windows:
             name = f"x-ratelimit-remaining-{w.name}".encode()
             assert headers[name] == b"%d" % w.remaining
+
+
+def test_decide_makes_the_named_tuples_their_constructors_make() -> None:
+    """`decide` builds its WindowStates and Decision with `tuple.__new__`: equal to, and of
+    the same type as, what the classes' own constructors give."""
+    from solarapi.ratelimit.base import decide
+
+    now = 1_700_000_123.4
+    windows = (Window("minute", 60, 60), Window("day", 1000, 86_400))
+    for allowed, degraded in ((True, False), (False, True)):
+        made = decide(windows, [7, 900], now, allowed, degraded)
+        expected = Decision(
+            allowed,
+            (
+                WindowState("minute", 60, 60, 7, 1_700_000_160),
+                WindowState("day", 1000, 86_400, 900, 1_700_006_400),
+            ),
+            now,
+            degraded,
+        )
+        assert made == expected
+        assert type(made) is Decision
+        assert [type(w) for w in made.windows] == [WindowState, WindowState]
+        assert made.binding == expected.binding
+        assert made.windows[1].remaining == 100

@@ -87,14 +87,19 @@ def binding_of(windows: Sequence[WindowState]) -> WindowState:
 def decide(
     windows: Sequence[Window], counts: Sequence[int], now: float, allowed: bool, degraded: bool
 ) -> Decision:
-    # Loops, not generator expressions: one or two windows, on every request.
+    # Loops, not generator expressions: one or two windows, on every request. The named
+    # tuples are made by `tuple.__new__` (in C): `WindowState(...)` runs the class's `__new__`,
+    # a Python function, for each one.
     states = []
     for w, used in zip(windows, counts, strict=True):
         seconds = w.seconds
         states.append(
-            WindowState(w.name, w.limit, seconds, used, int(now // seconds) * seconds + seconds)
+            _new(WindowState, (w.name, w.limit, seconds, used, (int(now // seconds) + 1) * seconds))
         )
-    return Decision(allowed, tuple(states), now, degraded)
+    return _new(Decision, (allowed, tuple(states), now, degraded))
+
+
+_new = tuple.__new__
 
 
 class RateLimiter(Protocol):
