@@ -393,3 +393,28 @@ def test_the_apps_call_is_fastapis_with_its_telemetry_off(app: FastAPI) -> None:
     assert app._native_telemetry.enabled() is False
     on = SolarApi(telemetry={"tracing": True, "metrics": False, "logs": False})
     assert on._telemetry_on is True
+
+
+def test_the_kept_key_hash_is_key_hash() -> None:
+    """`authentication._key_hash` keeps `auth.service.key_hash`'s answers: the same hash for
+    a well-formed key, every time; a refusal raised again for every bad header, never
+    kept."""
+    from solarapi.auth.keys import generate_key
+    from solarapi.auth.service import key_hash
+    from solarapi.errors import Unauthorized
+    from solarapi.gateway.authentication import _key_hash
+    from solarapi.kit.plans import Environment
+
+    secret = b"s" * 32
+    for environment in (Environment.LIVE, Environment.TEST):
+        header = f"Bearer {generate_key(environment).key}"
+        assert _key_hash(header, secret) == key_hash(header, secret)
+        assert _key_hash(header, secret) == key_hash(header, secret)
+        assert _key_hash(header, b"t" * 32) == key_hash(header, b"t" * 32)
+    for bad in (None, "", "Basic x", "Bearer pk_live_x", "Bearer " + "pk_live_" + "a" * 38):
+        for _ in range(2):
+            with pytest.raises(Unauthorized) as kept:
+                _key_hash(bad, secret)
+            with pytest.raises(Unauthorized) as general:
+                key_hash(bad, secret)
+            assert kept.value.message == general.value.message

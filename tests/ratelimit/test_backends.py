@@ -182,3 +182,66 @@ async def test_redis_that_never_answers_fails_open_and_is_not_waited_for_again()
             writer.close()
         server.close()
         await server.wait_closed()
+
+
+def test_headers_read_the_windows_as_their_properties_do() -> None:
+    """`rate_limit_headers` reads the windows' fields by position, `remaining` and
+    `seconds_to_reset` in place: its values are the properties' for every kind of window
+    (under, at and over the limit; ties; one window or two)."""
+    now = 1_700_000_123.4
+    cases = [
+        (WindowState("minute", 10, 60, 3, 1_700_000_160),),
+        (
+            WindowState("minute", 10, 60, 12, 1_700_000_160),
+            WindowState("day", 100, 86_400, 50, 1_700_006_400),
+        ),
+        (
+            WindowState("minute", 10, 60, 5, 1_700_000_160),
+            WindowState("day", 100, 86_400, 95, 1_700_006_400),
+        ),
+        (
+            WindowState("minute", 10, 60, 10, 1_700_000_160),
+            WindowState("day", 100, 86_400, 100, 1_700_006_400),
+        ),
+    ]
+    for windows in cases:
+        decision = Decision(True, windows, now)
+        headers = dict(rate_limit_headers(decision))
+        binding = decision.binding
+        assert headers[b"x-ratelimit-remaining"] == b"%d" % binding.remaining
+        assert headers[b"x-ratelimit-limit"] == b"%d" % binding.limit
+        assert headers[b"x-ratelimit-reset"] == b"%d" % binding.reset
+        seconds = max(0, binding.seconds_to_reset(now))
+        assert headers[b"ratelimit"] == b'"%s";r=%d;t=%d' % (
+            binding.name.encode(),
+            binding.remaining,
+            seconds,
+        )
+        for w in windows:
+            name = f"x-ratelimit-remaining-{w.name}".encode()
+            assert headers[name] == b"%d" % w.remaining
+
+
+def test_decide_makes_the_named_tuples_their_constructors_make() -> None:
+    """`decide` builds its WindowStates and Decision with `tuple.__new__`: equal to, and of
+    the same type as, what the classes' own constructors give."""
+    from solarapi.ratelimit.base import decide
+
+    now = 1_700_000_123.4
+    windows = (Window("minute", 60, 60), Window("day", 1000, 86_400))
+    for allowed, degraded in ((True, False), (False, True)):
+        made = decide(windows, [7, 900], now, allowed, degraded)
+        expected = Decision(
+            allowed,
+            (
+                WindowState("minute", 60, 60, 7, 1_700_000_160),
+                WindowState("day", 1000, 86_400, 900, 1_700_006_400),
+            ),
+            now,
+            degraded,
+        )
+        assert made == expected
+        assert type(made) is Decision
+        assert [type(w) for w in made.windows] == [WindowState, WindowState]
+        assert made.binding == expected.binding
+        assert made.windows[1].remaining == 100

@@ -7,6 +7,8 @@ The plan is read from the account on every request, so plan changes apply at onc
 
 from __future__ import annotations
 
+import functools
+
 from solarapi.kit.plans import PLAN_LIMITS, Plan
 
 API_PREFIX = "/api/v1"
@@ -72,6 +74,8 @@ def required_plan(method: str, template: str) -> Plan:
     return Plan.ENTERPRISE
 
 
+# Kept per (plan, method, route template): a handful of each, asked on every API request.
+@functools.cache
 def plan_allows(plan: Plan, method: str, template: str) -> bool:
     if not PLAN_LIMITS[plan].api:
         return False

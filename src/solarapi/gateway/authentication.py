@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 from solarapi.auth.principal import Principal
@@ -9,6 +10,12 @@ from solarapi.auth.service import authenticate, key_hash, needs_touch
 from solarapi.db import DATA_VERSION, REQUEST_SESSION, committed_version
 from solarapi.errors import Unauthorized
 from solarapi.gateway.exchange import Exchange
+
+# `key_hash` of the Authorization headers seen last: a busy key's header comes again and
+# again, and its checks (the header's form, the key's checksum in base 62, the HMAC) are
+# the same every time. Only a well-formed key's hash is kept (a refusal raises, which the
+# cache does not keep); bounded, so a client sending many keys only churns it.
+_key_hash = functools.lru_cache(maxsize=1024)(key_hash)
 
 
 async def authenticate_request(exchange: Exchange, now: float) -> Principal | Unauthorized:
@@ -29,7 +36,7 @@ async def authenticate_request(exchange: Exchange, now: float) -> Principal | Un
     scope_state = exchange.scope["state"]
     moment = datetime.fromtimestamp(now, UTC)
     try:
-        hashed = key_hash(exchange.authorization_header, state.settings.effective_secret_key)
+        hashed = _key_hash(exchange.authorization_header, state.settings.effective_secret_key)
     except Unauthorized as refused:
         return refused
     versions = await committed_version(state.engine)

@@ -97,7 +97,7 @@ class Checks:
         ):
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query
-        return self._refusal(error), receive
+        return (None if error is None else self._refusal(error)), receive
 
     def _refusal(self, error: ApiError | None) -> ASGIApp | None:
         if error is None:
@@ -139,8 +139,9 @@ class Checks:
         if not decision.allowed:
             scope["state"]["principal"] = principal
             return ratelimits.too_many(decision)
-        minute, day = decision.window("minute"), decision.window("day")
+        # A key's windows are `key_windows`: the minute's, then the day's.
+        minute, day = decision.windows
         scope_state = scope["state"]
         scope_state["principal"] = principal
-        scope_state[USAGE] = (minute.used if minute else 0, day.used if day else 0)
+        scope_state[USAGE] = (minute.used, day.used)
         return plan.refusal(principal, method, relative)

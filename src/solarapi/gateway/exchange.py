@@ -34,6 +34,8 @@ class Exchange:
     # Every Authorization header's value, in order (read once, with the request id, in one
     # pass over the raw headers: the checks ask for it three times).
     authorization: list[str]
+    # The first of them (`Headers.get`'s answer), or None.
+    authorization_header: str | None
     route: str = "-"
     status: int = 500
     response_started: bool = False
@@ -72,12 +74,8 @@ class Exchange:
             started=started,
             extra=[(b"x-request-id", rid.encode()), (b"api-version", _API_VERSION)],
             authorization=authorization,
+            authorization_header=authorization[0] if authorization else None,
         )
-
-    @property
-    def authorization_header(self) -> str | None:
-        """The first Authorization header (`Headers.get`'s answer)."""
-        return self.authorization[0] if self.authorization else None
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -75,6 +75,17 @@ class RouteTable:
         self._query: dict[tuple[str, str], frozenset[str]] = {}
         # (template, method) -> the largest body it takes (`kit.bodylimit`).
         self._body_limits: dict[tuple[str, str], int] = {}
+        # (template, method) -> its methods, query names, body limit and direct endpoint, as
+        # `_found` first made them (the table is complete by then: `from_routes`).
+        self._found_of: dict[
+            tuple[str, str],
+            tuple[
+                frozenset[str],
+                frozenset[str],
+                int | None,
+                tuple[DirectEndpoint, dict[str, Convertor[Any]]] | None,
+            ],
+        ] = {}
 
     @classmethod
     def from_routes(cls, routes: Iterable[BaseRoute]) -> RouteTable:
@@ -142,16 +153,25 @@ class RouteTable:
     def _found(
         self, template: str, methods: set[str], method: str, matched: re.Match[str]
     ) -> RouteMatch:
-        query = self._query.get((template, method), frozenset())
-        limit = self._body_limits.get((template, method))
-        direct = self._direct.get((template, method))
+        key = (template, method)
+        found = self._found_of.get(key)
+        if found is None:
+            # What a (template, method) is found with, looked up once: three dictionaries
+            # and a frozenset per request otherwise.
+            found = self._found_of[key] = (
+                frozenset(methods),
+                self._query.get(key, frozenset()),
+                self._body_limits.get(key),
+                self._direct.get(key),
+            )
+        frozen, query, limit, direct = found
         if direct is None:
-            return RouteMatch(template, True, frozenset(methods), query=query, body_limit=limit)
+            return RouteMatch(template, True, frozen, query=query, body_limit=limit)
         endpoint, convertors = direct
         params = {
             name: convertors[name].convert(value) for name, value in matched.groupdict().items()
         }
-        return RouteMatch(template, True, frozenset(methods), endpoint, params, query, limit)
+        return RouteMatch(template, True, frozen, endpoint, params, query, limit)
 
 
 class AppRoutes:
@@ -176,7 +196,9 @@ class AppRoutes:
         return self.table.templates
 
     def match(self, path: str, method: str) -> RouteMatch:
-        return self.table.match(path, method)
+        # `table`'s check in place (a property read is a Python call, on every request).
+        table = self._table if len(self._routes) == self._count else self.table
+        return table.match(path, method)
 
 
 def _query_names(route: APIRoute) -> frozenset[str]:

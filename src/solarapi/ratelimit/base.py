@@ -50,14 +50,7 @@ class Decision(NamedTuple):
     def binding(self) -> WindowState:
         """The window with the fewest requests left; a tie goes to the one resetting later
         (of equals, the first). A loop: every answer's headers name it."""
-        windows = self.windows
-        best = windows[0]
-        best_key = (best.remaining, -best.reset)
-        for window in windows[1:]:
-            key = (window.remaining, -window.reset)
-            if key < best_key:
-                best, best_key = window, key
-        return best
+        return binding_of(self.windows)
 
     @property
     def waited_for(self) -> WindowState:
@@ -79,17 +72,34 @@ class Decision(NamedTuple):
         return None
 
 
+def binding_of(windows: Sequence[WindowState]) -> WindowState:
+    """`Decision.binding` of these windows (`remaining` computed in place: a property read
+    is a Python call, and every answer's headers ask for it)."""
+    best = windows[0]
+    best_key = (max(best[1] - best[3], 0), -best[4])
+    for window in windows[1:]:
+        key = (max(window[1] - window[3], 0), -window[4])
+        if key < best_key:
+            best, best_key = window, key
+    return best
+
+
 def decide(
     windows: Sequence[Window], counts: Sequence[int], now: float, allowed: bool, degraded: bool
 ) -> Decision:
-    # Loops, not generator expressions: one or two windows, on every request.
+    # Loops, not generator expressions: one or two windows, on every request. The named
+    # tuples are made by `tuple.__new__` (in C): `WindowState(...)` runs the class's `__new__`,
+    # a Python function, for each one.
     states = []
     for w, used in zip(windows, counts, strict=True):
         seconds = w.seconds
         states.append(
-            WindowState(w.name, w.limit, seconds, used, int(now // seconds) * seconds + seconds)
+            _new(WindowState, (w.name, w.limit, seconds, used, (int(now // seconds) + 1) * seconds))
         )
-    return Decision(allowed, tuple(states), now, degraded)
+    return _new(Decision, (allowed, tuple(states), now, degraded))
+
+
+_new = tuple.__new__
 
 
 class RateLimiter(Protocol):

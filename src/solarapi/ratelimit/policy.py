@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 
 from solarapi.config import Settings
 from solarapi.kit.plans import PLAN_LIMITS, Plan
-from solarapi.ratelimit.base import Decision, RateLimiter, Window
+from solarapi.ratelimit.base import Decision, RateLimiter, Window, binding_of
 from solarapi.ratelimit.memory import MemoryRateLimiter
 from solarapi.ratelimit.redis import RedisRateLimiter
 
@@ -45,23 +46,27 @@ def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
     from one request to the next (the names, the limits, the policy) is written once per set
     of windows (`_fixed`); only the counts and times are formatted per request."""
     windows = decision.windows
-    binding = decision.binding
-    per_window, policy = _fixed(tuple([(w.name, w.limit, w.seconds) for w in windows]))
-    remaining = binding.remaining
+    # The windows' fields by position, their `remaining` and `seconds_to_reset` in place:
+    # each property read or method call is a Python call, on every answer.
+    name, limit, _, used, reset = binding_of(windows)
+    per_window, policy = _fixed(tuple(map(_FIXED_FIELDS, windows)))
+    remaining = max(limit - used, 0)
     headers = [
-        (b"x-ratelimit-limit", b"%d" % binding.limit),
+        (b"x-ratelimit-limit", b"%d" % limit),
         (b"x-ratelimit-remaining", b"%d" % remaining),
-        (b"x-ratelimit-reset", b"%d" % binding.reset),
+        (b"x-ratelimit-reset", b"%d" % reset),
     ]
     for w, (limit_header, remaining_name) in zip(windows, per_window, strict=True):
         headers.append(limit_header)
-        headers.append((remaining_name, b"%d" % w.remaining))
+        headers.append((remaining_name, b"%d" % max(w[1] - w[3], 0)))
     headers.append(policy)
-    seconds_left = max(0, binding.seconds_to_reset(decision.now))
-    headers.append(
-        (b"ratelimit", b'"%s";r=%d;t=%d' % (binding.name.encode(), remaining, seconds_left))
-    )
+    seconds_left = max(0, reset - int(decision.now))  # binding.seconds_to_reset
+    headers.append((b"ratelimit", b'"%s";r=%d;t=%d' % (name.encode(), remaining, seconds_left)))
     return headers
+
+
+# A window's name, limit and seconds: what `_fixed` is keyed by.
+_FIXED_FIELDS = operator.itemgetter(slice(0, 3))
 
 
 @functools.cache
