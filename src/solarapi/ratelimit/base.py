@@ -76,9 +76,11 @@ def binding_of(windows: Sequence[WindowState]) -> WindowState:
     """`Decision.binding` of these windows (`remaining` computed in place: a property read
     is a Python call, and every answer's headers ask for it)."""
     best = windows[0]
-    best_key = (max(best[1] - best[3], 0), -best[4])
+    _, limit, _, used, reset = best
+    best_key = (max(limit - used, 0), -reset)
     for window in windows[1:]:
-        key = (max(window[1] - window[3], 0), -window[4])
+        _, limit, _, used, reset = window
+        key = (max(limit - used, 0), -reset)
         if key < best_key:
             best, best_key = window, key
     return best

@@ -56,9 +56,11 @@ def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
         (b"x-ratelimit-remaining", b"%d" % remaining),
         (b"x-ratelimit-reset", b"%d" % reset),
     ]
-    for w, (limit_header, remaining_name) in zip(windows, per_window, strict=True):
+    for (_, w_limit, _, w_used, _), (limit_header, remaining_name) in zip(
+        windows, per_window, strict=True
+    ):
         headers.append(limit_header)
-        headers.append((remaining_name, b"%d" % max(w[1] - w[3], 0)))
+        headers.append((remaining_name, b"%d" % max(w_limit - w_used, 0)))
     headers.append(policy)
     seconds_left = max(0, reset - int(decision.now))  # binding.seconds_to_reset
     headers.append((b"ratelimit", b'"%s";r=%d;t=%d' % (name.encode(), remaining, seconds_left)))

@@ -241,9 +241,9 @@ def render_many(
         args += (floats[k], floats[systems + k], samples_of[k], expected_of[k])
     if len(energy):
         # A bucket short of samples: what follows its maximum power (its count and the
-        # frame's text up to the next energy) made here, in place of `_Cuts.full`'s. Its
-        # place among the arguments: per system 3 for its opening, 3 per bucket (1 without
-        # any), 4 for its totals.
+        # frame's text up to the next energy) made here, in place of `_Cuts.arguments`'
+        # text for a whole bucket. Its place among the arguments: per system 3 for its
+        # opening, 3 per bucket (1 without any), 4 for its totals.
         short = np.flatnonzero(samples != np.concatenate([cuts.expected for cuts in used]))
         if len(short):
             counts = np.diff(many.offsets[lo : hi + 1])
@@ -291,14 +291,14 @@ def _sample_texts(samples: IntArray) -> npt.NDArray[np.object_]:
 class _Cuts:
     """A frame's text around its numbers, for `render_many`: `first` up to the first
     bucket's energy; per bucket j, `plain[j]` from its count up to bucket j + 1's energy
-    (the last: to the end of the last bucket), `full[j]` the same after `,"samples":` and
-    the count of a bucket with all its samples (`expected[j]`, the common case)."""
+    (the last: to the end of the last bucket); `arguments`, per bucket the two keys between
+    its floats and `plain[j]` after `,"samples":` and the count of a bucket with all its
+    samples (`expected[j]`, the common case; `[b""]` without any bucket)."""
 
     first: bytes
     plain: list[bytes]
-    full: list[bytes]
     expected: IntArray
-    arguments: list[bytes]  # per bucket the two keys and `full[j]` (`[b""]` without any)
+    arguments: list[bytes]
 
 
 def _cuts_size(cuts: _Cuts) -> int:
@@ -315,13 +315,13 @@ def _cuts(time_range: TimeRange) -> _Cuts:
     full = [_SAMPLE_COUNT % (n, text) for n, text in zip(expected.tolist(), plain, strict=True)]
     arguments = [_AVERAGE_KEY, _MAXIMUM_KEY, b""] * len(full)
     arguments[2::3] = full
-    return _Cuts(pieces[0], plain, full, expected, arguments)
+    return _Cuts(pieces[0], plain, expected, arguments)
 
 
 _SAMPLE_COUNT = b',"samples":%d%s'
 # A system without buckets: nothing before its `]`, one (empty) argument where a system's
 # last bucket ends.
-_NO_CUTS = _Cuts(b"", [], [], np.zeros(0, dtype=np.int64), [b""])
+_NO_CUTS = _Cuts(b"", [], np.zeros(0, dtype=np.int64), [b""])
 
 # After a system's last maximum power: its last bucket's end (`%s`), its totals as
 # `_totals_body` is written by orjson, and its end; between two systems then `_NEXT`, the

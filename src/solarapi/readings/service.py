@@ -228,10 +228,10 @@ async def read_readings(
     The grid depends on the system's zone, which comes with the system. The system and the
     rows of a guessed range come together (`ReadingStore.system_and_rows`: one statement, so
     one round trip on PostgreSQL and, for the packed rollups, one read transaction on
-    SQLite: the system and its rows of one snapshot), and the rows of the range widened to its zone are taken from them,
-    bucketed by the same `_bucketed` as `aggregate` (what reports, declarations and the
-    dashboard call). For 15m, 30m and 1h the guess is the UTC grid's range, the system's own
-    in whole-hour zones; for calendar intervals the local days around the range as asked
+    SQLite: the system and its rows of one snapshot), and the rows of the range widened to
+    its zone are taken from them, bucketed by the same `_bucketed` as `aggregate` (what
+    reports, declarations and the dashboard call). For 15m, 30m and 1h the guess is the UTC
+    grid's range, the system's own in whole-hour zones; for calendar intervals the local days around the range as asked
     that any zone's calendar could widen it to. A zone whose grid falls outside the guess
     (1h off the UTC hour) reads again."""
     store = reading_store(session)
