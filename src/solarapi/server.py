@@ -319,9 +319,13 @@ def _head_of(cycle: RequestResponseCycle, message: Message) -> bytes:
         # uvicorn's loop only the first Content-Length's state and the lines are left, made
         # here without a turn of Python per header (~15 headers per API response).
         if cycle.chunked_encoding is None and names.find(b"content-length") >= 0:
-            length = dict(headers[::-1]).get(b"content-length")  # the first one's
-            if length is not None:
-                cycle.expected_content_length = int(length.decode())
+            # The first one's (found in C: a dict of the headers hashed every name).
+            try:
+                first = name_list.index(b"content-length")
+            except ValueError:  # only in another name (`x-content-length`)
+                first = -1
+            if first >= 0:
+                cycle.expected_content_length = int(value_list[first].decode())
                 cycle.chunked_encoding = False
         # Each line's four pieces in place, joined with the head below: a %-format per line
         # parsed its format byte by byte (~1,100 instructions a header).
