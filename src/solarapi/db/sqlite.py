@@ -91,9 +91,10 @@ class _Reader(sqlite3.Connection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.number = next(version_sources)
-        # (data_version, auth epoch) as last read together: the epoch holds while the
-        # data version does (no commit of any connection in between).
-        self.epoch_at: tuple[int, int] | None = None
+        # The versions last read (data_version and the auth epoch, read together): the
+        # epoch holds while the data version does (no commit of any connection in between),
+        # and so does the one `DatabaseVersions` handed to every caller until then.
+        self.versions: DatabaseVersions | None = None
 
 
 # Per engine: the read-only sqlite3 connection of each thread that reads on its own (the
@@ -222,13 +223,16 @@ class SQLiteBackend(Backend):
             return None
         try:
             (data_version,) = reader.execute("PRAGMA data_version").fetchone()
-            kept = reader.epoch_at
-            if kept is None or kept[0] != data_version:
+            kept = reader.versions
+            if kept is None or kept[0][1] != data_version:
                 ((data_version, epoch),) = reader.execute(VERSION_SQL).fetchall()
-                kept = reader.epoch_at = (int(data_version), int(epoch))
+                number = reader.number
+                kept = reader.versions = DatabaseVersions(
+                    (number, int(data_version)), (number, int(epoch))
+                )
         except sqlite3.OperationalError:
             return None
-        return DatabaseVersions((reader.number, kept[0]), (reader.number, kept[1]))
+        return kept
 
     async def result_type_codes(
         self, session: AsyncSession, sql: str, column_count: int

@@ -4,10 +4,12 @@ place of FastAPI's stack (see the package's docstring)."""
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import Request, empty_send
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from solarapi.errors import ApiError, render_api_error
+
+_new = object.__new__
 
 # Where the gateway leaves a `@direct` endpoint and its path parameters for `DirectDispatch`.
 DIRECT = "solarapi.direct"
@@ -28,8 +30,20 @@ class DirectDispatch:
             await self.app(scope, receive, send)
             return
         endpoint, params = chosen
+        # `Request(scope, receive)` without its two `__init__`s (Request's and
+        # HTTPConnection's): the attributes they set, set at once (pinned against
+        # Starlette's own in tests/gateway/test_fast_paths.py).
+        request = _new(Request)
+        request.__dict__ = {
+            "scope": scope,
+            "_receive": receive,
+            "_send": empty_send,
+            "_stream_consumed": False,
+            "_is_disconnected": False,
+            "_form": None,
+        }
         try:
-            response = await endpoint(request=Request(scope, receive), **params)
+            response = await endpoint(request=request, **params)
         except ApiError as exc:
             response = render_api_error(exc)
         await response(scope, receive, send)

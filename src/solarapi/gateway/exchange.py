@@ -64,17 +64,21 @@ class Exchange:
                 incoming = value.decode("latin-1")
         rid = request_id(incoming)
         scope.setdefault("state", {})["request_id"] = rid
+        # By position: a class called with keywords first packs them into a dict (~1,000
+        # instructions; every request makes one exchange). In the fields' order: scope,
+        # state, downstream, method, request_id, client_ip, started, extra, authorization,
+        # authorization_header.
         return cls(
-            scope=scope,
-            state=state,
-            downstream=send,
-            method=scope["method"],
-            request_id=rid,
-            client_ip=clientip.client_ip(scope, state.settings.trusted_networks),
-            started=started,
-            extra=[(b"x-request-id", rid.encode()), (b"api-version", _API_VERSION)],
-            authorization=authorization,
-            authorization_header=authorization[0] if authorization else None,
+            scope,
+            state,
+            send,
+            scope["method"],
+            rid,
+            clientip.client_ip(scope, state.settings.trusted_networks),
+            started,
+            [(b"x-request-id", rid.encode()), (b"api-version", _API_VERSION)],
+            authorization,
+            authorization[0] if authorization else None,
         )
 
     async def send(self, message: Message) -> None:

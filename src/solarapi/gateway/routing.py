@@ -67,6 +67,16 @@ class RouteTable:
 
     def __init__(self) -> None:
         self._groups: dict[str, list[tuple[re.Pattern[str], str, set[str]]]] = {}
+        # (group, slashes, last segment) -> the routes of `_groups[group]` then `_groups["*"]`
+        # that can match a path of that many slashes ending in that segment (`_candidates`).
+        self._fitting: dict[
+            tuple[str, int, str | None], list[tuple[re.Pattern[str], str, set[str]]]
+        ] = {}
+        # Every template's count of slashes and last segment (None: a parameter in it), or
+        # None for a template that matches any number of segments (a `:path` parameter).
+        self._shapes: dict[str, tuple[int, str | None] | None] = {}
+        self._last_segments: set[str] = set()
+        self._most_slashes = 0
         self._templates: dict[str, set[str]] = {}
         # (template, method) -> the endpoint the gateway calls itself (`kit.direct_endpoints`),
         # with its path convertors.
@@ -115,6 +125,47 @@ class RouteTable:
         regex, _, _ = compile_path(template)
         self._templates[template] = methods
         self._groups.setdefault(self._group(template), []).append((regex, template, methods))
+        self._fitting.clear()
+        last = template.rpartition("/")[2]
+        if ":path}" in template:
+            self._shapes[template] = None
+        else:
+            slashes = template.count("/")
+            self._most_slashes = max(self._most_slashes, slashes)
+            self._shapes[template] = (slashes, None if "{" in last else last)
+            if "{" not in last:
+                self._last_segments.add(last)
+
+    def _candidates(self, path: str) -> list[tuple[re.Pattern[str], str, set[str]]]:
+        """The routes `match` tries for `path`, in its order: only those whose template has
+        as many slashes as the path and, where its last segment is written out, the path's
+        (a parameter matches no `/`, a written segment only itself), and every one with a
+        `:path` parameter. Kept per (group, slashes, last segment) — the unknown of each
+        folded into one key, so paths nobody routes add none. One regular expression tried
+        on a readings request instead of four (~3,000 instructions each)."""
+        group = self._group(path)
+        if group not in self._groups:
+            group = "/"  # (no group's name: a group is a segment)
+        slashes = min(path.count("/"), self._most_slashes + 1)
+        last: str | None = path.rpartition("/")[2]
+        if last not in self._last_segments:
+            last = None
+        key = (group, slashes, last)
+        found = self._fitting.get(key)
+        if found is None:
+            found = self._fitting[key] = [
+                route
+                for name in (group, "*")
+                for route in self._groups.get(name, ())
+                if self._fits(route[1], slashes, last)
+            ]
+        return found
+
+    def _fits(self, template: str, slashes: int, last: str | None) -> bool:
+        shape = self._shapes[template]
+        if shape is None:
+            return True
+        return shape[0] == slashes and (shape[1] is None or shape[1] == last)
 
     def _add_endpoint(self, path: str, methods: set[str], route: APIRoute) -> None:
         names = _query_names(route)
@@ -137,15 +188,22 @@ class RouteTable:
 
     def match(self, path: str, method: str) -> RouteMatch:
         partial: tuple[str, set[str]] | None = None
-        for group in (self._group(path), "*"):
-            for regex, template, methods in self._groups.get(group, ()):
-                if matched := regex.match(path):
-                    if method in methods:
-                        return self._found(template, methods, method, matched)
-                    if partial is None:
-                        partial = (template, set(methods))
-                    else:
-                        partial[1].update(methods)
+        # (A path ending in a newline takes every route: `$` matches before it.)
+        routes = (
+            self._candidates(path)
+            if not path.endswith("\n")
+            else [
+                route for group in (self._group(path), "*") for route in self._groups.get(group, ())
+            ]
+        )
+        for regex, template, methods in routes:
+            if matched := regex.match(path):
+                if method in methods:
+                    return self._found(template, methods, method, matched)
+                if partial is None:
+                    partial = (template, set(methods))
+                else:
+                    partial[1].update(methods)
         if partial is None:
             return RouteMatch(None, False, frozenset())
         return RouteMatch(partial[0], False, frozenset(partial[1]))

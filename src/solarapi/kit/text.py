@@ -32,7 +32,9 @@ def excerpt(value: object, limit: int = QUOTE_LIMIT) -> str:
 def url_has_nul(path: str, query_string: bytes) -> bool:
     """`path` is already percent-decoded (by the server); the query string is raw bytes, where
     a NUL can only be `%00` (`%2500` is the text "%00")."""
-    return "\x00" in path or _PERCENT_NUL in query_string or b"\x00" in query_string
+    # `bytes.find`, not `in`: CPython 3.11's `bytes.__contains__` first tries its operand as
+    # an integer and formats the TypeError that raises (~2k instructions a test).
+    return "\x00" in path or query_string.find(_PERCENT_NUL) >= 0 or query_string.find(b"\x00") >= 0
 
 
 class JsonNulScanner:

@@ -440,11 +440,11 @@ def totals_of(series: EnergySeries, expected_samples: int) -> Totals:
             power_max = float(np.maximum.reduce(powers))
         elif math.isnan(power_max):
             power_max = float(np.fmax.reduce(powers))
-    return Totals(
-        energy_wh=round(_nansum(series.energy_wh), 3) if samples else None,
-        power_max_w=None if math.isnan(power_max) else round(power_max, 3),
-        samples=samples,
-        expected_samples=expected_samples,
+    return Totals(  # (by position: energy_wh, power_max_w, samples, expected_samples)
+        round(_nansum(series.energy_wh), 3) if samples else None,
+        None if math.isnan(power_max) else round(power_max, 3),
+        samples,
+        expected_samples,
     )
 
 

@@ -82,7 +82,7 @@ async def get_readings(system_id: str, request: Request) -> Response:
         return render(readings), not readings.simulated
 
     body = await _BODIES.get_or_make(key, version, read)
-    return Response(body, media_type="application/json")
+    return Response(body, 200, None, "application/json")  # (by position: no kwargs dict)
 
 
 @router.post(

@@ -182,7 +182,8 @@ def _within(
     in [start_s, end_s). (One transposed copy of the range through an int64 view instead
     of a copy per field: 15k instructions more per `1h` read, measured.)"""
     starts = records[series.key]
-    lo, hi = starts.searchsorted((start_s, end_s))
+    # As a list: unpacking the array itself iterates it item by item to its IndexError.
+    lo, hi = starts.searchsorted((start_s, end_s)).tolist()
     if lo or hi < len(records):
         records = records[lo:hi]
     return _fields(records, series)
