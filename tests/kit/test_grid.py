@@ -626,3 +626,54 @@ def test_calendar_edges_over_apia_skip_one_day() -> None:
         "2011-12-31T10:00:00Z",  # 1 January
         "2012-01-01T10:00:00Z",  # 2 January
     ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.sampled_from([*_ZONES, "Australia/Adelaide", "America/Santiago", "Europe/Helsinki"]),
+    st.integers(min_value=0, max_value=int(datetime(2199, 12, 1, tzinfo=UTC).timestamp())),
+    st.integers(min_value=1, max_value=500 * 86400),
+    st.booleans(),
+)
+def test_kept_day_range_is_the_general_ways(zone: str, lo: int, span: int, on_edge: bool) -> None:
+    """A range of local days from the kept block (`_kept_day_range`, 1d's `widen_range`)
+    against the general way (`floor_to_grid`, `ceil_to_grid`, `_calendar_edges`): ends on
+    and off midnights, across DST changes, Apia's missing day, off-grid Monrovia."""
+    tz = ZoneInfo(zone)
+    if on_edge:
+        lo = floor_to_grid(lo, Interval.DAY, tz)
+    hi = lo + span
+    if on_edge:
+        hi = ceil_to_grid(hi, Interval.DAY, tz)
+    got = grid._kept_day_range(lo, hi, tz)
+    if got is None:  # outside the block (a long range): the general way answers
+        assert span > 300 * 86400
+        return
+    start, end = floor_to_grid(lo, Interval.DAY, tz), ceil_to_grid(hi, Interval.DAY, tz)
+    assert (got.start_s, got.end_s, got.interval, got.tz) == (start, end, Interval.DAY, tz)
+    want = grid._calendar_edges.__wrapped__(start, end, Interval.DAY, tz)
+    assert got.edges().tolist() == want.tolist()
+    assert got.edges().dtype == want.dtype
+    assert not got.edges().flags.writeable
+    assert len(want) - 1 == bucket_count(start, end, Interval.DAY, tz)
+
+
+@pytest.mark.parametrize(
+    "zone", ["Europe/Amsterdam", "Asia/Kolkata", "Australia/Adelaide", "America/Santiago"]
+)
+def test_a_month_of_local_days_across_dst_changes(zone: str) -> None:
+    """W3's windows (30 local days from a local midnight) starting on every day of two
+    years: `widen_range` from the kept days equals the general way, edges and all."""
+    tz = ZoneInfo(zone)
+    for day in range(0, 731):
+        first = datetime(2025, 1, 1, tzinfo=tz) + timedelta(days=day)
+        start = first.astimezone(UTC)
+        end = (first + timedelta(days=30)).astimezone(UTC)
+        got = widen_range(start, end, Interval.DAY, tz)
+        lo, hi = int(start.timestamp()), int(end.timestamp())
+        want_start = floor_to_grid(lo, Interval.DAY, tz)
+        want_end = ceil_to_grid(hi, Interval.DAY, tz)
+        assert (got.start_s, got.end_s) == (want_start, want_end) == (lo, hi)
+        edges = bucket_edges(lo, hi, Interval.DAY, tz)
+        assert got.edges().tolist() == edges.tolist()
+        assert len(edges) == 31
