@@ -725,6 +725,7 @@ def _one_each(
     if rows == 0 or rows > count:
         return None
     bucket_starts = edges[:-1]
+    index: IntArray | slice | None
     if rows == count:
         # Every bucket has a row iff the starts are the edges but the last (the same type
         # and values, so the same bytes).
@@ -734,14 +735,22 @@ def _one_each(
     else:
         if starts[0] < edges[0] or starts[-1] >= edges[-1]:
             return None
-        index = edges.searchsorted(starts)
-        # (Within the range, so every index is below `count`.) Each start an edge, each
-        # edge at most once (strictly increasing).
-        if (
-            np.count_nonzero(edges[index] == starts) != rows
-            or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
-        ):
-            return None
+        # Rows for a run of consecutive buckets (a range reaching past the data: most
+        # calendar ranges of a fleet) are told as a full range is — the starts are those
+        # edges, as bytes — and placed by a slice, without searching every start.
+        first = int(edges.searchsorted(starts[0]))
+        run = bucket_starts[first : first + rows]
+        if starts.dtype == edges.dtype and starts.tobytes() == run.tobytes():
+            index = slice(first, first + rows)
+        else:
+            index = edges.searchsorted(starts)
+            # (Within the range, so every index is below `count`.) Each start an edge, each
+            # edge at most once (strictly increasing).
+            if (
+                np.count_nonzero(edges[index] == starts) != rows
+                or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
+            ):
+                return None
     if math.isnan(energy_wh.dot(energy_wh)):
         return None  # a gap
     if index is None:
