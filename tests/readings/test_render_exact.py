@@ -121,6 +121,8 @@ def _series(rng: np.random.Generator, edges: np.ndarray) -> EnergySeries:
 def _forget() -> None:
     rendering._FRAMES.clear()
     rendering._STRIPS.clear()
+    rendering._day_text.cache_clear()
+    grid._kept_days.cache_clear()
     grid._LABELS.clear()
 
 
@@ -204,3 +206,73 @@ def test_a_range_on_the_utc_grid_has_the_edges_and_frame_of_the_general_way() ->
             rendering._FRAMES.clear()
             assert rendering._frame(plain) == ours
     assert marked > 100
+
+
+# Zones for local days: whole-hour with DST (and DST changes at midnight: Santiago, Sao
+# Paulo's past), half-hour (Kolkata, Adelaide with DST), 45-minute (Chatham, Kathmandu),
+# a 30-minute DST shift (Lord Howe), Apia's missing 2011-12-30, Monrovia's off-grid offset.
+DAY_ZONES = [
+    "Europe/Amsterdam",
+    "Europe/Helsinki",
+    "America/Santiago",
+    "America/Sao_Paulo",
+    "Asia/Kolkata",
+    "Australia/Adelaide",
+    "Pacific/Chatham",
+    "Asia/Kathmandu",
+    "Australia/Lord_Howe",
+    "Pacific/Apia",
+    "Africa/Monrovia",
+]
+
+
+@pytest.mark.parametrize("zone", DAY_ZONES)
+def test_a_kept_day_frame_is_the_written_one(zone: str) -> None:
+    """A range of local days' frame cut from its zone's kept block (`_kept_day_frame`)
+    against the one written from its edges (`_written_frame`): windows of 1 to 400 days
+    starting on every few days of the years around DST changes, a year's end, the blocks'
+    ends, Apia's 2011 and Monrovia's 1971."""
+    tz = ZoneInfo(zone)
+    rng = np.random.default_rng(len(zone))
+    cut = 0
+    for year in (1971, 2011, 2025, 2026, 2199):
+        start = datetime(year, 1, 1, tzinfo=UTC) - timedelta(days=40)
+        for day in range(0, 440, 3):
+            lo = start + timedelta(days=day, seconds=int(rng.integers(0, 86400)))
+            span = int(rng.choice([1, 7, 30, 31, int(rng.integers(1, 400))]))
+            if lo >= grid.LATEST - timedelta(days=1):
+                break
+            hi = min(lo + timedelta(days=span), grid.LATEST)
+            time_range = widen_range(lo, hi, Interval.DAY, tz)
+            frame = rendering._kept_day_frame(time_range)
+            if frame is None:
+                continue
+            cut += 1
+            want = rendering._written_frame(time_range.edges())
+            assert (frame.count, frame.template, frame.expected_samples) == (
+                want.count,
+                want.template,
+                want.expected_samples,
+            )
+            assert (frame.first, frame.last) == (want.first, want.last)
+            assert frame.hours.tolist() == want.hours.tolist()
+            assert not frame.hours.flags.writeable
+    assert cut > 600
+
+
+def test_a_month_of_kept_days_renders_the_contracts_body() -> None:
+    """W3's request, 30 local days at 1d, in every day-zone across DST changes: the body
+    from the kept days, from an empty cache and again with everything kept."""
+    rng = np.random.default_rng(30)
+    for zone in DAY_ZONES:
+        tz = ZoneInfo(zone)
+        for day in range(0, 366, 11):
+            first = datetime(2025, 9, 1, tzinfo=tz) + timedelta(days=day)
+            last = first + timedelta(days=30)
+            time_range = widen_range(first.astimezone(UTC), last.astimezone(UTC), Interval.DAY, tz)
+            readings = Readings("sys_x", zone, time_range, _series(rng, time_range.edges()))
+            _forget()
+            body = render(readings)
+            assert body == _reference(readings)
+            rendering._FRAMES.clear()
+            assert render(readings) == body

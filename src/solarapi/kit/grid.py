@@ -397,6 +397,61 @@ def _year_midnights(year: int, tz: ZoneInfo) -> tuple[int, ...]:
     return tuple(local_midnight(first + timedelta(days=i), tz) for i in range(days))
 
 
+# The local days of a zone kept around a year (`kept_days`): from 1 December before it to
+# 1 March two years on (~820 days), so any range of local days that starts in the year and
+# lasts up to ~14 months lies in one block.
+_KEPT_FROM = (12, 1)
+_KEPT_TO = (3, 1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # by identity (an array is no key)
+class KeptDays:
+    """The 1d bucket edges of a zone over a block of local days: every day's `local_midnight`
+    in order, the days that do not exist dropped (their midnight is the next day's) — the
+    edges `_calendar_edges` gives for any range inside the block. `midnights` for `bisect`
+    (a tuple: its items are Python ints already), `edges` the same values as a read-only
+    array (a range's edges are a view of it)."""
+
+    midnights: tuple[int, ...]
+    edges: IntArray
+
+
+def kept_days(instant_s: int, tz: ZoneInfo) -> KeptDays:
+    """The block of local days kept for the UTC year `instant_s` falls in (estimated without
+    a datetime, so possibly the year before or after: the block reaches beyond the year on
+    both sides)."""
+    return _kept_days(tz, 1970 + instant_s // _MEAN_YEAR_S)
+
+
+@functools.lru_cache(maxsize=128)
+def _kept_days(tz: ZoneInfo, year: int) -> KeptDays:
+    # ~40 kB each (~820 ints, as a tuple and an array); a fleet's zones need one or two each.
+    first = date(year - 1, *_KEPT_FROM)
+    count = (date(year + 2, *_KEPT_TO) - first).days
+    midnights = sorted(set(_day_midnights(first, count, tz)))
+    edges = np.array(midnights, dtype=np.int64)
+    edges.flags.writeable = False
+    return KeptDays(tuple(midnights), edges)
+
+
+def _kept_day_range(lo: int, hi: int, tz: ZoneInfo) -> TimeRange | None:
+    """`widen_range` of [lo, hi] (epoch seconds, lo < hi) for 1d, from the kept local days
+    (`kept_days`): the last midnight at or before `lo` (`floor_to_grid`), the first at or
+    after `hi` (`ceil_to_grid`) and the edges between, a view of the kept ones — without a
+    local date or a midnight computed (~30 calls into the zone's rules and ~60 Python calls
+    for a month of days). None when the range does not lie inside the block (then the
+    general way)."""
+    kept = kept_days(lo, tz)
+    midnights = kept.midnights
+    first = bisect.bisect_right(midnights, lo) - 1
+    last = bisect.bisect_left(midnights, hi)
+    if first < 0 or last >= len(midnights):
+        return None
+    time_range = TimeRange(midnights[first], midnights[last], Interval.DAY, tz)
+    time_range.keep_edges(kept.edges[first : last + 1])
+    return time_range
+
+
 def hour_aligned(edges: IntArray) -> bool:
     """Whether every edge is a UTC hour, so rows of the hourly rollup tile the buckets."""
     return bool(np.all(edges % 3600 == 0))
@@ -463,6 +518,11 @@ class TimeRange:
             edges.flags.writeable = False
         self._edges = edges  # kept as a cache, not a change
         return edges
+
+    def keep_edges(self, edges: IntArray) -> None:
+        """Keep `edges` (read-only) as the range's edges: for the one who made the range and
+        found them already (`_kept_day_range`), equal to what `edges()` would make."""
+        self._edges = edges
 
     @property
     def uniform_step(self) -> int | None:
@@ -536,6 +596,11 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
             f"{format_timestamp(LATEST)}"
         )
     lo, hi = _floor_seconds(start), _ceil_seconds(end)
+    if interval is Interval.DAY:
+        # Local days (the usual calendar range): from the zone's kept midnights.
+        days = _kept_day_range(lo, hi, tz)
+        if days is not None:
+            return days
     step = interval.fixed_seconds
     if (
         step is not None
@@ -660,6 +725,7 @@ def _one_each(
     if rows == 0 or rows > count:
         return None
     bucket_starts = edges[:-1]
+    index: IntArray | slice | None
     if rows == count:
         # Every bucket has a row iff the starts are the edges but the last (the same type
         # and values, so the same bytes).
@@ -669,14 +735,22 @@ def _one_each(
     else:
         if starts[0] < edges[0] or starts[-1] >= edges[-1]:
             return None
-        index = edges.searchsorted(starts)
-        # (Within the range, so every index is below `count`.) Each start an edge, each
-        # edge at most once (strictly increasing).
-        if (
-            np.count_nonzero(edges[index] == starts) != rows
-            or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
-        ):
-            return None
+        # Rows for a run of consecutive buckets (a range reaching past the data: most
+        # calendar ranges of a fleet) are told as a full range is — the starts are those
+        # edges, as bytes — and placed by a slice, without searching every start.
+        first = int(edges.searchsorted(starts[0]))
+        run = bucket_starts[first : first + rows]
+        if starts.dtype == edges.dtype and starts.tobytes() == run.tobytes():
+            index = slice(first, first + rows)
+        else:
+            index = edges.searchsorted(starts)
+            # (Within the range, so every index is below `count`.) Each start an edge, each
+            # edge at most once (strictly increasing).
+            if (
+                np.count_nonzero(edges[index] == starts) != rows
+                or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
+            ):
+                return None
     if math.isnan(energy_wh.dot(energy_wh)):
         return None  # a gap
     if index is None:

@@ -10,6 +10,7 @@ serialising those cost more than the rest of the request on a year of days.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -30,9 +31,11 @@ from solarapi.kit.grid import (
     FloatArray,
     IntArray,
     Interval,
+    KeptDays,
     ManyBuckets,
     TimeRange,
     iso_strings,
+    kept_days,
 )
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
@@ -551,10 +554,12 @@ def _frame(time_range: TimeRange) -> _Frame:
             time_range.start_s, (time_range.end_s - time_range.start_s) // step, step
         )
     else:
-        edges = time_range.edges()
-        step = time_range.interval.fixed_seconds
-        equal = None if step is None else _equal_strip_frame(edges, step)
-        frame = _written_frame(edges) if equal is None else equal
+        frame = _kept_day_frame(time_range) if time_range.interval is Interval.DAY else None
+        if frame is None:
+            edges = time_range.edges()
+            step = time_range.interval.fixed_seconds
+            equal = None if step is None else _equal_strip_frame(edges, step)
+            frame = _written_frame(edges) if equal is None else equal
     global _frames_bytes  # (a running total, reset with the dict)
     if _frames_bytes > _FRAMES_BYTES:
         _FRAMES.clear()
@@ -576,26 +581,76 @@ _frames_bytes = 0
 
 
 def _written_frame(edges: IntArray) -> _Frame:
-    """The frame of the buckets between `edges`: one f-string per bucket, encoded once (the
-    labels and counts hold no `%`)."""
-    lengths = edges[1:] - edges[:-1]  # `np.diff` without its Python wrapper
-    expected = (lengths // QUARTER_S).tolist()
-    labels = iso_strings(edges)
-    template = ",".join(
-        [
-            f'{{"start":"{start}","end":"{end}","energy_wh":%s,"power_avg_w":%s,'
-            f'"power_max_w":%s,"samples":%s,"expected_samples":{bucket_expected}}}'
-            for start, end, bucket_expected in zip(labels, labels[1:], expected, strict=False)
-        ]
-    ).encode()
+    """The frame of the buckets between `edges`: one f-string per bucket (`_bucket_texts`),
+    encoded once (the labels and counts hold no `%`)."""
+    texts, lengths, expected, labels = _bucket_texts(edges)
     return _Frame(
         count=len(expected),
-        template=template,
+        template=",".join(texts).encode(),
         hours=lengths / 3600.0,
         expected_samples=int(sum(expected)),
         first=labels[0],
         last=labels[-1],
     )
+
+
+def _bucket_texts(edges: IntArray) -> tuple[list[str], IntArray, list[int], list[str]]:
+    """Each bucket's text between `edges` (its labels and expected samples written, `%s`
+    for its numbers), the buckets' lengths (seconds), their expected samples and the
+    edges' labels."""
+    lengths = edges[1:] - edges[:-1]  # `np.diff` without its Python wrapper
+    expected = (lengths // QUARTER_S).tolist()
+    labels = iso_strings(edges)
+    texts = [
+        f'{{"start":"{start}","end":"{end}","energy_wh":%s,"power_avg_w":%s,'
+        f'"power_max_w":%s,"samples":%s,"expected_samples":{bucket_expected}}}'
+        for start, end, bucket_expected in zip(labels, labels[1:], expected, strict=False)
+    ]
+    return texts, lengths, expected, labels
+
+
+def _kept_day_frame(time_range: TimeRange) -> _Frame | None:
+    """The frame of a range of local days cut from the kept text of its zone's block of days
+    (`kit.grid.kept_days`, `_day_text`): the text `_written_frame` writes for the same
+    edges, without a label, a count or a bucket's text written (a month of days' 30
+    f-strings, their join and labels were ~40 % of rendering it). None when the range's
+    ends are not both in the block."""
+    kept = kept_days(time_range.start_s, time_range.tz)
+    midnights = kept.midnights
+    first = bisect.bisect_left(midnights, time_range.start_s)
+    last = bisect.bisect_left(midnights, time_range.end_s)
+    if (
+        last >= len(midnights)
+        or last <= first
+        or midnights[first] != time_range.start_s
+        or midnights[last] != time_range.end_s
+    ):
+        return None
+    text, at, hours, expected = _day_text(kept)
+    start, end = at[first], at[last]
+    return _Frame(
+        count=last - first,
+        template=text[start : end - 1],  # (each bucket's text is followed by `,`)
+        hours=hours[first:last],
+        expected_samples=expected[last] - expected[first],
+        first=text[start + _START_AT : start + _START_AT + _LABEL].decode(),
+        last=text[at[last - 1] + _END_AT : at[last - 1] + _END_AT + _LABEL].decode(),
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _day_text(kept: KeptDays) -> tuple[bytes, list[int], FloatArray, list[int]]:
+    """A block of local days as `_written_frame` writes them (`_bucket_texts`), each
+    bucket's text followed by `,`: the text, where each bucket's text starts (and, last,
+    where the text ends), the buckets' lengths in hours (read-only) and the running sum of
+    their expected samples from the block's first day (~190 kB in all for ~820 days). Kept
+    per block object (`kit.grid` keeps a block as long as it is asked for)."""
+    texts, lengths, expected, _ = _bucket_texts(kept.edges)
+    at = [0, *itertools.accumulate(len(text) + 1 for text in texts)]  # (ASCII: a byte each)
+    hours = lengths / 3600.0
+    hours.flags.writeable = False
+    text = ("".join(text + "," for text in texts)).encode()
+    return text, at, hours, [0, *itertools.accumulate(expected)]
 
 
 # Buckets per kept stretch of a fixed grid (`_strip`): 256 hours are ~11 days.

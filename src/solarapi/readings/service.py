@@ -292,7 +292,7 @@ _CALENDAR_MARGIN_S = {
 
 def _within(rows: EnergySeries, start_s: int, end_s: int) -> EnergySeries:
     """The rows (in time order) that start in [start_s, end_s): those `rows` reads for it."""
-    lo, hi = np.searchsorted(rows.starts, [start_s, end_s]).tolist()
+    lo, hi = rows.starts.searchsorted((start_s, end_s)).tolist()  # (no Python wrapper)
     return EnergySeries(
         rows.starts[lo:hi], rows.energy_wh[lo:hi], rows.samples[lo:hi], rows.power_max_w[lo:hi]
     )
