@@ -14,7 +14,7 @@ for each kind and target it runs `wrk -t1 -c16` for SECS (default 10) seconds, R
 from `/proc` the CPU (user + system) the target's process tree spent and the CPU the
 database's backends spent (`pg_stat_activity` of the fleet's database, this script's own
 connection excluded; listed before and after each run, a backend opened during it counted
-whole). The first round of each kind and target starts with 2 s of another seed's walk, not
+whole, one that ended during it not at all). The first round of each kind and target starts with 2 s of another seed's walk, not
 counted, so that the pool's connections are open; no request is asked twice, so nothing a
 worker keeps answers one. Per request: medians over the rounds. On SQLite the database's CPU is
 inside the worker; only the worker's column is printed.
@@ -100,16 +100,15 @@ def main() -> None:
                         warm.write_text(fleet.lua(kind, key, 999))
                         wrk(base, warm, 2)
                     pids = process_tree(server.pid)
-                    backends = backend_pids(fleet_common.pg_dsn(url)) if postgres else []
-                    own, db = cpu_seconds(pids), cpu_seconds(backends)
+                    dsn = fleet_common.pg_dsn(url)
+                    backends = {p: cpu_seconds([p]) for p in backend_pids(dsn)} if postgres else {}
+                    own = cpu_seconds(pids)
                     made = wrk(base, script, SECS)
                     own = (cpu_seconds(pids) - own) * 1000 / made
-                    # a backend opened during the run counts all its CPU (it had none before)
-                    if postgres:
-                        backends = sorted(
-                            set(backends) | set(backend_pids(fleet_common.pg_dsn(url)))
-                        )
-                    db = (cpu_seconds(backends) - db) * 1000 / made
+                    # A backend opened during the run counts all its CPU (it had none before);
+                    # one that ended during it counts nothing (its /proc entry is gone).
+                    after = {p: cpu_seconds([p]) for p in backend_pids(dsn)} if postgres else {}
+                    db = sum(cpu - backends.get(p, 0.0) for p, cpu in after.items()) * 1000 / made
                     results.setdefault(kind, {}).setdefault(target, []).append((own, db, made))
                     print(f"  round {rnd + 1} {kind:6} {target:8} {made / SECS:8.0f} req/s  "
                           f"worker {own:.3f} ms  database {db:.3f} ms  load {load_average()}",
