@@ -53,10 +53,8 @@ def key_hash(authorization: str | None, secret: bytes) -> str:
 
 
 def needs_touch(principal: Principal, now: datetime) -> bool:
-    """Whether a request at `now` refreshes the key's `last_used_at` (`_stale` in place:
-    every API request with a kept key asks)."""
-    last_used_at = principal.key_last_used_at
-    return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
+    """Whether a request at `now` refreshes the key's `last_used_at`."""
+    return _stale(principal.key_last_used_at, now)
 
 
 def _stale(last_used_at: datetime | None, now: datetime) -> bool:

@@ -97,7 +97,7 @@ class Checks:
         ):
             scope[DIRECT] = (found.endpoint, found.params)
             scope[DIRECT_QUERY] = query
-        return (None if error is None else self._refusal(error)), receive
+        return self._refusal(error), receive
 
     def _refusal(self, error: ApiError | None) -> ASGIApp | None:
         if error is None:

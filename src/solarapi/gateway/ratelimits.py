@@ -42,20 +42,21 @@ def too_many(decision: Decision, anonymous: bool = False) -> RateLimited:
     )
 
 
+def _use(exchange: Exchange, decision: Decision) -> Decision:
+    exchange.extra.extend(rate_limit_headers(decision))
+    return decision
+
+
 async def anonymous(exchange: Exchange, now: float, *, count: bool) -> Decision:
     """The client IP's window: counted, or only read (for its headers)."""
     state = exchange.state
     windows = anonymous_windows(state.settings)
     consult = state.limiter.hit if count else state.limiter.peek
-    decision: Decision = await consult(f"ip:{exchange.client_ip}", windows, now)
-    exchange.extra.extend(rate_limit_headers(decision))
-    return decision
+    return _use(exchange, await consult(f"ip:{exchange.client_ip}", windows, now))
 
 
 async def for_key(exchange: Exchange, principal: Principal, now: float) -> Decision:
     """The key's windows, counted."""
     state = exchange.state
     windows = key_windows(principal.plan, state.settings.rate_limit_scale)
-    decision: Decision = await state.limiter.hit(f"key:{principal.key_id}", windows, now)
-    exchange.extra.extend(rate_limit_headers(decision))
-    return decision
+    return _use(exchange, await state.limiter.hit(f"key:{principal.key_id}", windows, now))
