@@ -718,9 +718,11 @@ def _one_each(
     On a day's few dozen rows each numpy call costs far more than its work (its dispatch,
     several kB of code through the instruction cache), so the checks are the cheapest
     calls that decide them: a row for every bucket (the usual case) is told by comparing
-    the rows' starts with the edges as bytes, with no search and no placing; a gap by one
-    dot product (NaN exactly where a value is NaN: a square is never negative, so
-    infinities never cancel); a row without samples, a bool count (no reduction)."""
+    the rows' starts with the edges as bytes, with no search and no placing; a gap by a
+    count of the values unequal to themselves (NaN alone; a quiet comparison, no floating
+    point flag: the dot product of the values with themselves, as cheap, overflowed past
+    ~1.3e154, which NumPy reported as a warning on some CPUs); a row without samples, a
+    bool count (no reduction)."""
     rows = len(starts)
     if rows == 0 or rows > count:
         return None
@@ -751,7 +753,7 @@ def _one_each(
                 or np.count_nonzero(index[1:] > index[:-1]) != rows - 1
             ):
                 return None
-    if math.isnan(energy_wh.dot(energy_wh)):
+    if np.count_nonzero(energy_wh != energy_wh):
         return None  # a gap
     if index is None:
         # (Each value converted to float64 and 0.0 added: what `(energy_wh + 0.0)` converted
