@@ -1,8 +1,9 @@
-"""The rollups as the readings store reads them equal `reading_days` and `reading_hours` row
-for row, bit for bit, after every kind of write: on SQLite the store reads their packed
-copies (`reading_day_chunks`, migration 0022; `reading_hour_chunks`, 0024), which the
-triggers mark stale and the rollup upsert packs again; on PostgreSQL the tables themselves.
-Each test runs for both rollups (one shape, `store_sqlite.Chunks`)."""
+"""The rollups and the raw quarter-hours as the readings store reads them equal
+`reading_days`, `reading_hours` and `readings` row for row, bit for bit, after every kind
+of write: on SQLite the store reads their packed copies (`reading_day_chunks`, migration
+0022; `reading_hour_chunks`, 0024; `reading_chunks`, 0025), which the triggers mark stale
+and the store's upserts pack again; on PostgreSQL the tables themselves. Each test runs for
+all three (one shape, `store_sqlite.Chunks`)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,18 @@ from solarapi.kit.grid import EnergySeries
 from solarapi.kit.plans import Plan
 from solarapi.migrate import downgrade, upgrade
 from solarapi.readings.repository import reading_store
-from solarapi.readings.store_sqlite import DAY_CHUNKS, HOUR_CHUNKS, Chunks
+from solarapi.readings.store_sqlite import DAY_CHUNKS, HOUR_CHUNKS, RAW_CHUNKS, Chunks
 from tests.support import Tenant, client_for, execute_sql, make_tenant, running_app
 from tests.systems.factories import create_system, iso, upload
 
 START = datetime(2025, 3, 1, tzinfo=UTC)
 DAYS_UPLOADED = 120  # spans three day chunks of 2**22 s (~48.5 days), ~80 hour chunks
 
-ROLLUPS = [pytest.param(DAY_CHUNKS, id="days"), pytest.param(HOUR_CHUNKS, id="hours")]
+ROLLUPS = [
+    pytest.param(DAY_CHUNKS, id="days"),
+    pytest.param(HOUR_CHUNKS, id="hours"),
+    pytest.param(RAW_CHUNKS, id="quarters"),
+]
 
 
 def _location(timezone: str) -> dict[str, object]:
@@ -54,6 +59,8 @@ def _sql(chunks: Chunks, template: str) -> str:
     return template.format(
         rollup=series.name,
         key=series.key,
+        columns=", ".join(name for name, _ in series.columns),
+        power=series.columns[-1][0],
         table=chunks.table,
         column=chunks.column,
         shift=chunks.shift,
@@ -66,8 +73,7 @@ async def _stored(app: FastAPI, chunks: Chunks, system_id: str) -> list[tuple[An
             text(
                 _sql(
                     chunks,
-                    "SELECT {key}, energy_wh, samples, power_max_w FROM {rollup}"
-                    " WHERE system_id = :id ORDER BY {key}",
+                    "SELECT {columns} FROM {rollup} WHERE system_id = :id ORDER BY {key}",
                 )
             ),
             {"id": system_id},
@@ -75,16 +81,15 @@ async def _stored(app: FastAPI, chunks: Chunks, system_id: str) -> list[tuple[An
         return [tuple(row) for row in rows]
 
 
-def _as_rows(series: EnergySeries) -> list[tuple[Any, ...]]:
+def _as_rows(chunks: Chunks, series: EnergySeries) -> list[tuple[Any, ...]]:
+    """The rows as the table's columns hold them (raw quarter-hours have no `samples`)."""
+    columns = [series.starts, series.energy_wh, series.samples, series.power_max_w]
+    if len(chunks.series.columns) == 3:
+        assert (series.samples == 1).all()
+        del columns[2]
     return [
-        (start, energy, samples, None if power != power else power)
-        for start, energy, samples, power in zip(
-            series.starts.tolist(),
-            series.energy_wh.tolist(),
-            series.samples.tolist(),
-            series.power_max_w.tolist(),
-            strict=True,
-        )
+        (*row[:-1], None if row[-1] != row[-1] else row[-1])
+        for row in zip(*(column.tolist() for column in columns), strict=True)
     ]
 
 
@@ -112,13 +117,17 @@ async def _assert_reads_equal_the_table(app: FastAPI, chunks: Chunks, ids: list[
             }
             for system_id in ids:
                 own = await store.rows(session, series, system_id, start_s, end_s)
-                assert _as_rows(own) == expected[system_id]
+                assert _as_rows(chunks, own) == expected[system_id]
+                head, rows = await store.system_and_rows(session, series, system_id, start_s, end_s)
+                assert head is not None
+                assert head.id == system_id
+                assert _as_rows(chunks, rows) == expected[system_id]
             listed = [ids[-1], "sys_unknown", *ids[:-1]]
             owners, rows = await store.rows_of_many(session, series, listed, start_s, end_s)
             assert owners.dtype == np.int64
             by_owner = [
                 (listed[owner], row)
-                for owner, row in zip(owners.tolist(), _as_rows(rows), strict=True)
+                for owner, row in zip(owners.tolist(), _as_rows(chunks, rows), strict=True)
             ]
             assert by_owner == [
                 (system_id, row) for system_id in listed for row in expected.get(system_id, [])
@@ -195,7 +204,7 @@ async def test_writes_around_the_store_are_read_too(
             text(
                 _sql(
                     chunks,
-                    "UPDATE {rollup} SET energy_wh = energy_wh + 0.1, power_max_w = NULL"
+                    "UPDATE {rollup} SET energy_wh = energy_wh + 0.1, {power} = NULL"
                     " WHERE system_id = :id AND {key} = :start",
                 )
             ),
@@ -209,7 +218,7 @@ async def test_writes_around_the_store_are_read_too(
         await session.commit()
     assert (await _stored(app, chunks, ids[0]))[60][1:] == (
         stored[60][1] + 0.1,
-        stored[60][2],
+        *stored[60][2:-1],
         None,
     )
     async with app.state.sessionmaker() as session:
@@ -234,9 +243,10 @@ async def test_writes_around_the_store_are_read_too(
         store = reading_store(session)
         for system_id in ids:
             own = await store.rows(session, series, system_id, 0, 2**62)
-            assert _as_rows(own) == stored_now[system_id]
+            assert _as_rows(chunks, own) == stored_now[system_id]
         owners, rows = await store.rows_of_many(session, series, ids, 0, 2**62)
-        assert [(ids[o], row) for o, row in zip(owners.tolist(), _as_rows(rows), strict=True)] == [
+        read = zip(owners.tolist(), _as_rows(chunks, rows), strict=True)
+        assert [(ids[o], row) for o, row in read] == [
             (system_id, row) for system_id in ids for row in stored_now[system_id]
         ]
     # The next upload of that system packs its chunk again.
@@ -359,14 +369,15 @@ async def test_a_write_then_a_1h_read_answers_the_new_numbers(
     [
         pytest.param(DAY_CHUNKS, "0021_change_batches", id="days"),
         pytest.param(HOUR_CHUNKS, "0023_day_chunks_rowid", id="hours"),
+        pytest.param(RAW_CHUNKS, "0024_reading_hour_chunks", id="quarters"),
     ],
 )
 async def test_the_migration_packs_the_stored_rows_as_the_store_does(
     blank_database: Settings, chunks: Chunks, below: str
 ) -> None:
-    """0022 and 0024 on a database with rows: every chunk packed, byte for byte what the
-    store's upsert packs; down again drops the table. On PostgreSQL the day chunks' table
-    is made and stays empty, the hour chunks' is never made."""
+    """0022, 0024 and 0025 on a database with rows: every chunk packed, byte for byte what
+    the store's upsert packs; down again drops the table. On PostgreSQL the day chunks'
+    table is made and stays empty, the hour chunks' and the quarter-hours' are never made."""
     settings = blank_database
     await asyncio.to_thread(upgrade, settings)
     async with running_app(settings) as app:
@@ -385,7 +396,7 @@ async def test_the_migration_packs_the_stored_rows_as_the_store_does(
     select = _sql(
         chunks, "SELECT system_id, chunk, {column} FROM {table} ORDER BY system_id, chunk"
     )
-    if settings.is_postgres and chunks is HOUR_CHUNKS:
+    if settings.is_postgres and chunks is not DAY_CHUNKS:
         assert await execute_sql(settings, named) == []
         await asyncio.to_thread(downgrade, settings, below)
         await asyncio.to_thread(upgrade, settings)

@@ -126,6 +126,22 @@ READING_HOUR_CHUNKS = Table(
 )
 
 
+# SQLite's packed copy of `readings`, as the chunks above are of the rollups: a system's
+# quarter-hours whose `start_s >> 16` is `chunk` (~18.2 hours; 1,752 bytes full), one blob
+# of little-endian records (`start_s` int64, `energy_wh` float64, `power_w` float64, NaN for
+# NULL) in time order, kept exact the same way by triggers on `readings` and the store's
+# readings upsert (migration 0025, `store_sqlite.Chunks`). The last 24 hours at `15m` are
+# two or three values from `sqlite3` instead of 96 rows. A rowid table; its rows go with
+# their system's readings (the delete trigger).
+READING_CHUNKS = Table(
+    "reading_chunks",
+    SQLITE_ONLY,
+    Column("system_id", String(40), primary_key=True, info=OWNER),
+    Column("chunk", BigInteger, primary_key=True, autoincrement=False),
+    Column("quarters", LargeBinary, nullable=True),
+)
+
+
 class ChangeBatch(Base):
     """The change feed's log (`GET /readings/changes`, docs/changes.md): one row per write of
     a system's readings (an upload, a replacement, an import) — on PostgreSQL one per month of

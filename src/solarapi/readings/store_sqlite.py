@@ -25,6 +25,7 @@ from solarapi.readings.store import (
     DAYS,
     HOURS,
     NUMPY_TYPES,
+    RAW,
     ChangeOwner,
     NewBatch,
     Series,
@@ -171,7 +172,12 @@ class Chunks:
 # index b-tree (WITHOUT ROWID) keeps at most ~1,000 bytes in its page (0023).
 DAY_CHUNKS = Chunks(DAYS, "reading_day_chunks", "days", 22)
 HOUR_CHUNKS = Chunks(HOURS, "reading_hour_chunks", "hours", 17)
-CHUNKS = {DAYS: DAY_CHUNKS, HOURS: HOUR_CHUNKS}
+# The raw quarter-hours per `start_s >> 16` (~18.2 hours: the last 24 hours at `15m` are two
+# or three blobs; 1,752 bytes full) in `reading_chunks` (models.readings.READING_CHUNKS,
+# migration 0025): a day of them was 96 rows, three Python objects each and a GIL hand-over
+# per step, ~35 % of the whole uncached request's instructions (bench/fleet/README.md).
+RAW_CHUNKS = Chunks(RAW, "reading_chunks", "quarters", 16)
+CHUNKS = {DAYS: DAY_CHUNKS, HOURS: HOUR_CHUNKS, RAW: RAW_CHUNKS}
 _CHUNKED_TABLES = {chunks.series.name: chunks for chunks in CHUNKS.values()}
 
 
@@ -285,18 +291,11 @@ class SqliteReadingStore:
         arrays = _fields(records, series)
         if stale:
             ordered = sorted(stale)
-            read, rows = await self._rows_of_many(
+            read, fresh = await self._columns_of_many(
                 session, series, [system_ids[k] for k in ordered], start_s, end_s
             )
             owner = np.concatenate([owner, np.asarray(ordered, dtype=np.int64)[read]])
-            arrays = [
-                np.concatenate([packed, fresh])
-                for packed, fresh in zip(
-                    arrays,
-                    [rows.starts, rows.energy_wh, rows.samples, rows.power_max_w],
-                    strict=True,
-                )
-            ]
+            arrays = [np.concatenate(pair) for pair in zip(arrays, fresh, strict=True)]
         owners, ordered_arrays = in_owner_order(owner, arrays)
         return owners, series.rows(ordered_arrays)
 
@@ -308,6 +307,20 @@ class SqliteReadingStore:
         start_s: int,
         end_s: int,
     ) -> tuple[IntArray, EnergySeries]:
+        owner, arrays = await self._columns_of_many(session, series, system_ids, start_s, end_s)
+        owners, ordered = in_owner_order(owner, arrays)
+        return owners, series.rows(ordered)
+
+    async def _columns_of_many(
+        self,
+        session: AsyncSession,
+        series: Series,
+        system_ids: Sequence[str],
+        start_s: int,
+        end_s: int,
+    ) -> tuple[IntArray, list[npt.NDArray[Any]]]:
+        """The rows of the systems in the range from the series' own table: each row's
+        owner (its place in `system_ids`) and the columns of `series` in its order."""
         ids = orjson.dumps(list(system_ids)).decode()
         rows = await sqlite_fetchall(session, _many_sql(series), (ids, start_s, end_s))
         # One structured array from the row tuples (a third less than a flat float array of
@@ -323,8 +336,7 @@ class SqliteReadingStore:
         arrays += [
             columns[name] if name in columns else records[name] for name, _ in series.columns[1:]
         ]
-        owners, ordered = in_owner_order(owner, arrays)
-        return owners, series.rows(ordered)
+        return owner, arrays
 
     async def system_and_rows(
         self, session: AsyncSession, series: Series, system_id: str, start_s: int, end_s: int
