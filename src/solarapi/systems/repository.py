@@ -132,9 +132,11 @@ def _page_query(by_status: bool, by_zone: bool, keys_first: bool) -> DriverQuery
     the ones OFFSET skips), then its rows read by primary key (`id = ANY(ARRAY(...))`, one
     index scan), ordered again and formatted (`db.api_time`). Reading the page in a subquery
     and formatting around it, PostgreSQL still fetched and projected every row OFFSET skips
-    (~525 on an average page of a 1,000-system fleet): 5,485 k instructions of its backend a
-    statement against 4,668 k now (callgrind in the backend, bench/fleet W4's statement on
-    100 random pages). SQLite skips before it computes a row's columns, and pays for a
+    (~525 on an average page of a 1,000-system fleet): 5,182 k instructions of its backend a
+    statement against 4,680 k now (callgrind in the backend, bench/fleet W4's statement on
+    100 random pages). The index-only scan needs the visibility map: on pages not all-visible
+    since the last vacuum it reads the row for each id, as the direct read did. SQLite skips
+    before it computes a row's columns, and pays for a
     subquery (a co-routine and a second sort: 238 against 305 µs a page), so it reads the
     page directly.
 
