@@ -55,11 +55,18 @@ def _stale(row: str) -> str:
     )
 
 
+# Not again for a chunk already stale: a bulk upload's thousands of rows fall in a few dozen
+# chunks, and the look-up costs less than the upsert.
+_FRESH = (
+    f"WHEN NOT EXISTS (SELECT 1 FROM {TABLE} WHERE system_id = NEW.system_id"  # noqa: S608
+    f" AND chunk = NEW.{KEY} >> {SHIFT} AND {COLUMN} IS NULL)"
+)
+
 _TRIGGERS = {
-    f"{TABLE}_insert": f"AFTER INSERT ON readings BEGIN {_stale('NEW')}; END",
+    f"{TABLE}_insert": f"AFTER INSERT ON readings {_FRESH} BEGIN {_stale('NEW')}; END",
     # A replaced quarter-hour keeps its key: its chunk marked once, and OLD's only when a
     # statement moves a row (the store's upsert sets neither column: that trigger never runs).
-    f"{TABLE}_update": f"AFTER UPDATE ON readings BEGIN {_stale('NEW')}; END",
+    f"{TABLE}_update": f"AFTER UPDATE ON readings {_FRESH} BEGIN {_stale('NEW')}; END",
     f"{TABLE}_move": (
         f"AFTER UPDATE OF system_id, {KEY} ON readings WHEN OLD.system_id IS NOT NEW.system_id"
         f" OR (OLD.{KEY} >> {SHIFT}) <> (NEW.{KEY} >> {SHIFT}) BEGIN {_stale('OLD')}; END"
