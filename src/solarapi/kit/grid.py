@@ -22,7 +22,6 @@ import bisect
 import calendar
 import enum
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
