@@ -237,13 +237,28 @@ async def test_writes_around_the_store_are_read_too(
             assert (ids[1], first >> shift) not in marks
             assert sum(marks.values()) == 1
             await _assert_every_chunk_has_its_row(session, chunks)
-    # (The stale chunk's system read from the table: the check of no stale chunk is skipped.)
+    # (The stale chunk's rows read from the table: the check of no stale chunk is skipped.)
     stored_now = {system_id: await _stored(app, chunks, system_id) for system_id in ids}
+    # Ranges around the stale chunk: across it, starting or ending inside it, within it, and
+    # beside it (packed chunks only): its own span from the table, the others decoded.
+    day = 86400
+    cuts = [
+        (0, 2**62),
+        (changed - 3 * day, changed + 3 * day),
+        (changed - 1, changed + 1),
+        (changed, changed + (1 << shift)),
+        (changed - 5 * day, changed - 3 * day),
+    ]
     async with app.state.sessionmaker() as session:
         store = reading_store(session)
         for system_id in ids:
-            own = await store.rows(session, series, system_id, 0, 2**62)
-            assert _as_rows(chunks, own) == stored_now[system_id]
+            for start_s, end_s in cuts:
+                expected = [row for row in stored_now[system_id] if start_s <= row[0] < end_s]
+                own = await store.rows(session, series, system_id, start_s, end_s)
+                assert _as_rows(chunks, own) == expected
+                head, rows = await store.system_and_rows(session, series, system_id, start_s, end_s)
+                assert head is not None
+                assert _as_rows(chunks, rows) == expected
         owners, rows = await store.rows_of_many(session, series, ids, 0, 2**62)
         read = zip(owners.tolist(), _as_rows(chunks, rows), strict=True)
         assert [(ids[o], row) for o, row in read] == [
