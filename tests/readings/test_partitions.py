@@ -681,10 +681,14 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
     system_id = await _system_at_head(settings)
     now = datetime.now(UTC)
     old, recent = month_start(now, -3), month_start(now)
+    horizon_s = int(month_start(now, -2).timestamp())
     await _execute(
         settings,
         _quarter_hours(old, 5, system_id),
         _quarter_hours(recent, 2, system_id),
+        # Two quarter-hours before the horizon and one after it: one chunk across it (the
+        # raw quarter-hours' chunks are 2**16 s; a month's start is not on their grid).
+        _quarter_hours(datetime.fromtimestamp(horizon_s - 1800, UTC), 3, system_id),
         # A batch per reading, and one across the horizon (a write of old and recent rows).
         "INSERT INTO change_batches (system_id, lo_s, hi_s, account_id, environment, txid)"  # noqa: S608
         f" SELECT system_id, start_s, start_s, 'acct', 'live', 0 FROM readings"
@@ -700,7 +704,7 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
         done = await maintain_partitions(maker, now, 2)
     finally:
         await engine.dispose()
-    assert done.purged_rows == 5
+    assert done.purged_rows == 7
     assert (done.created, done.dropped) == ((), ())
     counts = await _execute(
         settings,
@@ -708,11 +712,17 @@ async def test_retention_on_sqlite_deletes_the_rows_and_their_change_log(tmp_pat
         "SELECT count(*) FROM change_batches WHERE hi_s >= lo_s",
         "SELECT min(lo_s) FROM change_batches",
         f"SELECT data_version FROM systems WHERE id = '{system_id}'",  # noqa: S608
+        # Every chunk left packed (the SQL inserts' and the one across the horizon), one per
+        # chunk of the rows kept, holding exactly them.
+        "SELECT count(*) FROM reading_chunks WHERE quarters IS NULL",
+        "SELECT count(*), sum(length(quarters)) / 24 FROM reading_chunks",
+        "SELECT count(DISTINCT start_s >> 16) FROM readings",
     )
     # The recent rows' batches stay, the one across the horizon now starts at it; the
     # system's data changed: what was derived from it (a performance answer) is stale.
-    horizon = int(month_start(now, -2).timestamp())
-    assert counts == [[(2,)], [(3,)], [(horizon,)], [(1,)]]
+    chunks = counts[6][0][0]
+    assert counts == [[(3,)], [(4,)], [(horizon_s,)], [(1,)], [(0,)], [(chunks, 3)], [(chunks,)]]
+    assert chunks == 2
 
 
 def test_the_setting_takes_whole_months(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from solarapi.config import Settings
 from solarapi.db import POSTGRESQL, SQLITE, session_backend
 from solarapi.models.readings import ChangeBatch
 from solarapi.models.systems import System
+from solarapi.readings.store_sqlite import pack_stale_chunks
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,9 @@ class SingleTable:
             {"horizon": int(horizon.timestamp())},
         )
         await _forget_changes(session, horizon, delete=True)
+        # The deleted rows' triggers left the chunk across the horizon stale (and the others
+        # whose rows all went are gone): packed again, or its days would be read row by row.
+        await pack_stale_chunks(session)
         return Maintenance(purged_rows=int(getattr(result, "rowcount", 0) or 0))
 
     async def months(self, session: AsyncSession) -> list[datetime]:
