@@ -65,7 +65,8 @@ class Backend(ABC):
     batch_migrations: bool
     # Whether a query's select list is computed for the rows its OFFSET skips (PostgreSQL's
     # scan projects every row it hands the LIMIT above it; SQLite skips a row before
-    # computing its columns): a paged read then formats its columns around the page.
+    # computing its columns): a paged read then picks the page's keys first and reads and
+    # formats only the page's rows (`systems.repository._page_query`).
     projects_skipped_rows: bool
 
     @abstractmethod
