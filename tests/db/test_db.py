@@ -20,6 +20,7 @@ import pytest
 from fastapi import FastAPI, Request
 from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import QueuePool
 
 from solarapi.config import Settings
 from solarapi.db import (
@@ -36,6 +37,7 @@ from solarapi.db import (
     sqlite_fetchall,
     untouched,
 )
+from solarapi.db import postgres as db_postgres
 from solarapi.db.postgres import SNAPSHOT_SQL
 from solarapi.dbfaults import DatabaseUnreachable, is_database_unavailable
 from solarapi.kit.ids import new_id
@@ -267,6 +269,26 @@ async def test_pg_driver_query_compiles_on_a_connection_closed_when_returned(
         await dispose_engine(engine)
 
 
+async def _terminate(settings: Settings, pids: list[int]) -> None:
+    """PostgreSQL's backends `pids` terminated, and gone on the server when this returns."""
+    admin = create_oneshot_engine(settings)  # not from the pool under test
+    try:
+        async with admin.begin() as connection:
+            for pid in pids:
+                await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            # (A transaction sees one record of the statistics unless it is cleared.)
+            deadline = time.monotonic() + 60
+            while await connection.scalar(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)"),
+                {"pids": pids},
+            ):
+                assert time.monotonic() < deadline, "the backends were not terminated"
+                await asyncio.sleep(0.02)
+                await connection.execute(text("SELECT pg_stat_clear_snapshot()"))
+    finally:
+        await admin.dispose()
+
+
 async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
     postgres_settings: Settings,
 ) -> None:
@@ -277,22 +299,7 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
         async with maker() as session:
             ((first_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
             assert await fetch_rows(session, "SELECT pg_backend_pid()", ()) == [(first_pid,)]
-            admin = create_oneshot_engine(postgres_settings)  # not from the pool under test
-            async with admin.begin() as connection:
-                await connection.execute(
-                    text("SELECT pg_terminate_backend(:pid)"), {"pid": first_pid}
-                )
-                # Gone on the server before the read. (A transaction sees one record of
-                # the statistics unless it is cleared.)
-                deadline = time.monotonic() + 60
-                while await connection.scalar(
-                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"),
-                    {"pid": first_pid},
-                ):
-                    assert time.monotonic() < deadline, "the backend was not terminated"
-                    await asyncio.sleep(0.02)
-                    await connection.execute(text("SELECT pg_stat_clear_snapshot()"))
-            await admin.dispose()
+            await _terminate(postgres_settings, [first_pid])
             # Whether our side has read the server's goodbye yet (InterfaceError: connection
             # is closed), finds out mid-read (ConnectionDoesNotExistError) or reads it while
             # starting the statement (InternalClientError "cannot switch to state 12", seen
@@ -310,6 +317,66 @@ async def test_pg_connection_closed_under_a_read_does_not_go_back_to_the_pool(
             # The very next read gets a working connection, not the dead one back.
             ((second_pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
             assert second_pid != first_pid
+    finally:
+        await dispose_engine(engine)
+
+
+async def _lone_pids(engine: Any, count: int) -> list[int]:
+    """The backends of `count` lone reads made at once (each on its own connection)."""
+    async with sessionmaker_for(engine)() as session:
+        rows = await asyncio.gather(
+            *(fetch_rows(session, "SELECT pg_backend_pid()", ()) for _ in range(count))
+        )
+    return [int(row[0][0]) for row in rows]
+
+
+async def test_pg_lone_reads_keep_a_few_connections_between_them(
+    postgres_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads outside a transaction keep up to a quarter of the pool (at most 4) checked out
+    between them, reuse those, give back the rest, give back one idle past `HELD_IDLE_S`,
+    and give back all when the engine is disposed."""
+    settings = postgres_settings.model_copy(update={"db_pool_size": 8})  # 2 kept
+    engine = create_engine(settings)
+    pool = engine.sync_engine.pool
+    assert isinstance(pool, QueuePool)
+    try:
+        burst = await _lone_pids(engine, 6)
+        assert len(set(burst)) == 6  # one connection each: reads at once never share
+        assert pool.checkedout() == 2
+        kept = set(await _lone_pids(engine, 2))
+        assert len(kept) == 2
+        assert kept <= set(burst)
+        assert pool.checkedout() == 2
+        monkeypatch.setattr(db_postgres, "HELD_IDLE_S", -1.0)  # every idle one is too old
+        await _lone_pids(engine, 1)  # the oldest goes back; the other serves and stays
+        assert pool.checkedout() == 1
+    finally:
+        await dispose_engine(engine)
+    assert pool.checkedout() == 0
+    assert engine.sync_engine not in db_postgres._LONE_READERS
+
+
+async def test_pg_lone_reads_drop_every_kept_connection_the_server_closed(
+    postgres_settings: Settings,
+) -> None:
+    """A database restart closes every kept connection: the read that finds out fails as
+    any read on a lost connection does (503), and the kept ones of that time are dropped
+    with it, so the very next read works instead of failing on the next dead one."""
+    settings = postgres_settings.model_copy(update={"db_pool_size": 16})  # 4 kept
+    engine = create_engine(settings)
+    try:
+        pool = engine.sync_engine.pool
+        assert isinstance(pool, QueuePool)
+        kept = await _lone_pids(engine, 4)
+        assert pool.checkedout() == 4
+        await _terminate(postgres_settings, kept)
+        async with sessionmaker_for(engine)() as session:
+            with pytest.raises(DatabaseUnreachable):
+                await fetch_rows(session, "SELECT pg_backend_pid()", ())
+            ((pid,),) = await fetch_rows(session, "SELECT pg_backend_pid()", ())
+        assert pid not in kept
+        assert pool.checkedout() == 1
     finally:
         await dispose_engine(engine)
 

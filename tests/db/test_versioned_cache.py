@@ -678,7 +678,12 @@ class _KeyStatements:
         self._watched: set[int] = set()
         engine = app.state.engine.sync_engine
         event.listen(engine.pool, "checkout", self._checkout)
-        if not app.state.settings.is_postgres:
+        if app.state.settings.is_postgres:
+            # The connections the loop keeps between lone reads were checked out before.
+            kept = db_postgres._LONE_READERS.get(engine)
+            for held in kept.idle if kept is not None else ():
+                self._watch(held.connection)
+        else:
             reader = db_sqlite.loop_reader(engine)
             assert reader is not None
             reader.set_trace_callback(self._seen)
@@ -688,7 +693,9 @@ class _KeyStatements:
             self.sql.append(sql)
 
     def _checkout(self, dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        driver = dbapi_connection.driver_connection
+        self._watch(dbapi_connection.driver_connection)
+
+    def _watch(self, driver: Any) -> None:
         if id(driver) in self._watched:
             return
         self._watched.add(id(driver))

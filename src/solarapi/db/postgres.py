@@ -16,7 +16,7 @@ from sqlalchemy import Table, literal, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import NullPool
-from sqlalchemy.util import await_, greenlet_spawn
+from sqlalchemy.util import greenlet_spawn
 
 from solarapi.config import Settings
 from solarapi.db.backend import (
@@ -48,25 +48,20 @@ async def pooled_connection(engine: Engine) -> AsyncIterator[Any]:
 
 
 async def lone_fetch(engine: Engine, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-    """The rows of one statement on a connection checked out of the engine's pool for it,
-    as `pooled_connection` would run it, with the checkout, the statement and the return in
-    one greenlet: the pool may need to await (connect, wait, close), so it runs in one, and
-    one instead of two saves ~20 µs of CPU per read — the reads every request makes."""
-    return await greenlet_spawn(_fetch_checked_out, engine, sql, params)
+    """The rows of one statement on a connection of the engine's pool that no transaction
+    holds: one of the few this loop keeps checked out for such reads between them
+    (`_LoneReaders`), else one checked out for this statement and given back after it.
 
-
-def _fetch_checked_out(engine: Engine, sql: str, params: Sequence[Any]) -> list[Any]:
-    pooled = engine.raw_connection()
-    connection = pooled.driver_connection
-    assert connection is not None
-    try:
-        rows: list[Any] = await_(connection.fetch(sql, *params))
-        return rows
-    except BaseException as exc:
-        _after_failure(pooled, connection, exc)
-        raise
-    finally:
-        pooled.close()  # back to the pool (or closed, if invalidated)
+    Why: the pool's checkout and return, in the greenlet they need (the pool may await: to
+    connect, to wait, to close), cost this process ~35 µs of CPU per read on top of the
+    statement's own — paid by every uncached read of the API (its system and rows, a page of
+    the list) — where taking a kept connection from a list costs next to nothing."""
+    readers = _LONE_READERS.get(engine)
+    if readers is None or readers.loop is not asyncio.get_running_loop():
+        if readers is not None:
+            await readers.close()
+        readers = _LONE_READERS[engine] = _LoneReaders(engine, asyncio.get_running_loop())
+    return await readers.fetch(sql, params)
 
 
 class _Held:
@@ -85,6 +80,68 @@ _HELD: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
 # A held connection unused this long goes back to the pool before the next read, which checks
 # one out as `lone_fetch` does (the pool's recycling then applies to it as to any other).
 HELD_IDLE_S = 30.0
+
+
+class _LoneReaders:
+    """Connections of an engine's pool that one event loop keeps checked out between its lone
+    reads (`lone_fetch`): a read takes the one used last, else checks one out, and puts it
+    back unless `kept` are idle already (then it goes back to the pool). Whichever idles
+    longest goes back to the pool once it has idled `HELD_IDLE_S`, when a read next comes (the
+    pool's recycling then applies to it as to any other). At most a quarter of the pool, up
+    to 4, so that a session's checkout never waits for connections idling here."""
+
+    __slots__ = ("engine", "idle", "kept", "loop")
+
+    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+        self.engine = engine
+        self.loop = loop
+        size = getattr(engine.pool, "size", None)
+        self.kept = min(4, size() // 4) if callable(size) else 0
+        self.idle: list[_Held] = []  # the most recently used last
+
+    async def fetch(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        idle = self.idle
+        if idle and time.monotonic() - idle[0].used > HELD_IDLE_S:
+            await greenlet_spawn(idle.pop(0).pooled.close)
+        if idle:
+            held = idle.pop()
+        else:
+            held = _Held(await greenlet_spawn(self.engine.raw_connection), self.loop)
+        try:
+            rows: list[Any] = await held.connection.fetch(sql, *params)
+        except BaseException as exc:
+            if held.connection.is_closed():
+                # The server closed it, so it closed the others of the time too: each goes
+                # back to the pool to be replaced rather than fail a read of its own.
+                others, idle[:] = idle[:], []
+                await greenlet_spawn(_invalidate_all, others)
+            await greenlet_spawn(_fail_and_return, held.pooled, held.connection, exc)
+            raise
+        held.used = time.monotonic()
+        if len(idle) < self.kept:
+            idle.append(held)
+        else:
+            await greenlet_spawn(held.pooled.close)
+        return rows
+
+    async def close(self) -> None:
+        """Every idle connection back to the pool (closed, if kept on another loop)."""
+        idle, self.idle = self.idle, []
+        if self.loop is asyncio.get_running_loop():
+            for held in idle:
+                await greenlet_spawn(held.pooled.close)
+            return
+        for held in idle:  # of another (perhaps closed) loop: they cannot be used here
+            with contextlib.suppress(Exception):
+                held.pooled.invalidate()
+
+
+_LONE_READERS: weakref.WeakKeyDictionary[Engine, _LoneReaders] = weakref.WeakKeyDictionary()
+
+
+def _invalidate_all(held: list[_Held]) -> None:
+    for each in held:
+        each.pooled.invalidate()
 
 
 async def version_fetch(engine: Engine, sql: str) -> list[Any]:
@@ -293,6 +350,9 @@ class PostgresBackend(Backend):
 
     async def close_readers(self, engine: AsyncEngine) -> None:
         await _give_back(engine.sync_engine)  # the version reads' connection
+        readers = _LONE_READERS.pop(engine.sync_engine, None)
+        if readers is not None:
+            await readers.close()
 
 
 _NO_JIT = "SET LOCAL jit = off"
