@@ -75,8 +75,9 @@ class Recorder:
         # Connections of this process's pool in use; in `serve`, summed over live workers.
         self.pool_in_use = Gauge(
             "solarapi_db_pool_connections_in_use",
-            "Database connections checked out of the pool (a request or job is using them), "
-            "summed over the live processes.",
+            "Database connections checked out of the pool (a request or job is using them, or, "
+            "on PostgreSQL, up to 5 per process are kept between lone reads), summed over the "
+            "live processes.",
             registry=registry,
             multiprocess_mode="livesum",
         )
