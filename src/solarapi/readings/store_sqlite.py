@@ -288,8 +288,11 @@ class SqliteReadingStore:
             raise ValueError(f"rows_of_many reads at most {MAX_OWNERS:,} systems at once")
         chunks = CHUNKS.get(series)
         if chunks is not None and end_s > start_s:
-            return await self._chunks_of_many(session, chunks, system_ids, start_s, end_s)
-        return await self._rows_of_many(session, series, system_ids, start_s, end_s)
+            owner, arrays = await self._chunks_of_many(session, chunks, system_ids, start_s, end_s)
+        else:
+            owner, arrays = await self._columns_of_many(session, series, system_ids, start_s, end_s)
+        owners, ordered = in_owner_order(owner, arrays)
+        return owners, series.rows(ordered)
 
     async def _chunks_of_many(
         self,
@@ -298,9 +301,9 @@ class SqliteReadingStore:
         system_ids: Sequence[str],
         start_s: int,
         end_s: int,
-    ) -> tuple[IntArray, EnergySeries]:
-        """`rows_of_many` of a packed rollup from its chunks; the systems with a stale chunk
-        in the range read theirs from the rollup's table (each system's rows come whole from
+    ) -> tuple[IntArray, list[npt.NDArray[Any]]]:
+        """`_columns_of_many` of a packed copy from its chunks; the systems with a stale chunk
+        in the range read theirs from the series' table (each system's rows come whole from
         one or the other)."""
         series = chunks.series
         ids = orjson.dumps(list(system_ids)).decode()
@@ -329,20 +332,7 @@ class SqliteReadingStore:
             )
             owner = np.concatenate([owner, np.asarray(ordered, dtype=np.int64)[read]])
             arrays = [np.concatenate(pair) for pair in zip(arrays, fresh, strict=True)]
-        owners, ordered_arrays = in_owner_order(owner, arrays)
-        return owners, series.rows(ordered_arrays)
-
-    async def _rows_of_many(
-        self,
-        session: AsyncSession,
-        series: Series,
-        system_ids: Sequence[str],
-        start_s: int,
-        end_s: int,
-    ) -> tuple[IntArray, EnergySeries]:
-        owner, arrays = await self._columns_of_many(session, series, system_ids, start_s, end_s)
-        owners, ordered = in_owner_order(owner, arrays)
-        return owners, series.rows(ordered)
+        return owner, arrays
 
     async def _columns_of_many(
         self,
