@@ -112,6 +112,27 @@ class System(Base):
     data_version: Mapped[int] = mapped_column(BigInteger, server_default="0", default=0)
 
 
+class SystemCount(Base):
+    """How many systems an environment has of each status and zone: the list's `total`
+    (`GET /systems`, filtered or not) as a sum of a few rows instead of a count of every
+    system on every page (on PostgreSQL a sequential scan of the table: 0.18 ms of a
+    1,000-system account's page, growing with the fleet). Kept by triggers on `systems`
+    (migration 0026), in the statement that inserts, deletes or moves a system, whoever
+    writes, so no write path can forget it; nothing in Python writes it.
+
+    `market_zone` is '' for a system without one (a key column cannot be NULL). A count
+    that falls to 0 is deleted. No foreign key: an account's deletion cascades to its
+    systems, whose triggers then empty these rows."""
+
+    __tablename__ = "system_counts"
+
+    account_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    environment: Mapped[Environment] = mapped_column(StrEnumType(Environment, 4), primary_key=True)
+    status: Mapped[SystemStatus] = mapped_column(StrEnumType(SystemStatus, 20), primary_key=True)
+    market_zone: Mapped[str] = mapped_column(String(16), primary_key=True)
+    systems: Mapped[int] = mapped_column(Integer)
+
+
 class _SystemColumns(NamedTuple):
     """The table's columns, in table order: the values of a `SystemRecord`."""
 
