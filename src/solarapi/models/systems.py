@@ -115,8 +115,8 @@ class System(Base):
 class SystemCount(Base):
     """How many systems an environment has of each status and zone: the list's `total`
     (`GET /systems`, filtered or not) as a sum of a few rows instead of a count of every
-    system on every page (on PostgreSQL a sequential scan of the table: 0.18 ms of a
-    1,000-system account's page, growing with the fleet). Kept by triggers on `systems`
+    system on every page (on PostgreSQL a sequential scan of the table: 0.10 ms of
+    PostgreSQL's CPU on each page of a 1,000-system account, growing with the fleet). Kept by triggers on `systems`
     (migration 0026), in the statement that inserts, deletes or moves a system, whoever
     writes, so no write path can forget it; nothing in Python writes it.
 

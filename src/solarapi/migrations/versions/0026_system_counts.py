@@ -5,17 +5,17 @@ Revises: 0025_reading_chunks
 Create Date: 2026-11-27
 
 `GET /systems` says how many systems match (`pagination.total`) on every page. It counted
-them on every page: on PostgreSQL a sequential scan of `systems` (0.18 ms of PostgreSQL's
-time on each page of a 1,000-system account, measured with pgbench; an index-only scan
+them on every page: on PostgreSQL a sequential scan of `systems` (0.10 ms of PostgreSQL's
+CPU on each page of a 1,000-system account, bench/fleet/dbcpu.py; an index-only scan
 fetches every row anyway, since every upload updates its system's row and the visibility map
 is seldom all-visible), on SQLite a scan of the account's index entries: a cost that grows
 with the fleet, paid again for each of its pages. The total is now the sum of at most a few
 rows of `system_counts` (one per status and zone the environment has).
 
 Kept by triggers on `systems`, in the statement that writes: a system inserted, deleted (by
-the API, or by its account's deletion cascading), or moved to another status or zone. The
-ORM's UPDATE names only the columns it changes, so an upload's update of the reading span
-and `data_version` fires nothing. On PostgreSQL a move locks its two rows in key order: two
+the API, or with its account), or moved to another status or zone. An UPDATE that names
+none of the key's columns fires nothing (an upload's of the reading span and `data_version`),
+and one that names them without changing them writes nothing. On PostgreSQL a move locks its two rows in key order: two
 transactions moving systems between the same two keys in opposite directions would otherwise
 each hold one row and wait for the other's.
 
