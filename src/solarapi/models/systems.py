@@ -116,9 +116,10 @@ class SystemCount(Base):
     """How many systems an environment has of each status and zone: the list's `total`
     (`GET /systems`, filtered or not) as a sum of a few rows instead of a count of every
     system on every page (on PostgreSQL a sequential scan of the table: 0.10 ms of
-    PostgreSQL's CPU on each page of a 1,000-system account, growing with the fleet). Kept by triggers on `systems`
-    (migration 0026), in the statement that inserts, deletes or moves a system, whoever
-    writes, so no write path can forget it; nothing in Python writes it.
+    PostgreSQL's CPU on each page of a 1,000-system account, growing with the fleet). Kept
+    by triggers on `systems` (migration 0026), in the statement that inserts, deletes or
+    moves a system, whoever writes, so no write path can forget it; nothing in Python
+    writes it.
 
     `market_zone` is '' for a system without one (a key column cannot be NULL). A count
     that falls to 0 is deleted. No foreign key: an account's deletion cascades to its

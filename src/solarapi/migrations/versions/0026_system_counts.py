@@ -14,10 +14,11 @@ rows of `system_counts` (one per status and zone the environment has).
 
 Kept by triggers on `systems`, in the statement that writes: a system inserted, deleted (by
 the API, or with its account), or moved to another status or zone. An UPDATE that names
-none of the key's columns fires nothing (an upload's of the reading span and `data_version`),
-and one that names them without changing them writes nothing. On PostgreSQL a move locks its two rows in key order: two
-transactions moving systems between the same two keys in opposite directions would otherwise
-each hold one row and wait for the other's.
+none of the key's columns fires nothing (an upload's of the reading span and
+`data_version`), and one that names them without changing them writes nothing. On
+PostgreSQL a move locks its two rows in key order: two transactions moving systems between
+the same two keys in opposite directions would otherwise each hold one row and wait for the
+other's.
 
 The triggers are made before the existing systems are counted: on PostgreSQL making a trigger
 locks `systems` against writes until this migration commits, so no system can be written
