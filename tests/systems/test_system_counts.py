@@ -1,19 +1,22 @@
 """`system_counts`, the list's totals kept by triggers on `systems` (migration 0026), on both
 databases: equal to the systems themselves after every kind of write, filtered or not,
 through the API and under concurrent moves; counted from the systems already there when the
-migration runs."""
+migration runs; on PostgreSQL a move's two rows taken in key order."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from solarapi.config import Settings
 from solarapi.db import create_oneshot_engine
 from solarapi.kit.plans import Plan
 from solarapi.migrate import downgrade, upgrade
@@ -24,6 +27,7 @@ from tests.support import (
     client_for,
     make_tenant,
     run_cli,
+    running_app,
     settings_env,
 )
 from tests.systems.factories import create_system
@@ -109,8 +113,8 @@ async def test_totals_follow_every_write(app: FastAPI) -> None:
 async def test_concurrent_moves_both_ways_keep_the_count(app: FastAPI) -> None:
     """Moves between the same two keys in opposite directions, many at once: none fails
     and the totals end right (on PostgreSQL each waits for the other's row lock). The key
-    order in which a move takes its two rows, which rules out a deadlock between two moves,
-    is not provoked here: its window lies inside one trigger's run."""
+    order that rules out a deadlock between two moves is shown apart (its window lies inside
+    one trigger's run, which this does not hit): `test_a_move_takes_its_two_count_rows_in_key_order`."""
     tenant = await make_tenant(app, Plan.ENTERPRISE)
     async with client_for(app, tenant.live) as client:
         actives = [(await create_system(client, name=f"a{i}"))["id"] for i in range(8)]
@@ -134,6 +138,70 @@ async def test_concurrent_moves_both_ways_keep_the_count(app: FastAPI) -> None:
     await _assert_totals(app, tenant)
     counted, _ = await _counts(app.state.engine, tenant.account_id)
     assert {row[2]: row[4] for row in counted if row[1] == "live"} == {"active": 8, "inactive": 8}
+
+
+@pytest.fixture(scope="module")
+async def pg_app(postgres_settings: Settings) -> AsyncIterator[FastAPI]:
+    async with running_app(postgres_settings) as application:
+        yield application
+
+
+_ROW = (
+    "SELECT systems FROM system_counts WHERE account_id = :a AND environment = 'live'"
+    " AND status = :s AND market_zone = 'NL' FOR UPDATE"
+)
+
+
+async def _waiting_for_a_lock(watcher: AsyncConnection, pid: int) -> None:
+    """Until the backend `pid` waits for a lock (polled, at most 60 s)."""
+    query = text("SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid")
+    for _ in range(6000):
+        if await watcher.scalar(query, {"pid": pid}) == "Lock":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for a lock")
+
+
+async def test_a_move_takes_its_two_count_rows_in_key_order(pg_app: FastAPI) -> None:
+    """A move from a key that sorts last to one that sorts first ('inactive' -> 'active')
+    takes the first key's row before the other's: held up on the first, it holds nothing,
+    so a transaction taking the rows the other way round cannot be waiting on it (the
+    deadlock two opposite moves would otherwise make). Shown with the rows locked by hand:
+    while the move waits for 'active', 'inactive' is still free to lock."""
+    tenant = await make_tenant(pg_app, Plan.ENTERPRISE)
+    async with client_for(pg_app, tenant.live) as client:
+        await create_system(client, name="on")
+        moved = (await create_system(client, name="off", status="inactive"))["id"]
+    engine: AsyncEngine = pg_app.state.engine
+    account = {"a": tenant.account_id}
+    async with (
+        engine.connect() as holder,
+        engine.connect() as mover,
+        engine.connect() as prober,
+        engine.connect() as watcher,
+    ):
+        await holder.execute(text(_ROW), {**account, "s": "active"})  # 'active' held
+        pid = int(await mover.scalar(text("SELECT pg_backend_pid()")))
+        move = asyncio.ensure_future(
+            mover.execute(
+                text("UPDATE systems SET status = 'active' WHERE id = :id"), {"id": moved}
+            )
+        )
+        try:
+            await _waiting_for_a_lock(watcher, pid)
+            try:
+                free = await prober.scalar(text(_ROW + " NOWAIT"), {**account, "s": "inactive"})
+            except DBAPIError as exc:  # locked by the waiting move: the wrong order
+                free = repr(exc.orig)
+            await prober.rollback()
+        finally:
+            await holder.rollback()  # the move goes on
+            await move
+            await mover.commit()
+    assert free == 1, f"the move held 'inactive' while it waited for 'active': {free}"
+    await _assert_totals(pg_app, tenant)
+    counted, _ = await _counts(engine, tenant.account_id)
+    assert {row[2]: row[4] for row in counted if row[1] == "live"} == {"active": 2}
 
 
 @pytest.mark.parametrize("database", DATABASES)
