@@ -65,7 +65,8 @@ async def lone_fetch(engine: Engine, sql: str, params: Sequence[Any] = ()) -> li
 
 
 class _Held:
-    """A pooled connection an engine's version reads keep checked out on one event loop."""
+    """A pooled connection kept checked out on one event loop between reads: the version
+    reads' (`version_fetch`) or a lone read's (`_LoneReaders`)."""
 
     __slots__ = ("connection", "loop", "pooled", "used")
 
@@ -78,8 +79,18 @@ class _Held:
 
 _HELD: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
 # A held connection unused this long goes back to the pool before the next read, which checks
-# one out as `lone_fetch` does (the pool's recycling then applies to it as to any other).
+# one out again (the pool's recycling then applies to it as to any other).
 HELD_IDLE_S = 30.0
+
+
+async def _return(held: _Held) -> None:
+    """A held connection back to its pool (invalidated, if held on another loop: its
+    connection belongs to that, perhaps closed, loop and cannot be used here)."""
+    if held.loop is asyncio.get_running_loop():
+        await greenlet_spawn(held.pooled.close)
+        return
+    with contextlib.suppress(Exception):  # the other loop may be gone: forgotten either way
+        held.pooled.invalidate()
 
 
 class _LoneReaders:
@@ -125,15 +136,10 @@ class _LoneReaders:
         return rows
 
     async def close(self) -> None:
-        """Every idle connection back to the pool (closed, if kept on another loop)."""
+        """Every idle connection back to the pool (`_return`)."""
         idle, self.idle = self.idle, []
-        if self.loop is asyncio.get_running_loop():
-            for held in idle:
-                await greenlet_spawn(held.pooled.close)
-            return
-        for held in idle:  # of another (perhaps closed) loop: they cannot be used here
-            with contextlib.suppress(Exception):
-                held.pooled.invalidate()
+        for held in idle:
+            await _return(held)
 
 
 _LONE_READERS: weakref.WeakKeyDictionary[Engine, _LoneReaders] = weakref.WeakKeyDictionary()
@@ -177,16 +183,10 @@ async def version_fetch(engine: Engine, sql: str) -> list[Any]:
 
 
 async def _give_back(engine: Engine) -> None:
-    """The engine's held connection back to its pool (closed, if held on another loop)."""
+    """The engine's held connection back to its pool (`_return`)."""
     held = _HELD.pop(engine, None)
-    if held is None:
-        return
-    if held.loop is asyncio.get_running_loop():
-        await greenlet_spawn(held.pooled.close)
-        return
-    # Its connection belongs to another (perhaps closed) loop: it cannot be used here.
-    with contextlib.suppress(Exception):  # the other loop may be gone: forgotten either way
-        held.pooled.invalidate()
+    if held is not None:
+        await _return(held)
 
 
 def _fail_and_return(pooled: Any, connection: Any, exc: BaseException) -> None:
