@@ -582,8 +582,27 @@ def parse_range(
     return start, end
 
 
+class TooManyBuckets(ValidationFailed):
+    """A range over the cap on one zone's grid. `largest_to_s`: the largest `to` that fits
+    from the same `from` on that grid (the one the message names).
+
+    Grids of different zones disagree about it: a zone off the UTC hour (Kolkata, Kathmandu,
+    St John's) moves every `30m` or `1h` edge, a calendar moves every day's, so the same
+    range may hold one bucket more or fewer there; a caller that knows several zones' refusals
+    names the smallest (`tightest`), which fits every one of them."""
+
+    def __init__(self, message: str, largest_to_s: int) -> None:
+        super().__init__(message)
+        self.largest_to_s = largest_to_s
+
+    @staticmethod
+    def tightest(refusals: Sequence[TooManyBuckets]) -> TooManyBuckets:
+        return min(refusals, key=lambda refusal: refusal.largest_to_s)
+
+
 def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo) -> TimeRange:
-    """[start, end) widened to the grid (`start` down, `end` up), checked against the cap."""
+    """[start, end) widened to the grid (`start` down, `end` up), checked against the cap
+    (`TooManyBuckets` over it, naming the largest `to` on this grid)."""
     if start >= end:
         raise ValidationFailed(
             f"'from' must be before 'to'; got from={format_timestamp(start)} "
@@ -621,11 +640,12 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
         count = bucket_count(start_s, end_s, interval, tz)
     if count > MAX_BUCKETS:
         largest = nth_edge(start_s, MAX_BUCKETS, interval, tz)
-        raise ValidationFailed(
+        raise TooManyBuckets(
             f"the range holds {count:,} buckets of {interval.value}, more than the "
             f"{MAX_BUCKETS:,} allowed per request; for from={format_timestamp(_utc(start_s))} "
             f"the largest allowed 'to' is {format_timestamp(_utc(largest))} "
-            f"(or choose a coarser interval)"
+            f"(or choose a coarser interval)",
+            largest,
         )
     return TimeRange(start_s, end_s, interval, tz)
 

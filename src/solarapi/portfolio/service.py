@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,7 +19,6 @@ from solarapi.kit.grid import (
     IntArray,
     Interval,
     SeriesQuery,
-    TimeRange,
 )
 from solarapi.kit.zones import ZONES
 from solarapi.models.systems import ReadableSystem, SystemRecord
@@ -37,8 +35,6 @@ from solarapi.readings import service as readings
 from solarapi.readings.rendering import ManyReadings, ManyTotals
 from solarapi.readings.service import Summary
 from solarapi.systems.repository import FleetMember
-
-_UTC = ZoneInfo("UTC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +73,13 @@ async def fleet_readings(
     now: datetime,
 ) -> FleetReadings:
     start, end, interval = series.start, series.end, series.interval
-    # 400 before 404: the range is checked on the UTC calendar before any system is read
-    # (a system's calendar moves edges by hours: at most one bucket).
-    series.widen(_UTC)
+    # 400 before 404: the range is checked before any system is read, but whether it is
+    # over the cap is the systems' grids' to say (`readings.over_cap_on_utc`).
+    refused = readings.over_cap_on_utc(series)
     fleet = await select_members(session, principal, query)
-    # Widened once per time zone (systems of one zone share the range and its buckets).
-    by_zone: dict[str, TimeRange] = {}
-    for system in fleet.systems:
-        if system.timezone not in by_zone:
-            by_zone[system.timezone] = readings.time_range_of(system, start, end, interval)
+    by_zone = readings.time_ranges_by_zone(
+        [system.timezone for system in fleet.systems], series, refused
+    )
     # (The edges are needed for the sums anyway, and kept with the range: counted from them
     # rather than by `bucket_count`, which makes a calendar's edges once more; `widen_range`
     # has refused a range over the cap, where the two would differ.)
@@ -291,15 +285,14 @@ async def fleet_market_value(
     now: datetime,
 ) -> FleetValue:
     start, end, interval = series.start, series.end, series.interval
-    series.widen(_UTC)  # 400 before 404, as in fleet_readings
+    refused = readings.over_cap_on_utc(series)  # 400 before 404, as in fleet_readings
     fleet = await select_fleet(session, principal, query)
-    # Widened once per time zone (systems of one zone share the range and its buckets).
-    by_timezone: dict[str, IntArray] = {}
-    for system in fleet.systems:
-        if system.timezone not in by_timezone:
-            by_timezone[system.timezone] = readings.time_range_of(
-                system, start, end, interval
-            ).edges()
+    by_timezone = {
+        timezone: time_range.edges()
+        for timezone, time_range in readings.time_ranges_by_zone(
+            [system.timezone for system in fleet.systems], series, refused
+        ).items()
+    }
     check_page_size(
         [len(by_timezone[system.timezone]) - 1 for system in fleet.on_page],
         query.page.limit,

@@ -18,7 +18,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Principal
-from solarapi.errors import Conflict
+from solarapi.errors import Conflict, NotFound
 from solarapi.kit.grid import (
     QUARTER_S,
     FloatArray,
@@ -37,12 +37,11 @@ from solarapi.prices.service import (
     quarter_hour_prices,
     rounded_or_none,
 )
-from solarapi.readings.service import quarter_hours
+from solarapi.readings.service import over_cap_on_utc, quarter_hours, time_range_of
 from solarapi.systems.access import read_system
 
 BoolArray = npt.NDArray[np.bool_]
 WH_PER_MWH = 1_000_000.0
-_UTC = ZoneInfo("UTC")
 
 
 def _sum_or_nan(values: FloatArray, present: BoolArray, index: IntArray) -> FloatArray:
@@ -63,10 +62,17 @@ async def read_market_value(
     """`GET /systems/{id}/market-value`: the caller's system `system_id` (404 if it is not
     theirs; 409 without a market zone) valued over the query's range widened to its grid."""
     # The contract's order: 400 (parameters) before 404 (the system) before 409 (its state).
-    # The range is checked on the UTC calendar first; the system's own calendar only moves
-    # edges by hours, which matters for the bucket cap at most by one bucket.
-    query.widen(_UTC)
-    system = await read_system(session, principal, system_id)
+    # Whether the range is over the bucket cap is the system's grid's to say (a zone off the
+    # UTC hour moves every edge); the UTC grid's refusal stands when it is not the caller's.
+    refused = over_cap_on_utc(query)
+    try:
+        system = await read_system(session, principal, system_id)
+    except NotFound:
+        if refused is None:
+            raise
+        raise refused from None
+    if refused is not None:
+        time_range_of(system, query.start, query.end, query.interval)  # its own refusal
     zone = priced_zone(system)
     return await value_of(session, system, zone, query.start, query.end, query.interval, now)
 

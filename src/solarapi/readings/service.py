@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -37,6 +37,7 @@ from solarapi.kit.grid import (
     Interval,
     SeriesQuery,
     TimeRange,
+    TooManyBuckets,
     aggregate_into,
     aggregate_many,
     hour_aligned,
@@ -221,9 +222,10 @@ async def read_readings(
 ) -> Readings:
     """`GET /systems/{id}/readings`: the caller's system `system_id` (404 if it is not
     theirs) in the buckets of the query's range widened to its grid (the system's zone).
-    Raises ValidationFailed for an empty/reversed range or over 10,000 buckets: for 15m,
-    30m and 1h before the 404 (the range as the UTC grid widens it), for calendar intervals
-    after it (the range as the system's calendar widens it).
+    Raises ValidationFailed for an empty/reversed range, before the 404; over 10,000
+    buckets of the system's own grid, naming its largest `to` (for 15m, 30m and 1h a range
+    over the cap on the UTC grid is refused before the 404 when the system is not the
+    caller's: `over_cap_on_utc`).
 
     The grid depends on the system's zone, which comes with the system. The system and the
     rows of a guessed range come together (`ReadingStore.system_and_rows`: one statement, so
@@ -243,7 +245,10 @@ async def read_readings(
         guess_start = int(query.start.timestamp()) - margin
         guess_end = int(query.end.timestamp()) + 1 + margin
     else:
-        guess = query.widen(_UTC)
+        try:
+            guess = query.widen(_UTC)
+        except TooManyBuckets as refused:
+            return await _over_cap_on_utc(session, principal, system_id, query, now, refused)
         guess_source = _source(guess)
         guess_start, guess_end = guess.start_s, guess.end_s
     found, rows = await store.system_and_rows(
@@ -268,6 +273,67 @@ async def read_readings(
     elif (start_s, end_s) != (guess_start, guess_end):
         rows = _within(rows, start_s, end_s)
     return _bucketed(system, time_range, rows)
+
+
+async def _over_cap_on_utc(
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    query: SeriesQuery,
+    now: datetime,
+    refused: TooManyBuckets,
+) -> Readings:
+    """`read_readings` of a 15m, 30m or 1h range over the cap on the UTC grid: the system's
+    own grid decides — it refuses naming its own largest `to`, or (a zone off the UTC hour,
+    where every edge moves) holds the range within the cap. The UTC grid's refusal stands
+    when the system is not the caller's (400 before 404)."""
+    store = reading_store(session)
+    try:
+        system = owned(await store.system_head(session, system_id), principal, system_id)
+    except NotFound:
+        raise refused from None
+    time_range = query.widen(ZoneInfo(system.timezone))
+    if system.data_source == "simulated":
+        return await _simulated_readings(session, system, time_range, now)
+    rows = await store.rows(
+        session, _source(time_range), system_id, time_range.start_s, time_range.end_s
+    )
+    return _bucketed(system, time_range, rows)
+
+
+def over_cap_on_utc(query: SeriesQuery) -> TooManyBuckets | None:
+    """The range checked before any system is read (400 before 404): each refusal raised
+    but one over the bucket cap, which is returned — whether a range is over the cap is
+    each system's grid's to say (`time_ranges_by_zone`); the UTC grid's refusal stands only
+    when no system of the caller's is there to say it."""
+    try:
+        query.widen(_UTC)
+    except TooManyBuckets as refused:
+        return refused
+    return None
+
+
+def time_ranges_by_zone(
+    timezones: Iterable[str],
+    query: SeriesQuery,
+    refused_on_utc: TooManyBuckets | None = None,
+) -> dict[str, TimeRange]:
+    """`query` widened on each zone's grid (once per zone: systems of one zone share the
+    range and its buckets). Over the cap on any, the refusal that names the smallest largest
+    `to` — which fits every zone, so following it is enough. `refused_on_utc`
+    (`over_cap_on_utc`) is raised when there is no zone at all to decide."""
+    ranges: dict[str, TimeRange] = {}
+    refusals: list[TooManyBuckets] = []
+    for timezone in sorted(set(timezones)):  # (sorted: the same refusal on a tie)
+        try:
+            ranges[timezone] = query.widen(ZoneInfo(timezone))
+        except TooManyBuckets as refused:
+            refusals.append(refused)
+    if refusals:
+        raise TooManyBuckets.tightest(refusals)
+    if not ranges and refused_on_utc is not None:
+        raise refused_on_utc
+    return ranges
 
 
 async def _simulated_readings(
