@@ -92,8 +92,10 @@ class Settings(BaseSettings):
     # on a busy host (a spawned interpreter imports before it can answer).
     worker_healthcheck_seconds: int = Field(default=60, ge=1, le=3600)
     max_connections: int = Field(default=800, ge=1, le=1_000_000)
-    # The request line's URL and all header lines together (nginx: 8 KiB lines).
-    max_url_bytes: int = Field(default=8 * 1024, ge=256, le=1024**2)
+    # The request line's URL and all header lines together. The URL's default holds the
+    # portfolio's largest `system_ids` (1,000 ids of 30 characters, commas sent as `%2C`:
+    # ~33 kB), so it is over nginx's 8 KiB lines (docs/operations.md).
+    max_url_bytes: int = Field(default=40 * 1024, ge=256, le=1024**2)
     max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=16 * 1024**2)
     # Slow clients (server.py): a request head must be complete this long after its first
     # byte; a body must arrive at `body_min_rate` bytes/s or more over each window in which
