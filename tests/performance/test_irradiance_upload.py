@@ -146,3 +146,20 @@ async def test_range_is_bounded(app: FastAPI, enterprise: Tenant) -> None:
         )
     assert response.status_code == 400
     assert "31 days" in response.json()["error"]
+
+
+async def test_a_bad_batch_is_400_before_an_unknown_system_is_404(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """The contract's order of checks: no rule of an irradiance batch needs the system, so a
+    bad batch is the 400 whatever system it names; a good one to an unknown system, the 404."""
+    async with client_for(app, enterprise.live) as client:
+        path = "/api/v1/systems/sys_nope/irradiance"
+        empty = await client.post(path, json={"readings": []})
+        negative = await client.post(path, json={"readings": irradiance(JUNE, 2, poa=-1.0)})
+        good = await client.post(path, json={"readings": irradiance(JUNE, 2)})
+    assert empty.status_code == 400, empty.text
+    assert "1 to 10,000" in empty.json()["error"]
+    assert negative.status_code == 400, negative.text
+    assert negative.json()["error"].startswith("readings[0].poa_w_m2: must be between 0")
+    assert good.status_code == 404, good.text

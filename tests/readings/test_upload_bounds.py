@@ -124,3 +124,50 @@ def test_the_parser_accepts_only_ascii_rfc3339(text: str) -> None:
         assert text == text.strip()
         assert value.tzinfo is not None
     assert "isoformat" not in message
+
+
+@pytest.mark.parametrize(
+    ("readings", "message"),
+    [
+        ([], "readings must hold 1 to 10,000 items; got 0"),
+        ([{"timestamp": "2025-06-15T10:07:00Z", "energy_wh": 1.0}], "readings[0].timestamp"),
+        ([{"timestamp": STAMP, "energy_wh": -1.0}], "readings[0].energy_wh: must be ≥ 0"),
+        ([{"timestamp": STAMP, "energy_wh": 1.0}] * 2, "readings[1].timestamp"),
+    ],
+    ids=["empty", "misaligned", "negative", "repeated"],
+)
+async def test_a_batch_no_system_would_take_is_400_before_an_unknown_system_is_404(
+    app: FastAPI, enterprise: Tenant, readings: list[dict[str, Any]], message: str
+) -> None:
+    """The contract's order of checks (400 validation before 404 existence): the batch's
+    rules that need no system are checked for a system that is not the caller's too — an
+    unknown id, another account's or the other environment's."""
+    async with client_for(app, enterprise.live) as client:
+        mine = (await create_system(client))["id"]
+    async with client_for(app, enterprise.test) as client:
+        other_environment = (await create_system(client))["id"]
+    for key, system_id in (
+        (enterprise.live, "sys_nope"),
+        (enterprise.live, other_environment),
+        (enterprise.test, mine),
+    ):
+        async with client_for(app, key) as client:
+            response = await client.post(
+                f"/api/v1/systems/{system_id}/readings", json={"readings": readings}
+            )
+        assert response.status_code == 400, (system_id, response.text)
+        assert message in response.json()["error"], response.text
+
+
+async def test_a_batch_only_its_system_could_refuse_is_404_for_an_unknown_one(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A well-formed batch, or one whose energy only the system's capacity bounds, to a system
+    that is not the caller's: 404 (the capacity is the system's to say)."""
+    async with client_for(app, enterprise.live) as client:
+        for energy_wh in (1.0, 1e12):
+            response = await upload(
+                client, "sys_nope", [{"timestamp": STAMP, "energy_wh": energy_wh}]
+            )
+            assert response.status_code == 404, response.text
+            assert response.json() == {"error": "No system with id 'sys_nope'", "code": "not_found"}

@@ -131,9 +131,11 @@ async def upload_irradiance(
         payload = orjson.loads(await request.body())
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
-    batch = upload.batch_from_json(payload)
+    # Every rule of the batch holds or fails whatever the system: checked before it is read
+    # (the contract's order of checks, 400 before 404).
+    valid = upload.validate(upload.batch_from_json(payload), utcnow())
     system = await get_system(session, principal, system_id)
-    result = await upload.upload_irradiance(session, system, batch, utcnow())
+    result = await upload.upload_irradiance(session, system, valid)
     return OrjsonResponse(result.to_api())
 
 

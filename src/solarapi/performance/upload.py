@@ -147,10 +147,11 @@ def _rejection(batch: IrradianceBatch, index: int, rule: str) -> ReadingRejected
 
 
 async def upload_irradiance(
-    session: AsyncSession, system: System, batch: IrradianceBatch, now: datetime
+    session: AsyncSession, system: System, valid: ValidBatch
 ) -> UploadResult:
-    """Validate a batch (all or nothing) and upsert it as the system's `sensor` irradiance."""
-    valid = validate(batch, now)
+    """Upsert a validated batch (`validate`: every rule holds without the system, so the
+    caller checks it before reading the system, 400 before 404) as the system's `sensor`
+    irradiance."""
     if system.data_source == "simulated":
         raise Conflict(
             f"System '{system.id}' is simulated: its irradiance is the sandbox model's own and "
@@ -167,7 +168,8 @@ async def upload_irradiance(
             "ambient_temp_c": valid.ambient_temp_c,
         },
     )
-    return UploadResult(len(batch), len(batch) - updated, updated)
+    count = len(valid.starts)
+    return UploadResult(count, count - updated, updated)
 
 
 async def store(

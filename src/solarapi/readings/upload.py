@@ -7,7 +7,7 @@ import contextlib
 import functools
 import itertools
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sized
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -380,6 +380,11 @@ def _validated(
     )
 
 
+def _check_size(batch: Sized) -> None:
+    if not 1 <= len(batch) <= MAX_UPLOAD:
+        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+
+
 def _rejection(batch: ReadingBatch, index: int, rule: str, capacity_kwp: float) -> ReadingRejected:
     if rule == "energy":
         return ReadingRejected(index, "energy_wh", f"must be ≥ 0; got {batch.energy_wh[index]}")
@@ -436,7 +441,14 @@ async def upload_to_system(
             stored = await _upload(session, kept, batch, now, only_new=True)
             if stored is not None:
                 return stored
-    system = await read()
+    try:
+        system = await read()
+    except NotFound:
+        # The contract's order of checks, 400 before 404: a batch that no system would take
+        # is refused as such (checked without the system: all but the capacity's bounds).
+        _check_size(batch)
+        _validated(batch, math.inf, now)
+        raise
     _KEPT_SYSTEMS[system_id] = system
     return await upload_readings(session, system, batch, now)
 
@@ -470,8 +482,7 @@ async def _upload(
 ) -> UploadResult | None:
     """`upload_readings`; `only_new`: None instead of the general way when the one statement
     did not store the batch."""
-    if not 1 <= len(batch) <= MAX_UPLOAD:
-        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+    _check_size(batch)
     # Checked first against the system as read before its lock (a bad batch is refused
     # without queueing for the lock), then again below if the locked row differs.
     starts, energy, power = _validated(batch, system.capacity_kwp, now, earlier)
