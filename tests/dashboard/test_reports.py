@@ -151,7 +151,7 @@ async def test_the_form_answers_with_the_apis_messages(app: FastAPI, enterprise:
     assert message[:1].upper() + message[1:] + "." in text_of(mixed)
     assert 'id="form-error"' in mixed.text
     assert unknown.status_code == 400
-    assert "Timezone: unknown IANA time zone 'Mars/Olympus'" in text_of(unknown)
+    assert "timezone: unknown IANA time zone 'Mars/Olympus'" in text_of(unknown)
     assert 'value="Mars/Olympus"' in unknown.text  # the form keeps what was typed
     assert unpriced.status_code == 409
     assert f"System {roof['id']} has no market_zone" in text_of(unpriced)

@@ -5,6 +5,7 @@ API under /api keeps its JSON errors)."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -56,9 +57,17 @@ class FormRejected(Exception):
         self.status_code = status_code
 
 
+# A message that starts with the name of the field it is about (`capacity_kwp: …`,
+# `location.timezone: …`, `readings[3].energy_wh: …`): the name stays as the API writes it.
+_FIELD_FIRST = re.compile(r"[a-z_][a-z0-9_]*(?:\[\d+\])?(?:\.[a-z_][a-z0-9_]*(?:\[\d+\])?)*:")
+
+
 def sentence(message: str) -> str:
-    """An API message (lower case, no full stop) as a sentence beside a form."""
-    message = message[:1].upper() + message[1:]
+    """An API message (lower case, no full stop) as a sentence beside a form: the same words
+    (contract section 14), capitalised unless they start with a field's name, with a full
+    stop."""
+    if not _FIELD_FIRST.match(message):
+        message = message[:1].upper() + message[1:]
     return message if message.endswith(".") else message + "."
 
 
