@@ -248,7 +248,7 @@ async def read_readings(
         try:
             guess = query.widen(_UTC)
         except TooManyBuckets as refused:
-            return await _over_cap_on_utc(session, principal, system_id, query, now, refused)
+            return await _read_on_own_grid(session, principal, system_id, query, now, refused)
         guess_source = _source(guess)
         guess_start, guess_end = guess.start_s, guess.end_s
     found, rows = await store.system_and_rows(
@@ -275,7 +275,7 @@ async def read_readings(
     return _bucketed(system, time_range, rows)
 
 
-async def _over_cap_on_utc(
+async def _read_on_own_grid(
     session: AsyncSession,
     principal: Principal,
     system_id: str,
