@@ -311,3 +311,21 @@ async def test_the_file_name_is_fixed_at_post_time(app: FastAPI, enterprise: Ten
     assert f"production_2025-10-01_2025-10-01_{report['id']}.csv" in kept
     # New York's calendar: 30 September 18:00 to 1 October 18:00 local.
     assert f"production_2025-09-30_2025-10-01_{report['id']}.csv" in legacy
+
+
+async def test_a_range_over_the_cap_on_the_reports_grid_is_a_400_not_a_failed_report(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """10,000 UTC hours are 10,001 of Kathmandu's (each starts at :15 UTC): on the report's
+    calendar the range is over the bucket cap, which the request is told at once, with the
+    largest `to` of that grid — which is then accepted."""
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Kathmandu", "Asia/Kathmandu")
+        body = {"type": "production", "format": "csv", "interval": "1h",
+                "system_ids": [system["id"]], "from_": "2024-01-01T00:00:00Z"}  # fmt: skip
+        over = await _post(client, **body, to="2025-02-20T16:00:00Z")
+        assert over.status_code == 400, over.text
+        assert over.json()["code"] == "validation"
+        assert "the largest allowed 'to' is 2025-02-20T15:15:00Z" in over.json()["error"]
+        fits = await _post(client, **body, to="2025-02-20T15:15:00Z")
+        assert fits.status_code == 202, fits.text

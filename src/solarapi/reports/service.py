@@ -12,12 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.auth.principal import Caller
 from solarapi.errors import Conflict, NotFound, RateLimited
 from solarapi.jobs.queue import cancel_job, enqueue
+from solarapi.kit.grid import widen_range
 from solarapi.kit.ids import new_id
 from solarapi.kit.pagination import PageParams
 from solarapi.kit.text import excerpt
@@ -67,6 +69,12 @@ async def validate_request(
         parameters.start,
         parameters.end,
     )
+    if parameters.interval is not None:
+        # Every row's bucket follows the report's calendar: its zone's grid, or a system's own
+        # where its clock is the same (the same grid). The range was checked on the UTC grid
+        # before the systems were read; over the cap on this one it is the 400 here, naming
+        # this grid's largest `to`, not a report that fails later.
+        widen_range(parameters.start, parameters.end, parameters.interval, ZoneInfo(timezone))
     return ReportRequest(parameters, systems, timezone)
 
 
