@@ -62,7 +62,9 @@ def test_the_reference_says_which_answers_carry_no_request_id_or_rate_limit_head
     assert "Every response carries `X-Request-Id`" in conventions
     exception = conventions.split("Every response carries `X-Request-Id`", 1)[1]
     exception = exception.split("\n- ", 1)[0]
-    for words in ("8 KiB", "32 KiB", "malformed HTTP", "408", "no request id", "rate-limit"):
+    defaults = Settings()
+    limits = (f"{defaults.max_url_bytes // 1024} KiB", f"{defaults.max_header_bytes // 1024} KiB")
+    for words in (*limits, "malformed HTTP", "408", "no request id", "rate-limit"):
         assert words in exception, words
     assert "Headers on every response" in rate_limits
     assert "#conventions" in rate_limits.split("Headers on every response", 1)[1].split("\n", 1)[0]
