@@ -21,6 +21,7 @@ from solarapi.readings.upload import MAX_UPLOAD as MAX_UPLOAD
 from solarapi.readings.upload import (
     ReadingRejected,
     UploadResult,
+    check_size,
     check_starts,
     first_broken,
     timestamp_rejection,
@@ -104,8 +105,7 @@ class ValidBatch:
 def validate(batch: IrradianceBatch, now: datetime) -> ValidBatch:
     """The batch as arrays if every item passes; else ReadingRejected naming the first bad
     item (lowest index; within an item, timestamp before irradiance before temperatures)."""
-    if not 1 <= len(batch) <= MAX_UPLOAD:
-        raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
+    check_size(batch)
     checked = check_starts(batch.timestamps, now)
     poa = np.array(batch.poa_w_m2, dtype=np.float64)
     module = np.array(batch.module_temp_c, dtype=np.float64)  # None → NaN

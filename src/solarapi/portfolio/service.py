@@ -1,6 +1,6 @@
 """Rules of the portfolio reads. Every number of a system is what its per-system endpoint
 answers, because it is computed by that endpoint's own functions (`readings.service`
-`time_range_of`/`readings_of_many`/`summaries_of_many`/`quarter_hours_of_many`,
+`time_ranges_by_zone`/`readings_of_many`/`summaries_of_many`/`quarter_hours_of_many`,
 `prices.market_value.valued_buckets`); this module only selects the systems, checks the
 page's size, reads each source once for all of them and adds the fleet's totals up."""
 

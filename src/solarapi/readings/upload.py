@@ -380,7 +380,8 @@ def _validated(
     )
 
 
-def _check_size(batch: Sized) -> None:
+def check_size(batch: Sized) -> None:
+    """1 to MAX_UPLOAD items, as every quarter-hour upload (readings, irradiance) takes."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
         raise ValidationFailed(f"readings must hold 1 to {MAX_UPLOAD:,} items; got {len(batch):,}")
 
@@ -446,7 +447,7 @@ async def upload_to_system(
     except NotFound:
         # The contract's order of checks, 400 before 404: a batch that no system would take
         # is refused as such (checked without the system: all but the capacity's bounds).
-        _check_size(batch)
+        check_size(batch)
         _validated(batch, math.inf, now)
         raise
     _KEPT_SYSTEMS[system_id] = system
@@ -482,7 +483,7 @@ async def _upload(
 ) -> UploadResult | None:
     """`upload_readings`; `only_new`: None instead of the general way when the one statement
     did not store the batch."""
-    _check_size(batch)
+    check_size(batch)
     # Checked first against the system as read before its lock (a bad batch is refused
     # without queueing for the lock), then again below if the locked row differs.
     starts, energy, power = _validated(batch, system.capacity_kwp, now, earlier)
