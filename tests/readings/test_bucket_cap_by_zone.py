@@ -124,3 +124,23 @@ async def test_a_fleet_is_refused_naming_a_to_that_fits_every_zone(
         # No system of the caller's to tell: the UTC grid's refusal (400 before 404).
         unknown = await client.get(path, params={**params, "system_ids": "sys_missing"})
         assert _largest_to(unknown) == "2025-02-20T16:00:00Z"
+
+
+async def test_a_range_over_the_cap_is_400_before_a_system_without_a_zone_is_409(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """400 before 409 on `/market-value`: a range over the cap of the system's own grid is
+    refused before its missing market zone is."""
+    async with client_for(app, enterprise.live) as client:
+        body: dict[str, Any] = {
+            "location": {"latitude": 10.0, "longitude": 5.0, "timezone": "Asia/Kathmandu"},
+            "market_zone": None,
+        }
+        system_id = str((await create_system(client, **body))["id"])
+        path = f"/api/v1/systems/{system_id}/market-value"
+        params = {**TOO_LONG, "interval": "1h"}
+        largest = _largest_to(await client.get(path, params=params))
+        readings = await client.get(f"/api/v1/systems/{system_id}/readings", params=params)
+        assert largest == _largest_to(readings)  # the system's own grid's
+        within = await client.get(path, params={**params, "to": largest})
+        assert within.status_code == 409, within.text
