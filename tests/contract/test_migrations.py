@@ -245,7 +245,13 @@ def test_migrate_check_and_sql_change_nothing(empty_database: Settings) -> None:
     assert behind.returncode == 1
     assert "1 migration(s) pending" in behind.stderr
     assert f"at {previous.down_revision}" in behind.stderr
-    step = run_cli(env, "migrate", "--sql").stdout
-    assert f"Running upgrade {previous.down_revision} -> {SCHEMA_REVISION}" in step
-    assert "CREATE TABLE accounts" not in step
+    step = run_cli(env, "migrate", "--sql", check=False)
+    if settings.is_postgres:
+        assert step.returncode == 0, step.stderr
+        assert f"Running upgrade {previous.down_revision} -> {SCHEMA_REVISION}" in step.stdout
+        assert "CREATE TABLE accounts" not in step.stdout
+    else:  # the newest revision (0027) rebuilds idempotency_keys: refused, nothing printed
+        assert step.returncode == 1
+        assert "SQLite's batch mode cannot print" in step.stderr
+        assert step.stdout.strip() == ""
     run_cli(env, "migrate")

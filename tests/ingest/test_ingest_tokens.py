@@ -18,6 +18,7 @@ from sqlalchemy import select
 from solarapi.auth.keys import checksum
 from solarapi.ingest.tokens import TOKEN_PATTERN, well_formed
 from solarapi.models.ingest import IngestToken
+from solarapi.models.webhooks import IdempotencyRecord
 from tests.dashboard.helpers import browser_for, csrf_of, log_in, nonce_of, text_of
 from tests.support import Tenant, TestClock, client_for
 
@@ -247,6 +248,76 @@ async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
     assert basic.json()["error"] == (
         "malformed Authorization header; expected 'Bearer <ingest token ik_…>'"
     )
+
+
+async def test_a_loggers_retry_with_its_idempotency_key_is_answered_once(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """Every POST accepts `Idempotency-Key`, a logger's upload too: its keys are its token's,
+    so a retry of an upload whose answer was lost replays the first answer (not `inserted:
+    0, updated: 4`) and raises no second `readings.uploaded`; another logger, or an API key,
+    using the same key is not refused for it."""
+    body = _readings(4)
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        other_id = await _system(api)
+        token = (await _token(api, system_id))["token"]
+        other_token = (await _token(api, other_id))["token"]
+    retry = {"Idempotency-Key": "logger-batch-0001"}
+    async with client_for(app, token) as logger:
+        first = await logger.post("/api/v1/ingest/readings", json=body, headers=retry)
+        again = await logger.post("/api/v1/ingest/readings", json=body, headers=retry)
+        changed = await logger.post("/api/v1/ingest/readings", json=_readings(2), headers=retry)
+    assert first.status_code == 200, first.text
+    assert first.json() == {"received": 4, "inserted": 4, "updated": 0}
+    assert "idempotent-replayed" not in first.headers
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    assert changed.status_code == 409
+    assert changed.json()["code"] == "conflict"
+    assert "logger-batch-0001" in changed.json()["error"]
+    async with client_for(app, other_token) as other_logger:
+        elsewhere = await other_logger.post("/api/v1/ingest/readings", json=body, headers=retry)
+    assert elsewhere.status_code == 200, elsewhere.text
+    assert "idempotent-replayed" not in elsewhere.headers
+    assert elsewhere.json() == {"received": 4, "inserted": 4, "updated": 0}
+    async with client_for(app, enterprise.live) as api:
+        by_key = await api.post(f"/api/v1/systems/{system_id}/readings", json=body, headers=retry)
+        assert by_key.status_code == 200, by_key.text
+        assert "idempotent-replayed" not in by_key.headers
+        assert by_key.json() == {"received": 4, "inserted": 0, "updated": 4}
+        events = await api.get("/api/v1/events", params={"type": "readings.uploaded"})
+    uploads = [event["data"]["system_id"] for event in events.json()["data"]]
+    # One event per upload that ran: the logger's first, the other logger's, the API key's.
+    assert sorted(uploads) == sorted([system_id, other_id, system_id])
+
+
+async def test_a_tokens_idempotency_keys_go_with_the_token(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    async with client_for(app, enterprise.live) as api:
+        system_id = await _system(api)
+        created = await _token(api, system_id)
+    async with client_for(app, created["token"]) as logger:
+        answer = await logger.post(
+            "/api/v1/ingest/readings", json=_readings(1), headers={"Idempotency-Key": "k1"}
+        )
+        assert answer.status_code == 200, answer.text
+    async with app.state.sessionmaker() as session:
+        kept = await session.scalars(
+            select(IdempotencyRecord.ingest_token_id).where(
+                IdempotencyRecord.idempotency_key == "k1"
+            )
+        )
+        assert list(kept) == [created["id"]]
+    async with client_for(app, enterprise.live) as api:
+        assert (await api.delete(f"/api/v1/systems/{system_id}")).status_code == 204
+    async with app.state.sessionmaker() as session:
+        left = await session.scalars(
+            select(IdempotencyRecord.id).where(IdempotencyRecord.idempotency_key == "k1")
+        )
+        assert list(left) == []
 
 
 async def test_revoking_and_deleting_the_system_end_the_token(

@@ -1,4 +1,5 @@
-"""The authenticated caller, put on the request by the middleware."""
+"""The authenticated caller, put on the request by the gateway: an API key's `Principal`,
+or on `POST /ingest/readings` a data logger's `IngestCaller`."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ class Principal(Caller):
     key_created_at: datetime
     key_last_used_at: datetime | None
 
+
+@dataclass(frozen=True, slots=True)
+class IngestCaller:
+    """The data logger behind a request: one token of one system."""
+
+    token_id: str
+    token_name: str
+    display: str
+    system_id: str
+    account_id: str
+    environment: str
+
+
+# Where the gateway leaves the authenticated logger of a `POST /ingest/readings`.
+INGEST_CALLER = "ingest_caller"
 
 # Where the gateway leaves the caller's counts in its key's windows (this request included):
 # beside the Principal, not in a copy of it (a frozen dataclass of 11 fields built per

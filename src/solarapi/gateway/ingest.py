@@ -7,12 +7,12 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime
 
+from solarapi.auth.principal import INGEST_CALLER
 from solarapi.db import REQUEST_SESSION
 from solarapi.errors import ApiError, Unauthorized
 from solarapi.gateway import ratelimits
 from solarapi.gateway.exchange import Exchange
 from solarapi.ingest.service import (
-    INGEST_CALLER,
     INGEST_ROUTE,
     ONLY_INGEST,
     PER_MINUTE,

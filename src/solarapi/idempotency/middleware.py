@@ -6,7 +6,8 @@
   client that retries the moment it has the answer gets a replay (`Idempotent-Replayed:
   true`), never "still being processed". Repeats are answered for 24 h.
 - Same key, different method, path or body → 409; same key while the first still runs → 409.
-- Keys are scoped to the API key, so two keys (or the live and test key) never collide.
+- Keys are scoped to the API key (or, on `POST /ingest/readings`, to the ingest token), so
+  two keys (or the live and test key, or two loggers) never collide.
 - A response with status ≥ 500 is not stored and the key is released: the endpoint's own
   transaction rolled back (only the request session commits, and it commits before a 2xx),
   so a retry with the same key may run, and should.
@@ -29,7 +30,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from solarapi.auth.principal import Principal
+from solarapi.auth.principal import INGEST_CALLER, IngestCaller, Principal
 from solarapi.auth.scopes import API_PREFIX
 from solarapi.errors import ApiError, Conflict, ValidationFailed, render_api_error
 from solarapi.idempotency import store
@@ -152,10 +153,23 @@ def _key_of(scope: Scope) -> str | None:
         scope["type"] != "http"
         or scope["method"] != "POST"
         or not scope["path"].startswith(API_PREFIX + "/")
-        or not isinstance(scope.get("state", {}).get("principal"), Principal)
+        or _holder_of(scope) is None
     ):
         return None
     return Headers(scope=scope).get(HEADER)
+
+
+def _holder_of(scope: Scope) -> store.Holder | None:
+    """Whose keys the request's are: its API key's, or its ingest token's (the gateway left
+    one of the two on the request)."""
+    state = scope.get("state", {})
+    principal = state.get("principal")
+    if isinstance(principal, Principal):
+        return store.Holder(api_key_id=principal.key_id)
+    logger = state.get(INGEST_CALLER)
+    if isinstance(logger, IngestCaller):
+        return store.Holder(ingest_token_id=logger.token_id)
+    return None
 
 
 async def _checked_body(key: str, receive: Receive) -> bytes | None:
@@ -169,10 +183,11 @@ async def _checked_body(key: str, receive: Receive) -> bytes | None:
 async def _claim(scope: Scope, key: str, body: bytes) -> store.ClaimOutcome:
     query = scope.get("query_string", b"").decode("latin-1")
     target = scope["path"] + (f"?{query}" if query else "")
-    principal: Principal = scope["state"]["principal"]
+    holder = _holder_of(scope)
+    assert holder is not None  # _key_of applies the middleware to such requests only
     return await store.claim(
         scope["app"].state.sessionmaker,
-        api_key_id=principal.key_id,
+        holder=holder,
         key=key,
         request_hash=request_fingerprint(scope["method"], target, body),
         method=scope["method"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -39,6 +39,24 @@ async def _without_flush_wait(session: AsyncSession) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Holder:
+    """Whose Idempotency-Keys these are: an API key's, or an ingest token's (a data logger's
+    uploads). Exactly one is set; two holders' keys never meet."""
+
+    api_key_id: str | None = None
+    ingest_token_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.api_key_id is None) == (self.ingest_token_id is None):
+            raise ValueError("an Idempotency-Key belongs to one API key or one ingest token")
+
+    def owns(self) -> ColumnElement[bool]:
+        if self.api_key_id is not None:
+            return IdempotencyRecord.api_key_id == self.api_key_id
+        return IdempotencyRecord.ingest_token_id == self.ingest_token_id
+
+
+@dataclass(frozen=True, slots=True)
 class Acquired:
     record_id: int
 
@@ -61,7 +79,7 @@ ClaimOutcome = Acquired | Replay | Refused
 async def claim(
     maker: async_sessionmaker[AsyncSession],
     *,
-    api_key_id: str,
+    holder: Holder,
     key: str,
     request_hash: str,
     method: str,
@@ -75,7 +93,8 @@ async def claim(
             async with maker() as session, session.begin():
                 await _without_flush_wait(session)
                 record = IdempotencyRecord(
-                    api_key_id=api_key_id,
+                    api_key_id=holder.api_key_id,
+                    ingest_token_id=holder.ingest_token_id,
                     idempotency_key=key,
                     request_hash=request_hash,
                     method=method,
@@ -90,8 +109,7 @@ async def claim(
         async with maker() as session, session.begin():
             existing = await session.scalar(
                 select(IdempotencyRecord).where(
-                    IdempotencyRecord.api_key_id == api_key_id,
-                    IdempotencyRecord.idempotency_key == key,
+                    holder.owns(), IdempotencyRecord.idempotency_key == key
                 )
             )
             if existing is None:

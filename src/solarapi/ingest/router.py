@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from solarapi.audit.service import Actor
-from solarapi.auth.principal import PrincipalDep
+from solarapi.auth.principal import INGEST_CALLER, IngestCaller, PrincipalDep
 from solarapi.db import RequestSession, SessionDep
 from solarapi.errors import Unauthorized, ValidationFailed
 from solarapi.idempotency.middleware import replay_without
@@ -28,15 +28,15 @@ from solarapi.state import SettingsDep
 router = APIRouter(tags=["Ingest tokens"])
 
 
-async def get_ingest_caller(request: Request) -> service.IngestCaller:
-    caller = request.scope.get("state", {}).get(service.INGEST_CALLER)
-    if not isinstance(caller, service.IngestCaller):
+async def get_ingest_caller(request: Request) -> IngestCaller:
+    caller = request.scope.get("state", {}).get(INGEST_CALLER)
+    if not isinstance(caller, IngestCaller):
         # Only the gateway authenticates tokens; reaching here without it is a wiring bug.
         raise Unauthorized("missing Authorization header")
     return caller
 
 
-IngestCallerDep = Annotated[service.IngestCaller, Depends(get_ingest_caller)]
+IngestCallerDep = Annotated[IngestCaller, Depends(get_ingest_caller)]
 
 
 @router.post(

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor, AuditAction, record_audit
-from solarapi.auth.principal import Caller
+from solarapi.auth.principal import Caller, IngestCaller
 from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token
 from solarapi.errors import NotFound, Unauthorized
 from solarapi.ingest import repository
@@ -29,8 +29,6 @@ ONLY_INGEST = (
     "(pk_live_… or pk_test_…) for everything else"
 )
 PER_MINUTE = 60
-# Where the gateway leaves the authenticated logger of a `POST /ingest/readings`.
-INGEST_CALLER = "ingest_caller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +52,6 @@ class CreatedToken:
 
     view: TokenView
     token: str
-
-
-@dataclass(frozen=True, slots=True)
-class IngestCaller:
-    """The data logger behind a request: one token of one system."""
-
-    token_id: str
-    token_name: str
-    display: str
-    system_id: str
-    account_id: str
-    environment: str
 
 
 async def create_token(

@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import (
     JSON,
     Boolean,
+    CheckConstraint,
     ForeignKey,
     Index,
     Integer,
@@ -118,11 +119,19 @@ class IdempotencyRecord(Base):
     __tablename__ = "idempotency_keys"
     __table_args__ = (
         UniqueConstraint("api_key_id", "idempotency_key"),
+        UniqueConstraint("ingest_token_id", "idempotency_key"),
+        CheckConstraint("(api_key_id IS NULL) <> (ingest_token_id IS NULL)", name="one_holder"),
         Index("ix_idempotency_keys_created_at", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    api_key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
+    # Whose key it is: an API key's, or an ingest token's (a data logger's uploads).
+    api_key_id: Mapped[str | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="CASCADE"), nullable=True
+    )
+    ingest_token_id: Mapped[str | None] = mapped_column(
+        ForeignKey("ingest_tokens.id", ondelete="CASCADE"), nullable=True
+    )
     idempotency_key: Mapped[str] = mapped_column(String(255))
     # SHA-256 of method, path with query and body: what "the same request" means.
     request_hash: Mapped[str] = mapped_column(String(64))
