@@ -133,3 +133,33 @@ async def test_paging_and_sandbox(app: FastAPI, enterprise: Tenant, fleet: list[
         body = await _get(sandbox, "/portfolio/market-value", **window)
     assert body["meta"]["totals"]["systems"] == 2  # NL and DE-LU; Sydney has no zone
     assert len(body["data"]) == 3
+
+
+async def test_systems_without_a_zone_take_none_of_the_page_cap(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A system without a market zone is listed with `data: []`: it has no buckets, so a page
+    of one valued system and 35 without a zone (36 × 2,880 quarter-hours if they counted) is
+    answered; 36 valued systems are refused, naming the limit that fits."""
+    month = {"interval": "15m", "from": "2025-01-01T00:00:00Z", "to": "2025-01-31T00:00:00Z"}
+    async with client_for(app, enterprise.live) as client:
+        valued = (await create_system(client, name="valued"))["id"]
+        for i in range(35):
+            await create_system(client, name=f"no zone {i}", market_zone=None)
+        page = await client.get("/api/v1/portfolio/market-value", params={**month, "limit": 36})
+        assert page.status_code == 200, page.text
+        body = page.json()
+        assert len(body["data"]) == 36
+        assert [len(item["data"]) for item in body["data"]].count(2880) == 1
+        assert [item["system_id"] for item in body["data"] if item["data"]] == [valued]
+        # The readings of the same page have buckets for every system: over the cap.
+        readings = await client.get("/api/v1/portfolio/readings", params={**month, "limit": 36})
+        assert readings.status_code == 400
+        assert "largest limit that fits this range and interval is 34" in readings.json()["error"]
+        for i in range(35):
+            await create_system(client, name=f"valued {i}")
+        zoned = await client.get(
+            "/api/v1/portfolio/market-value", params={**month, "market_zone": "NL", "limit": 36}
+        )
+        assert zoned.status_code == 400
+        assert "largest limit that fits this range and interval is 34" in zoned.json()["error"]

@@ -293,8 +293,13 @@ async def fleet_market_value(
             [system.timezone for system in fleet.systems], series, refused
         ).items()
     }
+    # A system without a market zone is listed with no buckets (`data: []`): it takes none
+    # of the page's cap.
     check_page_size(
-        [len(by_timezone[system.timezone]) - 1 for system in fleet.on_page],
+        [
+            len(by_timezone[system.timezone]) - 1 if system.market_zone is not None else 0
+            for system in fleet.on_page
+        ],
         query.page.limit,
         interval.value,
     )
