@@ -408,9 +408,27 @@ async def test_bad_filters_are_400_and_other_tenants_alerts_404(
     async with client_for(app, pro.live) as client:
         foreign = await client.get(f"/api/v1/alerts/{change.alert.id}")
         own = await client.get("/api/v1/alerts")
+        # Filtering by another account's system is a 404 naming it, not an empty list.
+        by_foreign_system = await client.get("/api/v1/alerts", params={"system_id": system["id"]})
     assert foreign.status_code == 404
     assert own.status_code == 200
     assert own.json()["data"] == []  # Pro reads alerts
+    assert by_foreign_system.status_code == 404
+    assert by_foreign_system.json() == {
+        "error": f"No system with id '{system['id']}'",
+        "code": "not_found",
+    }
+    async with client_for(app, enterprise.test) as client:
+        other_environment = await client.get("/api/v1/alerts", params={"system_id": system["id"]})
+        unknown = await client.get("/api/v1/alerts", params={"system_id": "sys_not_here"})
+        # 400 before 404: a bad filter beside an unknown system is the 400.
+        both = await client.get(
+            "/api/v1/alerts", params={"system_id": "sys_not_here", "status": "closed"}
+        )
+    assert other_environment.status_code == 404
+    assert unknown.status_code == 404
+    assert unknown.json()["error"] == "No system with id 'sys_not_here'"
+    assert both.status_code == 400
 
 
 # --- monitoring settings ------------------------------------------------------------------------

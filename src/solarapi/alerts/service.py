@@ -37,6 +37,7 @@ from solarapi.performance import service as performance_service
 from solarapi.performance.values import Source
 from solarapi.readings import repository as readings_repository
 from solarapi.systems import repository as systems_repository
+from solarapi.systems.access import read_system
 
 # The sweep reads systems in batches of this many, one transaction each.
 SWEEP_BATCH = 500
@@ -66,13 +67,19 @@ async def list_alerts(
     alert_type: str | None,
     page: PageParams,
 ) -> tuple[list[AlertRecord], int]:
+    status = _check_filter("status", status, ALERT_STATUSES)
+    alert_type = _check_filter("type", alert_type, ALERT_TYPES)
+    if system_id:
+        # A system of another account or environment, or none: 404 naming it, as every
+        # filter by system answers (not an empty list, which reads as "no alerts").
+        await read_system(session, principal, system_id)
     return await repository.list_page(
         session,
         account_id=principal.account_id,
         environment=principal.environment,
         system_id=system_id or None,
-        status=_check_filter("status", status, ALERT_STATUSES),
-        alert_type=_check_filter("type", alert_type, ALERT_TYPES),
+        status=status,
+        alert_type=alert_type,
         offset=page.offset,
         limit=page.limit,
     )
