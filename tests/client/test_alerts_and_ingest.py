@@ -224,8 +224,13 @@ def test_a_lost_ingest_answer_is_sent_again(served: Served, client: Client) -> N
         result = logger.upload([{"timestamp": LONG_AGO, "energy_wh": 7.5}])
     assert len(proxy.requests) == 2
     assert len(waits) == 1
-    # The first attempt stored it; the second found it there and replaced it with itself.
-    assert (result.received, result.inserted, result.updated) == (1, 0, 1)
+    # The retry carried the first attempt's Idempotency-Key: the first answer is replayed
+    # (the reading inserted once), and the upload raised one readings.uploaded, not two.
+    key = proxy.headers_of(0)["idempotency-key"]
+    assert key and proxy.headers_of(1)["idempotency-key"] == key
+    assert (result.received, result.inserted, result.updated) == (1, 1, 0)
+    uploads = client.events.list(type="readings.uploaded")
+    assert [event.data["system_id"] for event in uploads].count(system.id) == 1
     series = client.readings.get(
         system.id, start=LONG_AGO, end=LONG_AGO + timedelta(minutes=15), interval="15m"
     )
