@@ -482,6 +482,42 @@ async def test_switching_monitoring_off_resolves_open_alerts(
     assert resolved.alert.evidence["resolution"] == {"reason": "monitoring disabled"}
 
 
+async def test_deleting_a_system_resolves_its_open_alerts_first(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """A subscriber that opened an incident on `alert.opened` gets its `alert.resolved` when
+    the system is deleted (with `system.deleted`), not an incident open for ever; the
+    alerts then go with the system. Another system's open alert stays open."""
+    system = await create_system(app, enterprise.live)
+    other = await create_system(app, enterprise.live)
+    for each in (system, other):
+        await upload(app, enterprise.live, each["id"], quarter_hours(MORNING, [0.0] * 4))
+        (opened,) = await evaluate(app, each["id"], MORNING + timedelta(hours=1))
+        assert opened.opened
+    async with client_for(app, enterprise.live) as client:
+        (alert,) = (
+            await client.get("/api/v1/alerts", params={"system_id": system["id"]})
+        ).json()["data"]
+        deleted = await client.delete(f"/api/v1/systems/{system['id']}")
+        assert deleted.status_code == 204, deleted.text
+        events = (await client.get("/api/v1/events")).json()["data"]
+        gone = await client.get(f"/api/v1/alerts/{alert['id']}")
+        remaining = (await client.get("/api/v1/alerts")).json()["data"]
+    # The deletion's two events (one transaction): the system's and its alert's.
+    newest = {event["type"]: event["data"] for event in events[:2]}
+    assert set(newest) == {"system.deleted", "alert.resolved"}
+    assert newest["system.deleted"]["id"] == system["id"]
+    resolved = newest["alert.resolved"]
+    assert resolved["id"] == alert["id"]
+    assert resolved["status"] == "resolved"
+    assert resolved["system_id"] == system["id"]
+    assert resolved["resolved_at"] is not None
+    assert resolved["evidence"]["resolution"] == {"reason": "system deleted"}
+    assert resolved["evidence"] == {**alert["evidence"], "resolution": {"reason": "system deleted"}}
+    assert gone.status_code == 404
+    assert [(a["system_id"], a["status"]) for a in remaining] == [(other["id"], "open")]
+
+
 def test_the_sun_helper_puts_the_test_site_under_a_high_sun() -> None:
     now = datetime(2026, 11, 25, 21, 0, tzinfo=UTC)
     location = sunny_site_now(now)

@@ -250,6 +250,24 @@ def _stand_down(system: MonitoredSystem, current: dict[AlertType, AlertRecord]) 
     ]
 
 
+async def stand_down_for_deletion(
+    session: AsyncSession, system_id: str, now: datetime
+) -> list[Change]:
+    """A system about to be deleted: its open alerts resolve (`"reason": "system deleted"`)
+    with their `alert.resolved` events, in the deletion's transaction — a subscriber's open
+    incident is closed, not left open for ever — and then go with the system."""
+    row = await repository.monitored_system(session, system_id)
+    if row is None:
+        return []
+    system = MonitoredSystem.from_row(row)
+    current = {alert.type: alert for alert in await repository.open_alerts(session, system.id)}
+    findings = [
+        Finding(AlertType(alert_type), Verdict.CLEAR, {"reason": "system deleted"})
+        for alert_type in current
+    ]
+    return await _apply(session, system, findings, current, now)
+
+
 async def evaluate_offline(
     session: AsyncSession, system: MonitoredSystem, now: datetime, *, may_have_open: bool = True
 ) -> list[Change]:

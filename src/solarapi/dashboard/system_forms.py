@@ -154,10 +154,12 @@ async def change_system(
         raise FormRejected(sentence(exc.message), exc.status_code) from None
 
 
-async def remove_system(session: AsyncSession, scope: Caller, system: ReadableSystem) -> None:
+async def remove_system(
+    session: AsyncSession, scope: Caller, system: ReadableSystem, now: datetime
+) -> None:
     """`DELETE /systems/{id}`: 409 while a declaration holds it."""
     try:
-        await systems_service.delete_system(session, scope, system.id)
+        await systems_service.delete_system(session, scope, system.id, now)
     except ApiError as exc:
         raise FormRejected(sentence(exc.message), exc.status_code) from None
 

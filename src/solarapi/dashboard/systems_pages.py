@@ -168,7 +168,7 @@ async def delete_system(
     await read_form(request, user)
     system = await service.own_system(session, user.account_id, system_id)
     try:
-        await remove_system(session, service.scope_of(user, system), system)
+        await remove_system(session, service.scope_of(user, system), system, utcnow())
     except FormRejected as exc:
         await session.rollback()
         return render(

@@ -120,7 +120,7 @@ async def update_system(
     },
 )
 async def delete_system(system_id: str, principal: PrincipalDep, session: SessionDep) -> Response:
-    await service.delete_system(session, principal, system_id)
+    await service.delete_system(session, principal, system_id, utcnow())
     return Response(status_code=204)
 
 

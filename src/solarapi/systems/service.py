@@ -7,6 +7,7 @@ from datetime import date, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from solarapi.alerts import service as alerts
 from solarapi.auth.principal import Caller
 from solarapi.declarations import service as declarations
 from solarapi.errors import Conflict, ValidationFailed
@@ -289,13 +290,17 @@ async def update_system(
     return view
 
 
-async def delete_system(session: AsyncSession, principal: Caller, system_id: str) -> None:
+async def delete_system(
+    session: AsyncSession, principal: Caller, system_id: str, now: datetime
+) -> None:
     system = await access.get_system(session, principal, system_id)
     if await declarations.blocks_system_deletion(session, system.id):
         raise Conflict(
             f"System '{excerpt(system_id)}' has a submitted or approved declaration and cannot be "
             "deleted; set its status to 'decommissioned' instead"
         )
+    # Its open alerts resolve first (alert.resolved), as when it stops being watched.
+    await alerts.stand_down_for_deletion(session, system.id, now)
     data = SystemView.of(system).render()
     await repository.delete_system(session, system)
     await record_event(
