@@ -227,7 +227,8 @@ def test_a_lost_ingest_answer_is_sent_again(served: Served, client: Client) -> N
     # The retry carried the first attempt's Idempotency-Key: the first answer is replayed
     # (the reading inserted once), and the upload raised one readings.uploaded, not two.
     key = proxy.headers_of(0)["idempotency-key"]
-    assert key and proxy.headers_of(1)["idempotency-key"] == key
+    assert key
+    assert proxy.headers_of(1)["idempotency-key"] == key
     assert (result.received, result.inserted, result.updated) == (1, 1, 0)
     uploads = client.events.list(type="readings.uploaded")
     assert [event.data["system_id"] for event in uploads].count(system.id) == 1
