@@ -495,9 +495,8 @@ async def test_deleting_a_system_resolves_its_open_alerts_first(
         (opened,) = await evaluate(app, each["id"], MORNING + timedelta(hours=1))
         assert opened.opened
     async with client_for(app, enterprise.live) as client:
-        (alert,) = (
-            await client.get("/api/v1/alerts", params={"system_id": system["id"]})
-        ).json()["data"]
+        listed = await client.get("/api/v1/alerts", params={"system_id": system["id"]})
+        (alert,) = listed.json()["data"]
         deleted = await client.delete(f"/api/v1/systems/{system['id']}")
         assert deleted.status_code == 204, deleted.text
         events = (await client.get("/api/v1/events")).json()["data"]
