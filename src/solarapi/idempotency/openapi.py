@@ -12,7 +12,8 @@ IDEMPOTENCY_PARAMETER: dict[str, Any] = {
     "is ideal). A repeat with the same key, method, path and body within 24 hours returns the "
     "first response again with `Idempotent-Replayed: true`; the same key with a different "
     "request, or while the first is still running, answers 409 `conflict`. Keys are scoped to "
-    "the API key (on `POST /ingest/readings`, to the ingest token). Responses with status 500 or above are not kept, so a retry runs again.",
+    "the API key (on `POST /ingest/readings`, to the ingest token). Responses with status 500 "
+    "or above are not kept, so a retry runs again.",
     # Printable ASCII; first and last not a space, as HTTP strips those from a header value.
     "schema": {
         "type": "string",
