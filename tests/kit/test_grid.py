@@ -185,6 +185,32 @@ def test_cap_names_the_largest_allowed_to() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("zone", "since"),
+    [("Pacific/Apia", date(1999, 1, 1)), ("Pacific/Kiritimati", date(1980, 1, 1))],
+)
+def test_the_largest_to_of_local_days_over_a_skipped_day_is_accepted(
+    zone: str, since: date
+) -> None:
+    """A range of local days over the cap that holds a day that never existed there: the
+    refusal names the `to` of 10,000 real days, and that `to` is accepted with 10,000
+    buckets (it was refused as 10,001 calendar days, naming itself again)."""
+    tz = ZoneInfo(zone)
+    start = datetime(since.year, since.month, since.day, tzinfo=tz)
+    with pytest.raises(grid.TooManyBuckets) as refused:
+        widen_range(start, start + timedelta(days=20_000), Interval.DAY, tz)
+    largest = datetime.fromtimestamp(refused.value.largest_to_s, UTC)
+    fits = widen_range(start, largest, Interval.DAY, tz)
+    assert len(fits.edges()) - 1 == MAX_BUCKETS
+    assert bucket_count(fits.start_s, fits.end_s, Interval.DAY, tz) == MAX_BUCKETS
+    # 10,001 calendar days: one of them has no bucket.
+    assert (largest.astimezone(tz).date() - since).days == MAX_BUCKETS + 1
+    with pytest.raises(
+        grid.TooManyBuckets, match=f"largest allowed 'to' is {largest:%Y-%m-%dT%H:%M:%SZ}"
+    ):
+        widen_range(start, largest + timedelta(seconds=1), Interval.DAY, tz)
+
+
 def test_iso_strings() -> None:
     assert iso_strings(np.array([0, 1750000000], dtype=np.int64)) == [
         "1970-01-01T00:00:00Z",

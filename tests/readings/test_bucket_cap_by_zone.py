@@ -144,3 +144,23 @@ async def test_a_range_over_the_cap_is_400_before_a_system_without_a_zone_is_409
         assert largest == _largest_to(readings)  # the system's own grid's
         within = await client.get(path, params={**params, "to": largest})
         assert within.status_code == 409, within.text
+
+
+async def test_local_days_over_a_day_that_never_existed(app: FastAPI, enterprise: Tenant) -> None:
+    """Pacific/Apia skipped 2011-12-30: 10,000 of its local days span 10,001 calendar days.
+    The refusal of a longer `1d` range names that `to`, and readings, performance and the
+    portfolio answer it with 10,000 buckets (they refused it naming the same `to` again)."""
+    too_long = {"interval": "1d", "from": "1999-01-01T00:00:00Z", "to": "2199-01-01T00:00:00Z"}
+    async with client_for(app, enterprise.live) as client:
+        system_id = await _system(client, "Pacific/Apia")
+        for path in (f"/systems/{system_id}/readings", f"/systems/{system_id}/performance"):
+            refused = await client.get(f"/api/v1{path}", params=too_long)
+            largest = _largest_to(refused)
+            fits = await client.get(f"/api/v1{path}", params={**too_long, "to": largest})
+            assert fits.status_code == 200, (path, fits.text)
+            assert len(fits.json()["data"]) == 10_000, path
+        portfolio = await client.get("/api/v1/portfolio/readings", params=too_long)
+        largest = _largest_to(portfolio)
+        fits = await client.get("/api/v1/portfolio/readings", params={**too_long, "to": largest})
+        assert fits.status_code == 200, fits.text
+        assert [len(item["data"]) for item in fits.json()["data"]] == [10_000]
