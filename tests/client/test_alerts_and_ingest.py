@@ -16,7 +16,6 @@ import pytest
 
 from solarapi.ingest.tokens import generate_token
 from solarapi_client import (
-    ApiError,
     AsyncClient,
     AsyncIngestClient,
     AuthenticationError,
@@ -250,13 +249,19 @@ def test_503_is_retried_for_a_logger_and_liveness_still_answers(tmp_path: Path) 
             pytest.raises(ServiceUnavailableError) as unavailable,
         ):  # fmt: skip
             logger.upload([{"timestamp": LONG_AGO, "energy_wh": 1.0}])
-        # The process serves requests: the liveness probe says so, readiness does not (its
-        # 503 carries the health body, not an error's).
-        with Client(api_key="pk_live_" + "a" * 38, base_url=server.base, max_retries=0) as api:
+        # The process serves requests: the liveness probe says so, readiness does not. Its 503
+        # carries the health body, returned as the answer (not raised, not retried).
+        health_answers: list[httpx.Response] = []
+        health_http = httpx.Client(timeout=30, event_hooks={"response": [health_answers.append]})
+        with Client(
+            api_key="pk_live_" + "a" * 38, base_url=server.base, http_client=health_http
+        ) as api:
             assert api.liveness().status == "ok"
-            with pytest.raises(ApiError) as not_ready:
-                api.health()
-            assert not_ready.value.status == 503
+            not_ready = api.health()
+        assert not_ready.status == "unavailable"
+        assert not_ready.checks.database == "unavailable"
+        assert not_ready.tzdata
+        assert [a.status_code for a in health_answers] == [200, 503]  # liveness, health once
     assert [a.status_code for a in answers] == [503, 503, 503]
     assert waits == [float(a.headers["retry-after"]) for a in answers[:2]]
     assert unavailable.value.code == "unavailable"

@@ -46,6 +46,7 @@ from solarapi_client._core import (
     Timestamp,
     body,
     fleet_query,
+    health_call,
     irradiance_body,
     many,
     nothing,
@@ -138,7 +139,11 @@ class _Connection:
                 if delay is None:
                     raise self._core.transport_error(exc) from exc
             else:
-                delay = self._core.retry.after_response(response, attempt)
+                delay = (
+                    None
+                    if call.answers(response)
+                    else self._core.retry.after_response(response, attempt)
+                )
                 if delay is None:
                     return self._core.result(call, response)
                 await response.aclose()
@@ -205,8 +210,10 @@ class AsyncClient(_Connection):
         return AsyncPager(lambda number: self.send(call_for_page(number)))
 
     async def health(self) -> Health:
-        """The readiness check (`GET /health`): status, version, database and rate limiter."""
-        return await self.send(Call("GET", "/health", one(Health)))
+        """The readiness check (`GET /health`): status, version, database and rate limiter.
+        A server that cannot reach its database answers 503 with `status` "unavailable": that
+        is returned, not raised or retried (the caller asked for the current state)."""
+        return await self.send(health_call())
 
     async def liveness(self) -> Liveness:
         """The liveness check (`GET /health/live`): `status` is "ok" while the process serves

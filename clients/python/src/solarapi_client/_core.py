@@ -22,6 +22,7 @@ import httpx
 from solarapi_client import errors
 from solarapi_client._decode import decode
 from solarapi_client.models import (
+    Health,
     IrradianceReading,
     Location,
     ModelParameters,
@@ -116,10 +117,21 @@ class Call(Generic[T]):
     params: Mapping[str, str] = field(default_factory=dict)
     json: Any = None
     idempotency_key: str | None = None
+    # Error statuses whose body is this call's answer, neither retried nor raised (the 503
+    # of `GET /health` is its "unavailable" report).
+    answered_by: frozenset[int] = frozenset()
+
+    def answers(self, response: httpx.Response) -> bool:
+        return response.is_success or response.status_code in self.answered_by
 
 
 def one(cls: type[T]) -> Callable[[httpx.Response], T]:
     return lambda response: decode(cls, response.json())
+
+
+def health_call() -> Call[Health]:
+    """`GET /health`, whose 503 is an answer ("unavailable"), not an error to retry."""
+    return Call("GET", "/health", one(Health), answered_by=frozenset({503}))
 
 
 def many(cls: type[T]) -> Callable[[httpx.Response], list[T]]:
@@ -419,7 +431,7 @@ class Core:
         )
 
     def result(self, call: Call[T], response: httpx.Response) -> T:
-        if response.is_success:
+        if call.answers(response):
             return call.parse(response)
         raise error_from(response)
 

@@ -48,6 +48,7 @@ from solarapi_client._core import (
     Timestamp,
     body,
     fleet_query,
+    health_call,
     irradiance_body,
     many,
     nothing,
@@ -140,7 +141,11 @@ class _Connection:
                 if delay is None:
                     raise self._core.transport_error(exc) from exc
             else:
-                delay = self._core.retry.after_response(response, attempt)
+                delay = (
+                    None
+                    if call.answers(response)
+                    else self._core.retry.after_response(response, attempt)
+                )
                 if delay is None:
                     return self._core.result(call, response)
                 response.close()
@@ -207,8 +212,10 @@ class Client(_Connection):
         return SyncPager(lambda number: self.send(call_for_page(number)))
 
     def health(self) -> Health:
-        """The readiness check (`GET /health`): status, version, database and rate limiter."""
-        return self.send(Call("GET", "/health", one(Health)))
+        """The readiness check (`GET /health`): status, version, database and rate limiter.
+        A server that cannot reach its database answers 503 with `status` "unavailable": that
+        is returned, not raised or retried (the caller asked for the current state)."""
+        return self.send(health_call())
 
     def liveness(self) -> Liveness:
         """The liveness check (`GET /health/live`): `status` is "ok" while the process serves

@@ -24,6 +24,7 @@ from solarapi_client.models import (
     ReadingTotals,
     Summary,
     ValueBucket,
+    ValueTotals,
 )
 
 if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
@@ -111,19 +112,6 @@ class FleetSummary:
         pandas = _pandas()
         frame = pandas.DataFrame.from_records([dataclasses.asdict(item) for item in self.data])
         return cast("pd.DataFrame", frame.set_index("system_id") if len(frame) else frame)
-
-
-@dataclass(frozen=True)
-class ValueTotals:
-    energy_wh: float | None
-    value_eur: float | None
-    price_eur_per_mwh: float | None = None
-    priced_energy_wh: float | None = None
-    capture_price_eur_per_mwh: float | None = None
-    baseload_price_eur_per_mwh: float | None = None
-    capture_rate: float | None = None
-    negative_price_energy_wh: float | None = None
-    negative_price_value_eur: float | None = None
 
 
 @dataclass(frozen=True)

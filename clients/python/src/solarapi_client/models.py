@@ -63,6 +63,7 @@ class Health:
     api_version: str
     time: datetime
     checks: HealthChecks
+    tzdata: str | None = None  # the time zone database's release (2026-11-25), e.g. "2026f"
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,17 @@ class PriceBucket:
 
 
 @dataclass(frozen=True)
+class PriceTotals:
+    """A zone's prices over the widened range, at quarter-hour resolution (the baseload)."""
+
+    mean_price_eur_per_mwh: float | None
+    min_price_eur_per_mwh: float | None
+    max_price_eur_per_mwh: float | None
+    priced_quarter_hours: int
+    negative_quarter_hours: int
+
+
+@dataclass(frozen=True)
 class PriceMeta:
     zone: str
     interval: PriceInterval
@@ -259,6 +271,7 @@ class PriceMeta:
     currency: str
     unit: str
     source: PriceSource | None
+    totals: PriceTotals | None = None  # None from a server before 2026-11-25
 
 
 @dataclass(frozen=True)
@@ -282,9 +295,19 @@ class ValueBucket:
 
 @dataclass(frozen=True)
 class ValueTotals:
+    """A market value's totals over the widened range: the energy, its value, and the
+    trader's figures at quarter-hour resolution (None where undefined, or from a server
+    before 2026-11-25)."""
+
     energy_wh: float | None
     value_eur: float | None
-    price_eur_per_mwh: float | None
+    price_eur_per_mwh: float | None = None
+    priced_energy_wh: float | None = None
+    capture_price_eur_per_mwh: float | None = None
+    baseload_price_eur_per_mwh: float | None = None
+    capture_rate: float | None = None
+    negative_price_energy_wh: float | None = None
+    negative_price_value_eur: float | None = None
 
 
 @dataclass(frozen=True)
