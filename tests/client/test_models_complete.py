@@ -57,6 +57,8 @@ def test_no_answer_loses_a_field(served: Served, enterprise: Tenant) -> None:
     with capturing(served, enterprise.test) as (sandbox, bodies):
         system = next(iter(sandbox.systems.list()))  # the sandbox's simulated systems
         zoned = next(s for s in sandbox.systems.list() if s.market_zone is not None)
+        zone = zoned.market_zone
+        assert zone is not None
         calls: list[tuple[str, Any]] = [
             ("health", lambda: sandbox.health()),
             ("account", lambda: sandbox.account.get()),
