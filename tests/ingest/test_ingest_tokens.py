@@ -234,6 +234,24 @@ async def test_keys_and_bad_tokens_are_refused_at_the_ingest_endpoint(
         async with client_for(app, token) as logger:
             answer = await logger.post("/api/v1/ingest/readings", json=_readings(1))
         assert answer.status_code == 401
+    # A real token with one character changed has the right shape: the message says it was
+    # mistyped (its checksum), as for API keys, not what tokens look like.
+    async with client_for(app, enterprise.live) as api:
+        real = (await _token(api, await _system(api)))["token"]
+    typo = real[:10] + ("x" if real[10] != "x" else "y") + real[11:]
+    async with client_for(app, typo) as logger:
+        mistyped = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+    assert mistyped.status_code == 401
+    assert mistyped.json() == {
+        "error": "malformed ingest token: its last 6 characters (a checksum) do not match the "
+        "rest; the ingest token was mistyped or changed while copying",
+        "code": "unauthorized",
+    }
+    async with client_for(app, "ik_short") as logger:
+        short = await logger.post("/api/v1/ingest/readings", json=_readings(1))
+    assert short.json()["error"] == (
+        "malformed ingest token: tokens look like ik_ followed by 38 letters and digits"
+    )
     async with client_for(app) as nobody:
         missing = await nobody.post("/api/v1/ingest/readings", json=_readings(1))
         basic = await nobody.post(

@@ -34,17 +34,22 @@ def bearer_token(authorization: str | None, credential: str = "API key") -> str:
     return token.strip()
 
 
+def mistyped(credential: str) -> Unauthorized:
+    """A key or token of the right shape with a wrong checksum: a typo or a truncated copy,
+    not a wrong format — said so, not "looks like …"."""
+    return Unauthorized(
+        f"malformed {credential}: its last 6 characters (a checksum) do not match the rest; "
+        f"the {credential} was mistyped or changed while copying"
+    )
+
+
 def key_hash(authorization: str | None, secret: bytes) -> str:
     """The stored hash of the request's key, or Unauthorized saying what is wrong with the
     header or the key's form (checked offline: prefix, length, checksum)."""
     token = bearer_token(authorization)
     if parse_key(token) is None:
         if KEY_PATTERN.match(token) is not None:
-            # The right shape, a wrong checksum: a typo or a truncated copy, not a wrong format.
-            raise Unauthorized(
-                "malformed key: its last 6 characters (a checksum) do not match the rest; "
-                "the key was mistyped or changed while copying"
-            )
+            raise mistyped("key")
         raise Unauthorized(
             "malformed key: API keys look like pk_live_… or pk_test_… followed by 38 letters "
             "and digits"

@@ -10,10 +10,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth.principal import Caller, IngestCaller
-from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token
+from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token, mistyped
 from solarapi.errors import NotFound, Unauthorized
 from solarapi.ingest import repository
-from solarapi.ingest.tokens import PREFIX, display_form, generate_token, hash_token, well_formed
+from solarapi.ingest.tokens import (
+    PREFIX,
+    TOKEN_PATTERN,
+    display_form,
+    generate_token,
+    hash_token,
+    well_formed,
+)
 from solarapi.kit.ids import new_id
 from solarapi.kit.text import excerpt
 from solarapi.models.ingest import IngestToken
@@ -149,6 +156,8 @@ def token_hash(authorization: str | None, secret: bytes) -> str:
             "API key upload to POST /api/v1/systems/{id}/readings"
         )
     if not well_formed(token):
+        if TOKEN_PATTERN.match(token) is not None:
+            raise mistyped("ingest token")
         raise Unauthorized(
             "malformed ingest token: tokens look like ik_ followed by 38 letters and digits"
         )
