@@ -182,6 +182,13 @@ def describe_validation_errors(errors: Any) -> str:
             msg = "unknown field"
         elif err.get("type") == "missing":
             msg = "is required"
+        elif err.get("type") in ("too_long", "too_short") and isinstance(err.get("input"), str):
+            # A length constraint applied after a validator (a time zone's name): pydantic's
+            # generic wording counts "items"; say characters, as for any other string.
+            ctx = err.get("ctx") or {}
+            bound = "at most" if err["type"] == "too_long" else "at least"
+            limit = ctx.get("max_length" if err["type"] == "too_long" else "min_length")
+            msg = f"String should have {bound} {limit} characters"
         elif err.get("type") == "json_invalid":
             ctx = err.get("ctx") or {}
             return f"request body is not valid JSON: {ctx.get('error', 'syntax error')}"

@@ -86,6 +86,10 @@ async def test_live_system_cannot_be_simulated(app: FastAPI, enterprise: Tenant)
         ({"location": {"latitude": 1, "longitude": -181, "timezone": "UTC"}}, "location.longitude"),
         ({"location": {"latitude": 1, "longitude": 1, "timezone": "Mars/Base"}}, "Mars/Base"),
         ({"location": {"latitude": 1, "longitude": 1}}, "location.timezone: is required"),
+        (
+            {"location": {"latitude": 1, "longitude": 1, "timezone": "Europe/" + "x" * 58}},
+            "location.timezone: String should have at most 64 characters",
+        ),
         ({"orientation": {"tilt_deg": 91}}, "orientation.tilt_deg"),
         ({"orientation": {"azimuth_deg": 360.5}}, "orientation.azimuth_deg"),
         ({"market_zone": "XX"}, "unknown market zone 'XX'"),
