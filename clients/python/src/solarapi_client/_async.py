@@ -67,6 +67,7 @@ from solarapi_client.fleet import (
     FleetReadings,
     FleetSummary,
     FleetValue,
+    fitting_page,
     fleet_page,
     merge,
 )
@@ -538,6 +539,7 @@ class AsyncPortfolio(_Resource):
     ) -> FleetReadings:
         """Every matching system's readings (`to_dataframe()`: indexed by system_id, start)."""
         filters = fleet_query(system_ids, status, market_zone)
+        page_size = fitting_page(page_size, start, end, interval)
         return await self._every_page(
             lambda page: Call(
                 "GET",
@@ -582,6 +584,7 @@ class AsyncPortfolio(_Resource):
     ) -> FleetValue:
         """Every matching system's market value, with per-zone and fleet totals."""
         filters = fleet_query(system_ids, status, market_zone)
+        page_size = fitting_page(page_size, start, end, interval)
         return await self._every_page(
             lambda page: Call(
                 "GET",

@@ -69,6 +69,7 @@ from solarapi_client.fleet import (
     FleetReadings,
     FleetSummary,
     FleetValue,
+    fitting_page,
     fleet_page,
     merge,
 )
@@ -540,6 +541,7 @@ class Portfolio(_Resource):
     ) -> FleetReadings:
         """Every matching system's readings (`to_dataframe()`: indexed by system_id, start)."""
         filters = fleet_query(system_ids, status, market_zone)
+        page_size = fitting_page(page_size, start, end, interval)
         return self._every_page(
             lambda page: Call(
                 "GET",
@@ -584,6 +586,7 @@ class Portfolio(_Resource):
     ) -> FleetValue:
         """Every matching system's market value, with per-zone and fleet totals."""
         filters = fleet_query(system_ids, status, market_zone)
+        page_size = fitting_page(page_size, start, end, interval)
         return self._every_page(
             lambda page: Call(
                 "GET",
