@@ -64,3 +64,29 @@ async def test_simulated_pr_is_the_simulations_own(app: FastAPI, enterprise: Ten
     # while the clear sky still changes), and some ids' simulated clouds make one although the
     # sandbox does not clip here (a known false positive, see docs/performance.md).
     assert set(response.json()["data"][0]["quality"]) <= {"clipping"}
+
+
+async def test_a_simulated_systems_irradiance_is_the_models_own(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """`GET /systems/{id}/irradiance` of a simulated system gives the `sensor` quarter-hours
+    its performance uses (the model's POA and air temperature; it stored none), so the
+    insolation can be recomputed from what the API returns."""
+    day = {"from": "2025-05-01T00:00:00+02:00", "to": "2025-05-02T00:00:00+02:00"}
+    async with client_for(app, enterprise.test) as client:
+        system = await create_system(client, inverter_capacity_kw=None, installed_on="2024-01-01")
+        path = f"/api/v1/systems/{system['id']}"
+        stored = await client.get(f"{path}/irradiance", params=day)
+        performance = await client.get(f"{path}/performance", params={**day, "interval": "1d"})
+    assert stored.status_code == 200, stored.text
+    rows = stored.json()["data"]
+    assert len(rows) == 96
+    assert {row["source"] for row in rows} == {"sensor"}
+    assert all(row["poa_w_m2"] >= 0 and row["ambient_temp_c"] is not None for row in rows)
+    assert max(row["poa_w_m2"] for row in rows) > 500  # a May noon under the model's sky
+    assert rows[0]["module_temp_c"] is None
+    assert rows[0]["ghi_w_m2"] is None
+    (bucket,) = performance.json()["data"]
+    assert bucket["irradiance_source"] == "sensor"
+    insolation = sum(row["poa_w_m2"] for row in rows) / 4
+    assert abs(bucket["insolation_wh_m2"] - insolation) < 0.05  # the rows' own rounding

@@ -146,7 +146,9 @@ async def upload_irradiance(
     description=(
         "The quarter-hours stored in [from, to), in time order: uploaded `sensor` rows "
         "(plane of array) and imported `satellite` rows (GHI/DNI/DHI); null where not sent. "
-        "At most 31 days per request."
+        "A simulated (sandbox) system's `sensor` rows are the model's own plane-of-array "
+        "irradiance and air temperature, which its performance uses. At most 31 days per "
+        "request."
     ),
 )
 async def get_irradiance(
@@ -167,7 +169,9 @@ async def get_irradiance(
     start_s = int(start.timestamp() // 1)
     end_s = int(-(-end.timestamp() // 1))
     start_s -= start_s % QUARTER_S
-    sensor, satellite = await service.read_irradiance(session, principal, system_id, start_s, end_s)
+    sensor, satellite = await service.read_irradiance(
+        session, principal, system_id, start_s, end_s, utcnow()
+    )
     return Response(render_irradiance(sensor, satellite), media_type="application/json")
 
 

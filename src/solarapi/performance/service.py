@@ -224,12 +224,37 @@ class Performance:
 
 
 async def read_irradiance(
-    session: AsyncSession, principal: Principal, system_id: str, start_s: int, end_s: int
+    session: AsyncSession,
+    principal: Principal,
+    system_id: str,
+    start_s: int,
+    end_s: int,
+    now: datetime,
 ) -> tuple[IrradianceRows, IrradianceRows]:
     """`GET /systems/{id}/irradiance`: the caller's system's stored `sensor` and `satellite`
-    quarter-hours starting in [start_s, end_s)."""
+    quarter-hours starting in [start_s, end_s). A simulated (sandbox) system stores none:
+    its `sensor` rows are the sandbox model's own POA and air temperature, the irradiance its
+    performance reports as `sensor` (so its numbers can be recomputed from what the API
+    returns, as a metered system's can)."""
     system = await read_system(session, principal, system_id)
-    return await repository.both_between(session, system.id, start_s, end_s)
+    if system.data_source != "simulated":
+        return await repository.both_between(session, system.id, start_s, end_s)
+    grid = np.arange(start_s, end_s, QUARTER_S, dtype=np.int64)
+    measured = await _irradiance(session, system, grid, now)
+    kept = ~np.isnan(measured.sensor_poa_w_m2)
+    none = np.full(int(np.count_nonzero(kept)), np.nan)
+    sensor = IrradianceRows(
+        starts=grid[kept],
+        poa_w_m2=measured.sensor_poa_w_m2[kept],
+        ghi_w_m2=none,
+        dni_w_m2=none,
+        dhi_w_m2=none,
+        module_temp_c=none,
+        ambient_temp_c=measured.sensor_ambient_temp_c[kept],
+    )
+    empty = np.empty(0)
+    satellite = IrradianceRows(np.empty(0, dtype=np.int64), *([empty] * 6))
+    return sensor, satellite
 
 
 def plant_of(system: ReadableSystem) -> Plant:
