@@ -86,7 +86,9 @@ ROOTS = [
 ]
 # Models with no schema of their own: the SDK's wrapper of a portfolio page (its `body` is the
 # whole answer, checked above as FleetReadings, FleetSummary and FleetValue).
-NOT_IN_THE_DOCUMENT = {fleet.FleetPage}
+# The pages' wrapper, and a base of two models (`ValueTotals`, `ZoneValueTotals`: read
+# through them, each checked against its own schema).
+NOT_IN_THE_DOCUMENT = {fleet.FleetPage, models.TraderFigures}
 # Enums of the API the SDK keeps as `str` on purpose: market zones and time zones are data
 # (`client.market_prices.zones()` lists the zones; a new one needs no new SDK).
 DATA_NOT_ENUMS = {"market_zone", "zone", "timezone"}

@@ -23,6 +23,7 @@ from solarapi_client.models import (
     ReadingBucket,
     ReadingTotals,
     Summary,
+    TraderFigures,
     ValueBucket,
     ValueTotals,
 )
@@ -128,17 +129,9 @@ class SystemValue:
 
 
 @dataclass(frozen=True)
-class ZoneValueTotals:
+class ZoneValueTotals(TraderFigures):
     """The trader's figures of a bidding zone's systems, or of the whole fleet."""
 
-    energy_wh: float | None
-    value_eur: float | None
-    priced_energy_wh: float | None = None
-    capture_price_eur_per_mwh: float | None = None
-    baseload_price_eur_per_mwh: float | None = None
-    capture_rate: float | None = None
-    negative_price_energy_wh: float | None = None
-    negative_price_value_eur: float | None = None
     systems: int = 0
 
 

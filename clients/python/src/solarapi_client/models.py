@@ -294,20 +294,27 @@ class ValueBucket:
 
 
 @dataclass(frozen=True)
-class ValueTotals:
-    """A market value's totals over the widened range: the energy, its value, and the
-    trader's figures at quarter-hour resolution (None where undefined, or from a server
-    before 2026-11-25)."""
+class TraderFigures:
+    """A market value's energy, its value, and the trader's figures over the widened range at
+    quarter-hour resolution (None where undefined, or from a server before 2026-11-25): of a
+    system (`ValueTotals`), or of a zone's systems or a fleet (`fleet.ZoneValueTotals`)."""
 
     energy_wh: float | None
     value_eur: float | None
-    price_eur_per_mwh: float | None = None
     priced_energy_wh: float | None = None
     capture_price_eur_per_mwh: float | None = None
     baseload_price_eur_per_mwh: float | None = None
     capture_rate: float | None = None
     negative_price_energy_wh: float | None = None
     negative_price_value_eur: float | None = None
+
+
+@dataclass(frozen=True)
+class ValueTotals(TraderFigures):
+    """A system's market value totals: the trader's figures and `price_eur_per_mwh` (the
+    production-weighted price, the capture price under its first name)."""
+
+    price_eur_per_mwh: float | None = None
 
 
 @dataclass(frozen=True)
