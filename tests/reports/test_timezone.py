@@ -329,3 +329,35 @@ async def test_a_range_over_the_cap_on_the_reports_grid_is_a_400_not_a_failed_re
         assert "the largest allowed 'to' is 2025-02-20T15:15:00Z" in over.json()["error"]
         fits = await _post(client, **body, to="2025-02-20T15:15:00Z")
         assert fits.status_code == 202, fits.text
+
+
+async def test_a_range_just_over_the_cap_on_utc_is_the_reports_calendars_to_judge(
+    app: FastAPI, enterprise: Tenant
+) -> None:
+    """10,000 of Kathmandu's hours (from and to at :15 UTC, its hours' edges) are 10,001 UTC
+    hours: the report, bucketed on Kathmandu's clock, holds 10,000 and is accepted (it was
+    refused at the POST naming the UTC grid's `to`). One local hour more is refused naming
+    Kathmandu's largest `to`; a range far over the cap is still refused before its systems are
+    read (an unknown system: the 400, not the 404)."""
+    async with client_for(app, enterprise.live) as client:
+        system = await make_system(client, "Kathmandu", "Asia/Kathmandu")
+        body = {"type": "production", "format": "csv", "interval": "1h",
+                "system_ids": [system["id"]], "from_": "2024-01-01T00:15:00Z"}  # fmt: skip
+        exact = await _post(client, **body, to="2025-02-20T16:15:00Z")  # + 10,000 hours
+        assert exact.status_code == 202, exact.text
+        over = await _post(client, **body, to="2025-02-20T17:15:00Z")
+        assert over.status_code == 400, over.text
+        assert "the largest allowed 'to' is 2025-02-20T16:15:00Z" in over.json()["error"]
+        far = await _post(
+            client, **{**body, "system_ids": ["sys_not_here"]}, to="2026-01-01T00:00:00Z"
+        )
+        assert far.status_code == 400, far.text
+        assert "more than the 10,000 allowed" in far.json()["error"]
+        near_unknown = await _post(
+            client, **{**body, "system_ids": ["sys_not_here"]}, to="2025-02-20T16:15:00Z"
+        )
+        assert near_unknown.status_code == 404, near_unknown.text
+        done = await completed(client, app, exact.json()["id"])
+        csv = (await client.get(done["download_url"])).content.decode()
+    rows = [line for line in csv.splitlines() if line.startswith(system["id"])]
+    assert len(rows) == 10_000

@@ -20,9 +20,13 @@ from zoneinfo import ZoneInfo
 from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import (
     ALL_INTERVALS,
+    MAX_BUCKETS,
     Interval,
     TimeRange,
+    TooManyBuckets,
     bucket_count,
+    ceil_to_grid,
+    floor_to_grid,
     parse_interval,
     parse_range,
     widen_range,
@@ -34,6 +38,9 @@ from solarapi.models.reports import Report, ReportFormat, ReportKind
 from solarapi.reports.schemas import ReportCreate
 
 _UTC = ZoneInfo("UTC")
+# How many buckets more a range may hold on the UTC calendar than on a zone's own: a bucket at
+# each end, where the zone's edges fall inside the UTC calendar's first and last bucket.
+_ZONE_SHIFT_BUCKETS = 2
 # Caps on the size of one report (systems × buckets), so one report stays within a worker's
 # memory (about 0.5 KB per CSV row while it is built; a PDF row costs more, being laid out).
 MAX_ROWS: dict[ReportFormat, int] = {ReportFormat.CSV: 300_000, ReportFormat.PDF: 50_000}
@@ -72,16 +79,24 @@ class ReportParameters:
             )
         start, end = parse_range(_required("from", body.from_), _required("to", body.to), now)
         parameters = cls(kind, report_format, start, end, interval, None, None)
-        # The range's own rules (order, bounds, the per-system bucket cap) on the UTC calendar:
-        # a system's zone moves the edges by hours, which changes a count by one bucket at most.
-        time_range = parameters.utc_range()
+        # The range's own rules (order, bounds, the per-system bucket cap) on the UTC calendar,
+        # before any system is read (400 before 404). A zone moves the edges by hours, which
+        # changes a count by a bucket or two at most: a range that far over the cap on UTC is
+        # left to the report's own calendar (`service.validate_request`), which may hold it.
+        time_range: TimeRange | None
+        try:
+            time_range = parameters.utc_range()
+        except TooManyBuckets:
+            if not parameters.near_the_cap():
+                raise
+            time_range = None
         parameters = replace(parameters, system_ids=_system_ids(body.system_ids))
         if body.timezone is not None:
             try:
                 parameters = replace(parameters, timezone=check_time_zone(body.timezone))
             except ValueError as exc:
                 raise ValidationFailed(f"timezone: {exc}") from None
-        if parameters.system_ids is not None:
+        if parameters.system_ids is not None and time_range is not None:
             # Before the systems are looked up: a parameter error (400) precedes a 404.
             parameters.check_size(len(parameters.system_ids), time_range)
         return parameters
@@ -119,13 +134,22 @@ class ReportParameters:
         """The range widened on the UTC calendar (400 for a reversed or too long one)."""
         return widen_range(self.start, self.end, self.interval or Interval.DAY, _UTC)
 
-    def check_size(self, system_count: int, time_range: TimeRange | None = None) -> None:
-        """400 when `system_count` systems would make more rows than the format allows."""
+    def near_the_cap(self) -> bool:
+        """Whether the range, refused on the UTC calendar, is within a bucket or two of the
+        cap there: on the report's own calendar it may fit."""
+        assert self.interval is not None
+        lo = floor_to_grid(int(self.start.timestamp() // 1), self.interval, _UTC)
+        hi = ceil_to_grid(int(-(-self.end.timestamp() // 1)), self.interval, _UTC)
+        return bucket_count(lo, hi, self.interval, _UTC) <= MAX_BUCKETS + _ZONE_SHIFT_BUCKETS
+
+    def check_size(self, system_count: int, time_range: TimeRange) -> None:
+        """400 when `system_count` systems would make more rows than the format allows, in
+        the buckets of `time_range` (the UTC calendar's, or the report's own)."""
         if self.interval is None:
             return  # declarations: one row per declaration
-        time_range = time_range or self.utc_range()
         rows = (
-            bucket_count(time_range.start_s, time_range.end_s, self.interval, _UTC) * system_count
+            bucket_count(time_range.start_s, time_range.end_s, self.interval, time_range.tz)
+            * system_count
         )
         cap = MAX_ROWS[self.format]
         if rows > cap:

@@ -61,8 +61,6 @@ async def validate_request(
     systems = await _systems(session, caller, ids)
     if parameters.kind is ReportKind.MARKET_VALUE:
         systems = _with_market_zone(systems, explicit=ids is not None)
-    if ids is None:
-        parameters.check_size(len(systems))
     timezone = resolve_zone(
         (system.timezone for system in systems),
         parameters.timezone,
@@ -72,9 +70,13 @@ async def validate_request(
     if parameters.interval is not None:
         # Every row's bucket follows the report's calendar: its zone's grid, or a system's own
         # where its clock is the same (the same grid). The range was checked on the UTC grid
-        # before the systems were read; over the cap on this one it is the 400 here, naming
-        # this grid's largest `to`, not a report that fails later.
-        widen_range(parameters.start, parameters.end, parameters.interval, ZoneInfo(timezone))
+        # before the systems were read (a range within a bucket or two of the cap there left
+        # to this one); over the cap on this one it is the 400 here, naming this grid's
+        # largest `to`, not a report that fails later — and so is a report over its rows.
+        calendar = widen_range(
+            parameters.start, parameters.end, parameters.interval, ZoneInfo(timezone)
+        )
+        parameters.check_size(len(systems), calendar)
     return ReportRequest(parameters, systems, timezone)
 
 
