@@ -60,6 +60,10 @@ async def one_system(client: Any) -> dict[str, Any]:
          "system_ids[1]: 'sys_a' is listed twice"),
         ({"type": "declarations", "format": "csv", "interval": "1d", **PERIOD},
          "interval does not apply to declarations reports"),
+        # 10,001 UTC days, within two of the cap: a declarations report has no calendar of
+        # buckets to judge it, so the UTC calendar's rule stands.
+        ({"type": "declarations", "format": "csv", "from": "1990-01-01T00:00:00Z",
+          "to": "2017-05-20T00:00:00Z"}, "more than the 10,000 allowed"),
         ({"type": "production", "format": "csv", "colour": "red", **PERIOD}, "colour"),
     ],
 )  # fmt: skip

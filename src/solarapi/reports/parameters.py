@@ -136,8 +136,10 @@ class ReportParameters:
 
     def near_the_cap(self) -> bool:
         """Whether the range, refused on the UTC calendar, is within a bucket or two of the
-        cap there: on the report's own calendar it may fit."""
-        assert self.interval is not None
+        cap there: on the report's own calendar it may fit (a bucketed report's; a
+        declarations report has no buckets, and its range keeps the UTC calendar's rule)."""
+        if self.interval is None:
+            return False
         lo = floor_to_grid(int(self.start.timestamp() // 1), self.interval, _UTC)
         hi = ceil_to_grid(int(-(-self.end.timestamp() // 1)), self.interval, _UTC)
         return bucket_count(lo, hi, self.interval, _UTC) <= MAX_BUCKETS + _ZONE_SHIFT_BUCKETS
