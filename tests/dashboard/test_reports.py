@@ -142,6 +142,14 @@ async def test_the_form_answers_with_the_apis_messages(app: FastAPI, enterprise:
             unpriced = await _request(browser, [roof["id"]], type="market_value")
             reversed_days = await _request(browser, [dak["id"]], last_day="2025-05-01")
             no_day = await _request(browser, [dak["id"]], first_day="")
+            # Year 1 on UTC's calendar made "1-01-02T00:00:00Z", which the API called a bad
+            # timestamp: the form's own range is said first, with or without a zone.
+            year_one = [
+                await _request(
+                    browser, [dak["id"]], first_day="0001-01-01", last_day="0001-01-01", **zone
+                )
+                for zone in ({"timezone": "UTC"}, {})
+            ]
             chosen = await _request(browser, [dak["id"], roof["id"]], timezone="Europe/London")
         listed = (await api.get("/api/v1/reports")).json()["data"]
 
@@ -159,6 +167,9 @@ async def test_the_form_answers_with_the_apis_messages(app: FastAPI, enterprise:
     assert "'from' must be before 'to'" in text_of(reversed_days)
     assert no_day.status_code == 400
     assert "Choose the first day" in text_of(no_day)
+    for page in year_one:
+        assert page.status_code == 400
+        assert "Choose days between 1970-01-01 and 2199-12-31." in text_of(page)
     assert chosen.status_code == 303, chosen.text
     # Only the one accepted request was stored, on London's midnights.
     assert len(listed) == 1

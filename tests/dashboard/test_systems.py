@@ -296,7 +296,18 @@ async def test_bad_ranges_are_explained_on_the_page(app: FastAPI, enterprise: Te
             params={"from": "2020-01-01", "to": "2025-12-31", "interval": "15m"},
         )
         bad_date = await client.get(f"/systems/{system_id}", params={"from": "yesterday"})
+        # Days whose midnights a datetime cannot hold (year 1, the day after 9999-12-31).
+        year_one = await client.get(
+            f"/systems/{system_id}",
+            params={"from": "0001-01-01", "to": "0001-01-31", "interval": "1d"},
+        )
+        last_day = await client.get(
+            f"/systems/{system_id}",
+            params={"from": "9999-12-31", "to": "9999-12-31", "interval": "1h"},
+        )
     for page, text in (
+        (year_one, "Choose days between 1970-01-01 and 2199-12-31."),
+        (last_day, "Choose days between 1970-01-01 and 2199-12-31."),
         (reversed_range, "The first day must not be after the last day."),
         (bad_interval, "Interval must be one of 15m, 30m, 1h, 1d, 1w, 1M"),
         (too_long, "more than the 10,000 allowed"),

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.auth.principal import Caller
 from solarapi.auth.scopes import plan_allows
 from solarapi.dashboard.errors import FormRejected, sentence
-from solarapi.dashboard.service import environment_systems
+from solarapi.dashboard.service import check_days, environment_systems
 from solarapi.errors import ApiError, describe_validation_errors
 from solarapi.kit.grid import Interval, local_midnight
 from solarapi.kit.pagination import PageParams
@@ -105,12 +105,10 @@ def _calendar_zone(form: ReportForm, systems: list[System]) -> ZoneInfo:
 def body_of(form: ReportForm, systems: list[System]) -> dict[str, object]:
     """The JSON body the API would receive for this form."""
     first, last = _day("first day", form.first_day), _day("last day", form.last_day)
+    check_days(first, last)
     tz = _calendar_zone(form, systems)
-    try:
-        start = datetime.fromtimestamp(local_midnight(first, tz), UTC)
-        end = datetime.fromtimestamp(local_midnight(last + timedelta(days=1), tz), UTC)
-    except (OverflowError, ValueError, OSError):
-        raise FormRejected("Choose days between 1970-01-01 and 2199-12-31.") from None
+    start = datetime.fromtimestamp(local_midnight(first, tz), UTC)
+    end = datetime.fromtimestamp(local_midnight(last + timedelta(days=1), tz), UTC)
     body: dict[str, object] = {
         "type": form.kind,
         "format": form.format,

@@ -26,7 +26,14 @@ from solarapi.dashboard.errors import FormRejected, sentence
 from solarapi.dashboard.sessions import WebUser, start_session
 from solarapi.dashboard.throttle import LoginThrottle, Throttled
 from solarapi.errors import Conflict, Forbidden, ValidationFailed
-from solarapi.kit.grid import Interval, iso_strings, local_midnight, parse_interval
+from solarapi.kit.grid import (
+    EARLIEST,
+    LATEST,
+    Interval,
+    iso_strings,
+    local_midnight,
+    parse_interval,
+)
 from solarapi.kit.plans import PLAN_LIMITS, Environment, Plan
 from solarapi.kit.timefmt import TimestampError, parse_date
 from solarapi.models import ApiKey
@@ -407,7 +414,20 @@ def production_query(
         raise FormRejected(sentence(str(exc))) from None
     if first_day > last_day:
         raise FormRejected("The first day must not be after the last day.")
+    check_days(first_day, last_day)
     return ProductionQuery(first_day, last_day, interval)
+
+
+# The local days a form may name: those of the API's range (EARLIEST to LATEST, UTC).
+FIRST_DAY, LAST_DAY = EARLIEST.date(), LATEST.date() - timedelta(days=1)
+DAYS_OUT_OF_RANGE = f"Choose days between {FIRST_DAY} and {LAST_DAY}."
+
+
+def check_days(first: date, last: date) -> None:
+    """The form's refusal of days outside the API's range — before any midnight of them is
+    computed (year 1 or 9999 is out of the datetime's range: a 500, not an answer)."""
+    if first < FIRST_DAY or last > LAST_DAY:
+        raise FormRejected(DAYS_OUT_OF_RANGE)
 
 
 @dataclass(frozen=True, slots=True)
