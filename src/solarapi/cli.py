@@ -439,14 +439,25 @@ def keys_create(
             "display": record.display,
             "account_id": found.id,
             "created_at": format_timestamp(record.created_at),
+            "plan": found.plan,
         }
 
     payload = run_in_session(settings, work)
+    plan = payload.pop("plan")
     if as_json:
         print_json(payload)
     else:
         typer.echo(payload["key"])
         typer.echo(f"({payload['id']}; this is the only time the key is shown)", err=True)
+    if plan == Plan.STARTER:
+        # An operator may prepare a key before an upgrade; the account holder cannot (the
+        # dashboard refuses). Said, so that the key's 403s are no surprise.
+        typer.echo(
+            f"note: {account} is on the Starter plan, which has no API access: every request "
+            "with this key is a 403 until the account moves to Pro or Enterprise "
+            f"(solarapi accounts set-plan {account} pro)",
+            err=True,
+        )
 
 
 @keys_app.command("list")

@@ -109,6 +109,17 @@ async def test_accounts_and_keys_commands(env: dict[str, str], tmp_path: Path) -
     unknown = run_cli(env, "keys", "revoke", "key_nope", check=False)
     assert unknown.returncode == 1
     assert "No API key" in unknown.stderr
+    # A Pro account's key comes without a note; a Starter account's says it has no API access.
+    assert "note:" not in run_cli(env, "keys", "create", "--account", "ops@example.com").stderr
+    run_cli(
+        env,
+        "accounts", "create", "--name", "S", "--email", "s@example.com",
+        "--password", "long-enough-password",
+    )  # fmt: skip
+    starter = run_cli(env, "keys", "create", "--account", "s@example.com", "--json")
+    assert orjson.loads(starter.stdout)["key"].startswith("pk_live_")
+    assert "note: s@example.com is on the Starter plan, which has no API access" in starter.stderr
+    assert "solarapi accounts set-plan s@example.com pro" in starter.stderr
 
 
 async def test_demo_is_idempotent_and_its_keys_work(env: dict[str, str], tmp_path: Path) -> None:
