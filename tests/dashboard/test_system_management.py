@@ -104,6 +104,7 @@ async def test_the_form_shows_the_apis_messages(
             ({"timezone": "Mars/Olympus"}, "unknown IANA time zone 'Mars/Olympus'"),
             ({"capacity_kwp": "lots"}, "capacity_kwp: Input should be a valid number"),
             ({"name": ""}, "name: String should have at least 1 character"),
+            ({"name": "   "}, "name: must not be blank"),  # the API's message (was trimmed)
             (
                 {"environment": "live", "data_source": "simulated"},
                 "live systems are always 'metered'",

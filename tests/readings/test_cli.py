@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 
+from solarapi.readings.csvfile import CsvRowError, read_batches
 from tests.support import Tenant, client_for, run_cli, settings_env
 from tests.systems.factories import create_system, iso
 
@@ -144,3 +148,22 @@ async def test_a_repeated_quarter_hour_names_both_lines(
         f"line 7: timestamp: {stamps[2]} repeats line 4; each quarter-hour may appear once per "
         "file" in refused.stderr
     )
+
+
+@pytest.mark.parametrize("cell", ["1_000", "nan", "inf", "-inf", "0x10", "1e"])
+def test_a_number_is_written_as_json_writes_one(cell: str) -> None:
+    """The file's numbers are a JSON body's: `1_000`, `nan` or `inf`, which Python's `float`
+    would read, are refused naming the line (they were taken as 1000.0, NaN and ∞)."""
+    stream = io.StringIO(f"timestamp,energy_wh\n2025-06-15T10:00:00Z,{cell}\n")
+    with pytest.raises(CsvRowError, match=rf"line 2: energy_wh: '{re.escape(cell)}' is not a"):
+        list(read_batches(stream))
+
+
+def test_the_numbers_json_allows_are_read() -> None:
+    rows = "".join(
+        f"2025-06-15T{10 + i:02}:00:00Z,{cell}\n"
+        for i, cell in enumerate(["1480.5", "1e3", " 12 ", ".5", "5.", "0"])
+    )
+    [(lines, batch)] = list(read_batches(io.StringIO("timestamp,energy_wh\n" + rows)))
+    assert lines == [2, 3, 4, 5, 6, 7]
+    assert list(batch.energy_wh) == [1480.5, 1000.0, 12.0, 0.5, 5.0, 0.0]

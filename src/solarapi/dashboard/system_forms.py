@@ -88,6 +88,10 @@ class SystemForm:
 
 
 def _value(name: str, text: str) -> object:
+    if name == "name":
+        # As typed, as the API takes it: a blank name is the API's "must not be blank", and
+        # a name is stored with the spaces it was given, whichever way it arrives.
+        return text
     text = text.strip()
     if name in NUMBER_FIELDS and text:
         try:

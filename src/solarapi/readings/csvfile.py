@@ -34,10 +34,15 @@ class CsvRowError(Exception):
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+# A number as a JSON body writes it (a point for decimals, an optional exponent), spaces
+# around allowed: not the rest of what Python's `float` reads (`1_000`, `nan`, `inf`).
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 
 def _number(cell: str, column: str, line: int) -> float:
     try:
+        if not _DECIMAL.fullmatch(cell):
+            raise ValueError(cell)
         return float(cell)
     except ValueError:
         hint = (
