@@ -113,7 +113,7 @@ def satellite_irradiance(
         raw = data[["ghi", "dni", "dhi"]].iloc[row, col]
         raise CamsFileError(
             f"the {values.columns[col].upper()} value of {when} is missing or out of range "
-            f"('{raw}'); nothing was imported — request the period again or cut it out"
+            f"('{raw}'): request the period again or cut it out"
         )
     seconds = pd.DatetimeIndex(data.index).as_unit("s").asi8.astype(np.int64)
     per_quarter = _STEPS[step]
