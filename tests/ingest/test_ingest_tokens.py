@@ -129,6 +129,17 @@ async def test_managing_tokens_needs_enterprise_and_the_system(
     async with client_for(app, enterprise.test) as sandbox:
         other_env = await sandbox.get(f"/api/v1/systems/{system_id}/ingest-tokens")
         assert other_env.status_code == 404
+        # A simulated system takes no upload, so no token (one could never be used).
+        simulated = (await sandbox.get("/api/v1/systems")).json()["data"][0]
+        assert simulated["data_source"] == "simulated"
+        refused_simulated = await sandbox.post(
+            f"/api/v1/systems/{simulated['id']}/ingest-tokens", json={"name": "logger"}
+        )
+        assert refused_simulated.status_code == 409
+        assert refused_simulated.json()["code"] == "conflict"
+        assert "is simulated" in refused_simulated.json()["error"]
+        listed = await sandbox.get(f"/api/v1/systems/{simulated['id']}/ingest-tokens")
+        assert listed.json() == {"data": []}
     async with client_for(app, pro.live) as reader:
         refused = await reader.get(f"/api/v1/systems/{system_id}/ingest-tokens")
         assert refused.status_code == 403

@@ -49,6 +49,11 @@ IngestCallerDep = Annotated[IngestCaller, Depends(get_ingest_caller)]
         "60 requests per minute of its own. It appears in this answer only: a replay of the "
         "same request (`Idempotency-Key`) answers without it."
     ),
+    responses={
+        409: {
+            "description": "The system is simulated (`conflict`): it takes no upload, so no token"
+        }
+    },
 )
 @body_limit(SMALL_BODY)
 async def create_token(

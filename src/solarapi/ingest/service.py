@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth.principal import Caller, IngestCaller
 from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token, mistyped
-from solarapi.errors import NotFound, Unauthorized
+from solarapi.errors import Conflict, NotFound, Unauthorized
 from solarapi.ingest import repository
 from solarapi.ingest.tokens import (
     PREFIX,
@@ -74,6 +74,14 @@ async def create_token(
 ) -> CreatedToken:
     """`name` as validated by `schemas.TokenCreate` (1–100 characters, not blank)."""
     system = await get_system(session, caller, system_id)
+    if system.data_source == "simulated":
+        # The one thing a token does, upload its system's readings, a simulated system
+        # refuses (409): a token for it could never be used (the dashboard offers none).
+        raise Conflict(
+            f"System '{system.id}' is simulated: its readings come from the sandbox model and "
+            "cannot be uploaded, so it takes no ingest token; create a system with "
+            "data_source 'metered' for a data logger"
+        )
     token = generate_token()
     record = IngestToken(
         id=new_id("itk"),
