@@ -40,6 +40,9 @@ async def test_every_page_has_the_headers_and_no_inline_script(
             response = await client.get(path)
             assert response.status_code == 200, path
             _assert_security_headers(response)
+            head = await client.head(path)  # what an uptime monitor asks
+            assert head.status_code == 200, path
+            _assert_security_headers(head)
             assert response.headers["cache-control"] == "no-store"
             assert not _INLINE_SCRIPT.search(response.text), path
             assert not _INLINE_HANDLER.search(response.text), path
@@ -58,6 +61,9 @@ async def test_static_assets_are_served_with_headers_and_long_caching(app: FastA
             assert response.status_code == 200
             assert "immutable" in response.headers["cache-control"]
             _assert_security_headers(response)
+            head = await client.head(url)  # RFC 9110: a GET resource answers HEAD too
+            assert head.status_code == 200
+            assert head.headers["content-type"] == response.headers["content-type"]
         assert (await client.get("/static/../router.py")).status_code == 404
         assert (await client.get("/static/nothing.js")).status_code == 404
 

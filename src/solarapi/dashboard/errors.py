@@ -143,7 +143,14 @@ async def _remember_user(request: Request) -> None:
 
 
 class DashboardRoute(APIRoute):
-    """Every dashboard response gets the security headers, and every error a page."""
+    """Every dashboard response gets the security headers, and every error a page. A page
+    (GET) answers HEAD too, as RFC 9110 asks of every GET resource (uptime monitors and link
+    checkers ask HEAD): the same handler and headers; the server sends no body."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        if self.methods is not None and "GET" in self.methods:
+            self.methods.add("HEAD")
 
     # The handler's type is the one APIRoute declares (a coroutine's send and yield types).
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
