@@ -173,6 +173,34 @@ async def test_retry_schedule_stops_after_ten_attempts(
         assert expected * 0.85 - 2 <= (next_at - failed_at).total_seconds() <= expected * 1.15 + 2
 
 
+async def test_a_disabled_endpoint_shows_no_retry_to_come(
+    loopback_app: FastAPI, loopback_tenant: Tenant
+) -> None:
+    """A failed attempt's retry is queued; while the endpoint is disabled the retry does not
+    run, and the deliveries list no longer says one is due; re-enabled in time, it is and
+    runs."""
+    with running_receiver(default_status=500) as receiver:
+        endpoint = await create_endpoint(loopback_app, loopback_tenant.live, receiver.url)
+        await emit(loopback_app, loopback_tenant)
+        await drain(loopback_app)
+        (failed,) = await deliveries(loopback_app, loopback_tenant.live, endpoint["id"])
+        assert failed["next_attempt_at"] is not None
+        path = f"/api/v1/webhooks/{endpoint['id']}"
+        async with client_for(loopback_app, loopback_tenant.live) as client:
+            off = await client.patch(path, json={"status": "disabled"})
+            assert off.status_code == 200, off.text
+        (shown,) = await deliveries(loopback_app, loopback_tenant.live, endpoint["id"])
+        assert shown["next_attempt_at"] is None
+        # Re-enabled before the retry is due: it is due again, and runs.
+        async with client_for(loopback_app, loopback_tenant.live) as client:
+            on = await client.patch(path, json={"status": "enabled"})
+            assert on.status_code == 200, on.text
+        (again,) = await deliveries(loopback_app, loopback_tenant.live, endpoint["id"])
+        assert again["next_attempt_at"] == failed["next_attempt_at"]
+        await drain(loopback_app, timedelta(minutes=1))
+        assert len(receiver.received) == 2
+
+
 async def test_gone_disables_the_endpoint(loopback_app: FastAPI, loopback_tenant: Tenant) -> None:
     with running_receiver(script=[410]) as receiver:
         endpoint = await create_endpoint(loopback_app, loopback_tenant.live, receiver.url)

@@ -185,4 +185,9 @@ async def list_deliveries(
     rows, total = await repository.list_deliveries(
         session, endpoint.id, offset=page.offset, limit=page.limit
     )
-    return [DeliveryView.of(row) for row in rows], total
+    views = [DeliveryView.of(row) for row in rows]
+    if not endpoint.enabled:
+        # A disabled endpoint's queued retries do not run (the job finds it disabled): none
+        # is due while it stays so. Re-enabled in time, a retry runs and shows again.
+        views = [view.without_retry() for view in views]
+    return views, total

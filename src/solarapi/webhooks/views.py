@@ -5,6 +5,7 @@ JSON shape in one place (`render`; documented by `schemas.WebhookOut`,
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -98,6 +99,12 @@ class DeliveryView:
             error=row.error,
             next_attempt_at=row.next_attempt_at,
         )
+
+    def without_retry(self) -> DeliveryView:
+        """This attempt with no retry due (its endpoint is disabled: none runs)."""
+        if self.next_attempt_at is None:
+            return self
+        return dataclasses.replace(self, next_attempt_at=None)
 
     def render(self) -> dict[str, object]:
         return {
