@@ -330,7 +330,7 @@ def bucket_count(start_s: int, end_s: int, interval: Interval, tz: ZoneInfo) -> 
 
 
 # Local days that never existed in one zone (a date-line move skips one: Pacific/Apia
-# 2011-12-30, Pacific/Kiritimati 1995-01-01, Pacific/Kwajalein 1993-08-21): a count of
+# 2011-12-30, Pacific/Kiritimati 1994-12-31, Pacific/Kwajalein 1993-08-21): a count of
 # calendar periods is that many over the buckets, at most. Generous: tzdata has a handful.
 _SKIPPED_DAYS_AT_MOST = 16
 
