@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import typer
 from fastapi import FastAPI
 from sqlalchemy import select, text
 
+from solarapi import cli
 from solarapi.jobs.queue import enqueue
 from solarapi.kit.plans import Plan
 from solarapi.models import Base
@@ -334,3 +336,14 @@ async def test_systems_create_refuses_with_the_apis_message(
         api = (await client.post("/api/v1/systems", json=body)).json()["error"]
     assert "Value error" not in bad.stderr
     assert bad.stderr.strip() == f"error: {api}"
+
+
+def test_set_passwords_prompted_password_is_not_marked_required() -> None:
+    """`--password` is asked for when not given (out of the shell's history): an optional
+    option with a prompt, so the help does not mark it `[required]` as it did."""
+    command: Any = typer.main.get_command(cli.app)  # typer's own click classes
+    set_password = command.commands["accounts"].commands["set-password"]
+    (password,) = [p for p in set_password.params if p.name == "password"]
+    assert password.required is False
+    assert password.prompt
+    assert password.hide_input

@@ -33,7 +33,7 @@ def register(accounts: typer.Typer) -> None:
 def accounts_set_password(
     email: Annotated[str, typer.Argument(help="The user's e-mail")],
     password: Annotated[
-        str,
+        str | None,
         typer.Option(
             prompt=True,
             hide_input=True,
@@ -41,9 +41,10 @@ def accounts_set_password(
             help="New password (≥ 10 characters); asked for when not given, so it stays out "
             "of the shell's history",
         ),
-    ],
+    ] = None,  # not "[required]" in the help: the prompt asks for it
 ) -> None:
     """Set a user's dashboard password and end all their dashboard sessions."""
+    assert password is not None  # given, or typed at the prompt (click asks when missing)
     changed = run_in_session(
         load_settings(),
         lambda s: set_password(
