@@ -593,16 +593,18 @@ def parse_range(
 
 class TooManyBuckets(ValidationFailed):
     """A range over the cap on one zone's grid. `largest_to_s`: the largest `to` that fits
-    from the same `from` on that grid (the one the message names).
+    from the same `from` on that grid (the one the message names); `count`: the buckets the
+    range holds there (the message's; for an absurdly long range, `bucket_count`'s bound).
 
     Grids of different zones disagree about it: a zone off the UTC hour (Kolkata, Kathmandu,
     St John's) moves every `30m` or `1h` edge, a calendar moves every day's, so the same
     range may hold one bucket more or fewer there; a caller that knows several zones' refusals
     names the smallest (`tightest`), which fits every one of them."""
 
-    def __init__(self, message: str, largest_to_s: int) -> None:
+    def __init__(self, message: str, largest_to_s: int, count: int) -> None:
         super().__init__(message)
         self.largest_to_s = largest_to_s
+        self.count = count
 
     @staticmethod
     def tightest(refusals: Sequence[TooManyBuckets]) -> TooManyBuckets:
@@ -655,6 +657,7 @@ def widen_range(start: datetime, end: datetime, interval: Interval, tz: ZoneInfo
             f"the largest allowed 'to' is {format_timestamp(_utc(largest))} "
             f"(or choose a coarser interval)",
             largest,
+            count,
         )
     return TimeRange(start_s, end_s, interval, tz)
 

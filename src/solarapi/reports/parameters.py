@@ -25,8 +25,6 @@ from solarapi.kit.grid import (
     TimeRange,
     TooManyBuckets,
     bucket_count,
-    ceil_to_grid,
-    floor_to_grid,
     parse_interval,
     parse_range,
     widen_range,
@@ -86,8 +84,9 @@ class ReportParameters:
         time_range: TimeRange | None
         try:
             time_range = parameters.utc_range()
-        except TooManyBuckets:
-            if not parameters.near_the_cap():
+        except TooManyBuckets as refused:
+            # A declarations report has no buckets of its own: the UTC rule stands for it.
+            if not kind.bucketed or refused.count > MAX_BUCKETS + _ZONE_SHIFT_BUCKETS:
                 raise
             time_range = None
         parameters = replace(parameters, system_ids=_system_ids(body.system_ids))
@@ -133,16 +132,6 @@ class ReportParameters:
     def utc_range(self) -> TimeRange:
         """The range widened on the UTC calendar (400 for a reversed or too long one)."""
         return widen_range(self.start, self.end, self.interval or Interval.DAY, _UTC)
-
-    def near_the_cap(self) -> bool:
-        """Whether the range, refused on the UTC calendar, is within a bucket or two of the
-        cap there: on the report's own calendar it may fit (a bucketed report's; a
-        declarations report has no buckets, and its range keeps the UTC calendar's rule)."""
-        if self.interval is None:
-            return False
-        lo = floor_to_grid(int(self.start.timestamp() // 1), self.interval, _UTC)
-        hi = ceil_to_grid(int(-(-self.end.timestamp() // 1)), self.interval, _UTC)
-        return bucket_count(lo, hi, self.interval, _UTC) <= MAX_BUCKETS + _ZONE_SHIFT_BUCKETS
 
     def check_size(self, system_count: int, time_range: TimeRange) -> None:
         """400 when `system_count` systems would make more rows than the format allows, in
