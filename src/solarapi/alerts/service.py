@@ -174,7 +174,8 @@ async def evaluate_system(session: AsyncSession, system_id: str, now: datetime) 
     system = MonitoredSystem.from_row(row)
     current = {alert.type: alert for alert in await repository.open_alerts(session, system.id)}
     if not system.watched:
-        return await _apply(session, system, _stand_down(system, current), current, now)
+        reason = "monitoring disabled" if not system.enabled else f"system is {system.status}"
+        return await _apply(session, system, _stand_down(current, reason), current, now)
     now_s = int(now.timestamp())
     since_s = now_s - now_s % QUARTER_S - detectors.HISTORY_DAYS * 86400
     # The readings area's driver-level read: arrays straight from the rows, no ORM objects;
@@ -241,10 +242,9 @@ def _frozen_baseline(alert: AlertRecord | None) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _stand_down(system: MonitoredSystem, current: dict[AlertType, AlertRecord]) -> list[Finding]:
-    """A system no longer watched (monitoring off, inactive, decommissioned): its open alerts
-    resolve, saying why."""
-    reason = "monitoring disabled" if not system.enabled else f"system is {system.status}"
+def _stand_down(current: dict[AlertType, AlertRecord], reason: str) -> list[Finding]:
+    """A system no longer watched (monitoring off, inactive, decommissioned) or deleted: its
+    open alerts resolve, saying why."""
     return [
         Finding(AlertType(alert_type), Verdict.CLEAR, {"reason": reason}) for alert_type in current
     ]
@@ -261,11 +261,7 @@ async def stand_down_for_deletion(
         return []
     system = MonitoredSystem.from_row(row)
     current = {alert.type: alert for alert in await repository.open_alerts(session, system.id)}
-    findings = [
-        Finding(AlertType(alert_type), Verdict.CLEAR, {"reason": "system deleted"})
-        for alert_type in current
-    ]
-    return await _apply(session, system, findings, current, now)
+    return await _apply(session, system, _stand_down(current, "system deleted"), current, now)
 
 
 async def evaluate_offline(
