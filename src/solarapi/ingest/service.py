@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from solarapi.audit.service import Actor, AuditAction, record_audit
 from solarapi.auth.principal import Caller, IngestCaller
 from solarapi.auth.service import LAST_USED_RESOLUTION, bearer_token, mistyped
-from solarapi.errors import Conflict, NotFound, Unauthorized
+from solarapi.errors import NotFound, Unauthorized
 from solarapi.ingest import repository
 from solarapi.ingest.tokens import (
     PREFIX,
@@ -25,7 +25,12 @@ from solarapi.kit.ids import new_id
 from solarapi.kit.text import excerpt
 from solarapi.models.ingest import IngestToken
 from solarapi.models.systems import SystemRecord
-from solarapi.readings.upload import ReadingBatch, UploadResult, upload_to_system
+from solarapi.readings.upload import (
+    ReadingBatch,
+    UploadResult,
+    simulated_takes_no_upload,
+    upload_to_system,
+)
 from solarapi.systems import repository as systems_repository
 from solarapi.systems.access import get_system, owned
 
@@ -77,10 +82,11 @@ async def create_token(
     if system.data_source == "simulated":
         # The one thing a token does, upload its system's readings, a simulated system
         # refuses (409): a token for it could never be used (the dashboard offers none).
-        raise Conflict(
-            f"System '{system.id}' is simulated: its readings come from the sandbox model and "
-            "cannot be uploaded, so it takes no ingest token; create a system with "
-            "data_source 'metered' for a data logger"
+        raise simulated_takes_no_upload(
+            system.id,
+            "its readings come from the sandbox model",
+            so=", so it takes no ingest token",
+            instead="for a data logger",
         )
     token = generate_token()
     record = IngestToken(

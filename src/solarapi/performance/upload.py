@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from solarapi.errors import Conflict, ValidationFailed
+from solarapi.errors import ValidationFailed
 from solarapi.kit.grid import FloatArray, IntArray
 from solarapi.kit.text import excerpt
 from solarapi.models.systems import System
@@ -24,6 +24,7 @@ from solarapi.readings.upload import (
     check_size,
     check_starts,
     first_broken,
+    simulated_takes_no_upload,
     timestamp_rejection,
 )
 from solarapi.systems import repository as systems_repository
@@ -153,10 +154,7 @@ async def upload_irradiance(
     caller checks it before reading the system, 400 before 404) as the system's `sensor`
     irradiance."""
     if system.data_source == "simulated":
-        raise Conflict(
-            f"System '{system.id}' is simulated: its irradiance is the sandbox model's own and "
-            "cannot be uploaded; create a system with data_source 'metered' to upload"
-        )
+        raise simulated_takes_no_upload(system.id, "its irradiance is the sandbox model's own")
     updated = await store(
         session,
         system,

@@ -380,6 +380,17 @@ def _validated(
     )
 
 
+def simulated_takes_no_upload(
+    system_id: str, whose: str, *, so: str = "", instead: str = "to upload"
+) -> Conflict:
+    """The 409 of an upload (or what serves only uploads) to a simulated system: its data
+    is the sandbox model's (`whose`), never uploaded."""
+    return Conflict(
+        f"System '{system_id}' is simulated: {whose} and cannot be uploaded{so}; create a "
+        f"system with data_source 'metered' {instead}"
+    )
+
+
 def check_size(batch: Sized) -> None:
     """1 to MAX_UPLOAD items, as every quarter-hour upload (readings, irradiance) takes."""
     if not 1 <= len(batch) <= MAX_UPLOAD:
@@ -497,10 +508,7 @@ async def _upload(
             "(SOLARAPI_READINGS_RETENTION_MONTHS); upload only later quarter-hours",
         )
     if system.data_source == "simulated":
-        raise Conflict(
-            f"System '{system.id}' is simulated: its readings come from the sandbox model and "
-            "cannot be uploaded; create a system with data_source 'metered' to upload"
-        )
+        raise simulated_takes_no_upload(system.id, "its readings come from the sandbox model")
     lo_s, hi_s = int(starts.min()), int(starts.max()) + QUARTER_S
     first = datetime.fromtimestamp(lo_s, UTC)
     end = datetime.fromtimestamp(hi_s, UTC)
