@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import httpx
 
 from solarapi_client._decode import decode
+from solarapi_client.errors import SolarApiError
 from solarapi_client.models import (
     Interval,
     Pagination,
@@ -27,6 +28,7 @@ from solarapi_client.models import (
     ValueBucket,
     ValueTotals,
 )
+from solarapi_client.ranges import NOMINAL_S, as_datetime
 
 if TYPE_CHECKING:  # pandas is optional: only type checkers need it here
     import pandas as pd
@@ -200,9 +202,6 @@ def fleet_page(cls: type[P]) -> Callable[[httpx.Response], FleetPage[P]]:
 # A portfolio page holds at most this many buckets (its systems × each one's buckets); the
 # server refuses a larger page, naming the largest `limit` that fits.
 MAX_PAGE_BUCKETS = 100_000
-# The shortest a bucket of each interval can be (a month: 28 days), in seconds.
-_SHORTEST_BUCKET_S = {"15m": 900, "30m": 1800, "1h": 3600, "1d": 86_400, "1w": 604_800,
-                      "1M": 2_419_200}  # fmt: skip
 
 
 def fitting_page(
@@ -210,20 +209,16 @@ def fitting_page(
 ) -> int:
     """`page_size`, or fewer systems a page when a long range at a fine interval would put
     more than MAX_PAGE_BUCKETS buckets on it: a system's buckets counted generously (the
-    shortest bucket of the interval, and three more for the range widened to each system's
-    local grid), so the page is never refused for its size. Without both ends of the range
-    the server's defaults decide, and `page_size` is sent as it is."""
+    interval's `ranges.NOMINAL_S`, and three more for the range widened to each system's
+    local grid and its clock's changes), so the page is never refused for its size. Without
+    both ends of the range the server's defaults decide, and `page_size` is sent as it is."""
     if start is None or end is None:
         return page_size
     try:
-        lo, hi = (
-            datetime.fromisoformat(value) if isinstance(value, str) else value
-            for value in (start, end)
-        )
-        seconds = (hi - lo).total_seconds()
-    except (TypeError, ValueError):
+        seconds = (as_datetime(end, "end") - as_datetime(start, "start")).total_seconds()
+    except (ValueError, SolarApiError):
         return page_size  # the server says what is wrong with it
-    step = _SHORTEST_BUCKET_S.get(interval or "1d")
+    step = NOMINAL_S.get(interval or "1d")
     if step is None or seconds <= 0:
         return page_size
     buckets = -(-int(seconds) // step) + 3

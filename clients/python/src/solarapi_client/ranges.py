@@ -22,6 +22,12 @@ _SHORTEST = {
 }
 
 
+# How long a bucket of each interval is, at least, over a long range (a month: 28 days): how
+# many buckets a range holds, within a few (the local-clock cuts `_SHORTEST` allows for).
+NOMINAL_S = {"15m": 900, "30m": 1800, "1h": 3600, "1d": 86_400, "1w": 604_800,
+             "1M": 2_419_200}  # fmt: skip
+
+
 def as_datetime(value: datetime | str, name: str) -> datetime:
     moment = datetime.fromisoformat(value) if isinstance(value, str) else value
     if moment.tzinfo is None:
